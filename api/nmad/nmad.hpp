@@ -1,0 +1,187 @@
+#pragma once
+// nmad native C++ API: sessions, point-to-point requests and Madeleine-style
+// pack/unpack.
+//
+// A session is this process's membership in a job (one per process). It
+// holds one gate per peer; a gate sends through one track per driver. Sends
+// are *collected* per gate; whenever a track has room, the session's
+// strategy turns what is queued into the next packet (aggregating,
+// reordering, splitting). The application never pushes packets itself.
+//
+// Matching: a receive names a source rank (or any_source) and a 64-bit tag
+// with a mask (bits outside the mask are ignored, so mask 0 = any tag).
+// Messages between a pair of processes are matched in the order they were
+// sent within an *ordering domain*: tags that agree on
+// options::ordering_mask (default: all bits, i.e. per (peer, tag) order).
+//
+// Requests are owned by the caller, must not move while pending, and are
+// completed by progress (test, wait, wait_any, probe, or any other call that
+// polls). Buffers of a pending request belong to the engine until it
+// completes. Every call is thread-safe (one lock per session for now);
+// completion callbacks run with that lock held, on the thread that
+// progressed the request: they may start new requests, but must not wait.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/common/errc.hpp"
+#include "core/request.hpp"
+
+namespace nmad {
+
+using tag_t = std::uint64_t;
+constexpr int any_source = -1;
+constexpr tag_t full_mask = ~tag_t{0};
+
+class session_impl;
+class session;
+
+// What a completed receive (or a probe) found.
+struct recv_status {
+  int source = -1;
+  tag_t tag = 0;
+  std::size_t length = 0;  // message length in bytes (probe: if known)
+  errc error = errc::ok;
+};
+
+// One send or receive. Reusable after completion.
+class request {
+ public:
+  using callback = void (*)(request& req, void* arg);
+  request() = default;
+  request(const request&) = delete;
+  request& operator=(const request&) = delete;
+  ~request();  // a request must be complete (or never started) when destroyed
+
+  // Runs once when the request completes (success or error).
+  void on_complete(callback fn, void* arg) {
+    _state.cb = reinterpret_cast<void (*)(void*, void*)>(fn);
+    _state.cb_arg = arg;
+  }
+  bool completed() const { return _state.is_complete(); }
+  errc error() const { return _state.error; }
+  // Names the failure: peer, sizes, reason. Empty on success.
+  const std::string& error_message() const { return _state.error_message; }
+  // For receives: source, tag and length of the message received.
+  recv_status status() const;
+
+ private:
+  friend class session_impl;
+  friend class session;
+  friend class pack_connection;
+  friend class unpack_connection;
+  request_state _state;
+};
+
+// Engine statistics (monotonic counters since session start).
+struct session_stats {
+  std::uint64_t packets_sent = 0;
+  std::uint64_t chunks_sent = 0;        // data/control chunks in those packets
+  std::uint64_t bytes_sent = 0;         // payload + headers via packets
+  std::uint64_t rdv_data_sent = 0;      // bulk rendezvous transfers
+  std::uint64_t packets_received = 0;
+  std::uint64_t unexpected_messages = 0;
+  std::uint64_t protocol_errors = 0;
+};
+
+struct session_options {
+  std::string strategy;          // "" = $NMAD_STRATEGY or "default"
+  std::string driver;            // "" = $NMAD_DRIVER or "tcp"
+  std::size_t rdv_threshold = 0; // 0 = $NMAD_RDV_THRESHOLD or driver default
+  tag_t ordering_mask = full_mask;
+  int connect_timeout_ms = 0;    // 0 = $NMAD_CONNECT_TIMEOUT_MS or 30000
+};
+
+class session {
+ public:
+  // Joins the job described by the environment (see core/bootstrap). Throws
+  // std::runtime_error with a clear message if that fails.
+  static std::unique_ptr<session> create(const session_options& opts = {});
+  ~session();
+
+  int rank() const;
+  int size() const;
+  std::string_view strategy_name() const;
+  // Selects another registered strategy; only while nothing is queued.
+  errc set_strategy(std::string_view name);
+
+  // Starts sending len bytes at buf to `dest` with `tag`. The buffer must
+  // stay untouched until the request completes.
+  errc isend(int dest, tag_t tag, const void* buf, std::size_t len,
+             request& req);
+  // Starts receiving into buf (capacity len) a message from `source` (or
+  // any_source) whose tag matches `tag` on the bits of `mask`.
+  errc irecv(int source, tag_t tag, void* buf, std::size_t len, request& req,
+             tag_t mask = full_mask);
+
+  bool test(request& req);           // progresses; true once complete
+  errc wait(request& req);           // progresses until complete
+  // Waits until one of reqs completes; returns its index (-1 if reqs is
+  // empty or all are null/complete-and-consumed is the caller's business).
+  int wait_any(std::span<request* const> reqs);
+  // Looks for a matching message not yet received; fills st if found.
+  bool iprobe(int source, tag_t tag, recv_status& st, tag_t mask = full_mask);
+  recv_status probe(int source, tag_t tag, tag_t mask = full_mask);
+  // Cancels a receive that has not matched yet; true if cancelled.
+  bool cancel(request& req);
+
+  int progress();                    // one round of progress; work done
+  session_stats stats() const;
+  // Per-peer liveness: false once the peer's connection failed.
+  bool peer_alive(int rank) const;
+
+  session_impl& impl() { return *_impl; }
+
+ private:
+  explicit session(std::unique_ptr<session_impl> impl);
+  std::unique_ptr<session_impl> _impl;
+};
+
+// Madeleine-style incremental messages. Sender:
+//   auto p = pack_begin(s, dest, tag); p.pack(&n, sizeof n, pack_mode::express);
+//   p.pack(body, n, pack_mode::cheaper); p.end();
+// Receiver:
+//   auto u = unpack_begin(s, src, tag); u.unpack(&n, sizeof n,
+//   pack_mode::express);  /* n readable now */ u.unpack(body, n,
+//   pack_mode::cheaper); u.end();  /* body readable now */
+//
+// Send side: express pieces are queued at high priority (they may overtake
+// cheaper ones); every piece's buffer must stay valid until end() returns.
+// Receive side: an express piece is in memory when unpack() returns; a
+// cheaper piece only after end() (the engine may delay, reorder or
+// aggregate it). The unpack sequence must cover exactly the packed bytes;
+// otherwise end() reports errc::size_mismatch or errc::truncated.
+enum class pack_mode { express, cheaper };
+
+class pack_connection {
+ public:
+  pack_connection(session& s, int dest, tag_t tag);
+  pack_connection(pack_connection&&) = delete;
+  ~pack_connection();  // ends the message if end() was not called
+  errc pack(const void* buf, std::size_t len, pack_mode mode = pack_mode::cheaper);
+  errc end();          // sends what is left and waits for every piece
+ private:
+  session& _session;
+  request _req;
+  bool _ended = false;
+};
+
+class unpack_connection {
+ public:
+  // source may be any_source; source() tells who matched once known.
+  unpack_connection(session& s, int source, tag_t tag);
+  unpack_connection(unpack_connection&&) = delete;
+  ~unpack_connection();
+  errc unpack(void* buf, std::size_t len, pack_mode mode = pack_mode::cheaper);
+  errc end();          // waits for every cheaper piece
+  int source() const;
+ private:
+  session& _session;
+  request _req;
+  bool _ended = false;
+};
+
+}  // namespace nmad

@@ -1,0 +1,136 @@
+#pragma once
+// The driver interface: the bottom of the transfer layer.
+//
+// How this layer works. A driver moves bytes between this process and its
+// peers over one kind of hardware or OS channel (tcp sockets, shared memory,
+// libfabric). It knows nothing of tags, messages or strategies. It offers two
+// kinds of transfers on a connection:
+//   * packets: a small, self-contained byte string (at most
+//     caps().max_packet_size bytes, given as an iovec gather list) that the
+//     peer's driver delivers whole to the engine through
+//     driver_events::on_packet();
+//   * bulk data: a byte string sent with a 64-bit cookie that the receiver
+//     has announced beforehand (rendezvous); the receiving driver places it
+//     straight into the iovec posted with post_recv_data() for that cookie.
+// The engine guarantees that post_recv_data(cookie) happens before the peer
+// can post_send_data(cookie) (the receiver posts, then sends its
+// ready-to-receive), so data never arrives for an unknown cookie unless the
+// peer is broken or malicious; a driver treats that as a protocol error.
+//
+// Nothing here blocks. post_* answers posted (the driver owns the operation
+// until it reports completion from poll()), retry (no resource right now:
+// the caller keeps the operation and tries again later) or failed.
+// Completions and arrivals are reported only from inside poll(), on the
+// thread that calls poll(); a driver never calls the engine from another
+// thread. Callers serialise all calls into one driver instance (the engine
+// holds its lock around them).
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nmad {
+
+using connection_id = std::uint32_t;
+constexpr connection_id invalid_connection = ~connection_id{0};
+
+// What a driver can do, filled once by open(). Strategies and gates choose
+// drivers by these fields, never by name.
+struct driver_caps {
+  std::string name;                  // "tcp", for logs and nmad-info only
+  std::size_t max_packet_size = 0;   // largest packet post_send_packet accepts
+  std::size_t max_iov = 1;           // iovec entries per post_* call
+  std::size_t max_sends_in_flight = 2;  // per connection, packets + data
+  bool gather_scatter = false;       // iov with >1 entry costs no extra copy
+  bool zero_copy_data = false;       // bulk data moves user buffer <-> wire
+  bool rdma_get = false;             // receiver can pull remote memory (CMA)
+  double latency_us = 0;             // one-way small-packet latency estimate
+  double bandwidth_mbps = 0;         // large-transfer bandwidth (MB/s)
+  double overhead_us = 0;            // per-operation CPU overhead estimate
+  std::vector<unsigned> near_cpus;   // CPUs close to the device (hwloc)
+};
+
+// The engine's side of a driver: called only from inside driver::poll().
+class driver_events {
+ public:
+  virtual ~driver_events() = default;
+  // A connection finished its handshake (both sides learn the peer's rank).
+  virtual void on_connected(connection_id conn, int peer_rank) = 0;
+  // A whole packet arrived. The bytes are valid only during the call.
+  virtual void on_packet(connection_id conn,
+                         std::span<const std::byte> packet) = 0;
+  // A post_send_packet/post_send_data finished: its buffers may be reused.
+  virtual void on_send_done(void* token) = 0;
+  // A post_recv_data finished: `received` bytes were written to its iovec.
+  virtual void on_recv_data_done(void* token, std::size_t received) = 0;
+  // The connection broke (peer died, closed, or sent garbage). Every
+  // operation still pending on it is dropped by the driver without further
+  // callbacks; the engine fails them itself. Reported at most once.
+  virtual void on_connection_failed(connection_id conn,
+                                    std::string_view reason) = 0;
+};
+
+enum class post_result { posted, retry, failed };
+
+struct driver_config {
+  int rank = 0;              // this process's rank in the job
+  int size = 1;              // number of processes in the job
+  std::string job_key;       // secret every connection must present
+  driver_events* events = nullptr;
+};
+
+class driver {
+ public:
+  virtual ~driver() = default;
+
+  // Starts listening and fills caps(). Throws std::runtime_error with a
+  // clear message on failure (port unavailable, device missing).
+  virtual void open(const driver_config& config) = 0;
+  virtual const driver_caps& caps() const = 0;
+  // Address peers use to connect, published through the bootstrap.
+  virtual std::string local_address() const = 0;
+
+  // Starts connecting to `peer_rank` at `address` (from its local_address).
+  // Returns at once; on_connected() (or on_connection_failed()) follows
+  // from poll(). Connections from peers arrive by themselves and are
+  // reported by on_connected() with a fresh connection_id.
+  virtual connection_id connect(int peer_rank, std::string_view address) = 0;
+
+  // Sends one packet (total length <= caps().max_packet_size). The iovec
+  // array and the bytes it points to must stay valid until on_send_done.
+  virtual post_result post_send_packet(connection_id conn,
+                                       std::span<const iovec> iov,
+                                       void* token) = 0;
+  // Sends bulk data that the peer announced with post_recv_data(cookie).
+  virtual post_result post_send_data(connection_id conn, std::uint64_t cookie,
+                                     std::span<const iovec> iov,
+                                     void* token) = 0;
+  // Announces where the bulk data tagged `cookie` from `conn` goes. If the
+  // peer sends more bytes than the iovec holds, the connection fails.
+  virtual post_result post_recv_data(connection_id conn, std::uint64_t cookie,
+                                     std::span<const iovec> iov,
+                                     void* token) = 0;
+
+  // Makes progress: completes sends, reads arrivals, accepts and
+  // authenticates connections. Returns how much work it did (0 = idle).
+  virtual int poll() = 0;
+
+  // Closes one connection (e.g. after its peer sent garbage). No callback.
+  virtual void close_connection(connection_id conn) = 0;
+};
+
+// The explicit list of drivers this build has (drivers/registry.cpp).
+struct driver_descriptor {
+  std::string_view name;
+  std::string_view description;
+  std::unique_ptr<driver> (*create)();
+};
+std::span<const driver_descriptor> driver_registry();
+const driver_descriptor* find_driver(std::string_view name);
+
+}  // namespace nmad
