@@ -58,7 +58,7 @@ class request {
 
   // Runs once when the request completes (success or error).
   void on_complete(callback fn, void* arg) {
-    _state.cb = reinterpret_cast<void (*)(void*, void*)>(fn);
+    _state.cb = fn;
     _state.cb_arg = arg;
   }
   bool completed() const { return _state.is_complete(); }

@@ -1,0 +1,88 @@
+#pragma once
+// A gate is this process's connection to one peer: its tracks (one per
+// driver the peer is reachable through), its collect list and strategy on
+// the send side, and its matching state on the receive side.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/collect/chunk_entry.hpp"
+#include "core/protocol/wire.hpp"
+#include "core/request.hpp"
+#include "core/strategy/strategy.hpp"
+#include "core/transfer/track.hpp"
+
+namespace nmad {
+
+// Key of one message within a gate.
+struct message_key {
+  std::uint64_t tag;
+  std::uint32_t seq;
+  bool operator==(const message_key&) const = default;
+};
+struct message_key_hash {
+  std::size_t operator()(const message_key& k) const noexcept {
+    return std::hash<std::uint64_t>()(k.tag * 0x9e3779b97f4a7c15ULL ^ k.seq);
+  }
+};
+
+// Bulk data negotiated by a ready-to-receive, waiting for a track.
+struct data_send {
+  chunk_entry* entry;
+  std::uint64_t cookie;   // receiver's data cookie
+  std::uint64_t offset;   // absolute offset in the message
+  std::uint64_t len;
+  std::uint32_t rail;
+};
+
+// A posted bulk-data receive (token of driver::post_recv_data).
+struct rdv_recv {
+  gate* owner;
+  request_state* req;
+  std::uint64_t cookie;
+  std::uint64_t offset;
+  std::uint64_t len;
+  std::vector<iovec> iov;
+};
+
+// A chunk that arrived before its message could be matched in order.
+struct early_chunk {
+  wire::chunk_header header;
+  std::vector<std::byte> payload;
+};
+
+class gate {
+ public:
+  int rank = -1;
+  std::vector<track> tracks;
+  std::unique_ptr<strategy> strat;
+  bool failed = false;
+  std::string fail_reason;
+
+  // Send side.
+  collect_list collect;
+  std::unordered_map<std::uint64_t, std::uint32_t> send_seq;   // domain -> next
+  std::unordered_map<std::uint64_t, chunk_entry*> rdv_out;     // cookie -> entry
+  std::deque<data_send> data_out;
+  std::uint64_t next_cookie = 1;
+
+  // Receive side.
+  std::unordered_map<std::uint64_t, std::uint32_t> recv_seq;   // domain -> expected
+  std::unordered_map<message_key, message_state*, message_key_hash> active;
+  std::vector<early_chunk> early;
+  std::unordered_map<std::uint64_t, rdv_recv*> rdv_in;         // cookie -> recv
+  std::uint64_t next_recv_cookie = 1;
+  bool draining_early = false;
+
+  bool idle() const {
+    if (!collect.empty() || !data_out.empty()) return false;
+    for (const auto& t : tracks)
+      if (t.outstanding > 0 || t.retry) return false;
+    return true;
+  }
+};
+
+}  // namespace nmad

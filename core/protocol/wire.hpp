@@ -1,0 +1,74 @@
+#pragma once
+// The engine's wire format: what one packet looks like.
+//
+//   packet_header | chunk_header [payload] | chunk_header [payload] | ...
+//
+// A packet carries any number of chunks, possibly of different messages,
+// peers' control items and tags. Each chunk header carries everything the
+// receiver needs to re-assemble a message whose pieces were aggregated with
+// others, overtaken, or split across tracks: tag, sequence number in its
+// ordering domain, absolute offset and length, the message length when the
+// sender knows it, and the `last` flag on the piece that ends the message.
+// Integers are in the sender's byte order; the magic rejects foreign-endian
+// or foreign packets. decode_packet() validates every length before use, so
+// malformed bytes from a peer produce a protocol error, never a bad read.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/collect/chunk_entry.hpp"
+
+namespace nmad::wire {
+
+constexpr std::uint32_t packet_magic = 0x4e4d4144;  // "NMAD"
+constexpr std::uint16_t protocol_version = 1;
+
+struct packet_header {
+  std::uint32_t magic;
+  std::uint16_t version;
+  std::uint16_t nchunks;
+  std::uint32_t length;    // whole packet, headers included
+  std::uint32_t reserved;
+};
+static_assert(sizeof(packet_header) == 16);
+
+struct chunk_header {
+  std::uint8_t kind;       // chunk_kind
+  std::uint8_t flags;      // chunk_flag
+  std::uint8_t priority;
+  std::uint8_t reserved;
+  std::uint32_t payload;   // bytes following this header (data chunks)
+  std::uint64_t tag;
+  std::uint32_t seq;
+  std::uint32_t rail;      // rtr: track index for the data
+  std::uint64_t offset;    // absolute offset in the message
+  std::uint64_t len;       // range length (data: == payload)
+  std::uint64_t msg_len;   // total length or chunk_entry::unknown_length
+  std::uint64_t cookie;    // rdv_req/rtr: sender's cookie
+  std::uint64_t cookie2;   // rtr: receiver's data cookie
+};
+static_assert(sizeof(chunk_header) == 64);
+
+// A decoded chunk: header plus a view of its payload inside the packet.
+struct chunk_view {
+  chunk_header header;
+  std::span<const std::byte> payload;
+};
+
+// Walks a packet; returns false and sets `error` at the first defect.
+class packet_reader {
+ public:
+  explicit packet_reader(std::span<const std::byte> packet) : _packet(packet) {}
+  // Checks the packet header. Must succeed before next().
+  bool begin(std::string& error);
+  // Decodes the next chunk; false at the end (error empty) or on a defect.
+  bool next(chunk_view& out, std::string& error);
+
+ private:
+  std::span<const std::byte> _packet;
+  std::size_t _pos = 0;
+  std::uint16_t _left = 0;
+};
+
+}  // namespace nmad::wire

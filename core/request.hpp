@@ -1,0 +1,120 @@
+#pragma once
+// Engine-side state of a request (embedded in nmad::request, so starting a
+// request never allocates). A request is either a send (one message made of
+// one or more pieces queued on a gate's collect list) or a receive (a posted
+// match pattern, then the state of the message it matched).
+#include <atomic>
+#include <boost/intrusive/list.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/collect/chunk_entry.hpp"
+#include "core/common/errc.hpp"
+
+namespace nmad {
+
+class gate;
+class request;
+
+// One destination range of a receive (irecv: one; unpack: one per unpack).
+struct segment {
+  std::byte* ptr = nullptr;
+  std::uint64_t len = 0;
+  std::uint64_t received = 0;  // bytes of this segment already written
+};
+
+// A list of segments that does not allocate for the common case (1-2).
+class segment_list {
+ public:
+  std::size_t size() const { return _count; }
+  segment& operator[](std::size_t i) { return i < kInline ? _inline[i] : _spill[i - kInline]; }
+  const segment& operator[](std::size_t i) const {
+    return i < kInline ? _inline[i] : _spill[i - kInline];
+  }
+  void push_back(const segment& s) {
+    if (_count < kInline) _inline[_count] = s; else _spill.push_back(s);
+    ++_count;
+  }
+  void clear() { _count = 0; _spill.clear(); }
+
+ private:
+  static constexpr std::size_t kInline = 2;
+  segment _inline[kInline];
+  std::vector<segment> _spill;
+  std::size_t _count = 0;
+};
+
+// Eager bytes that arrived before a destination for them was posted.
+struct buffered_bytes {
+  std::uint64_t offset;
+  std::vector<std::byte> bytes;
+};
+// A rendezvous range announced by the sender, not yet asked for.
+struct pending_rdv {
+  std::uint64_t sender_cookie;
+  std::uint64_t offset;
+  std::uint64_t len;
+};
+
+// Receiver-side state of one incoming message (matched or unexpected).
+struct request_state;
+struct unexpected_message;
+
+struct message_state {
+  static constexpr std::uint64_t unknown = ~std::uint64_t{0};
+  request_state* req = nullptr;            // the receive it matched, if any
+  unexpected_message* unexpected = nullptr;  // else: its unexpected entry
+  int source = -1;
+  std::uint64_t tag = 0;
+  std::uint32_t seq = 0;
+  std::uint64_t total = unknown;   // known from msg_len or the last chunk
+  std::uint64_t accounted = 0;     // bytes placed, buffered or discarded
+  std::uint64_t arrived = 0;       // eager bytes + announced rendezvous bytes
+  bool truncated = false;          // bytes beyond the receive were dropped
+  std::vector<buffered_bytes> buffered;
+  std::vector<pending_rdv> rdvs;
+  std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
+  bool failed = false;              // its peer failed before it was whole
+  std::string fail_reason;
+};
+
+using posted_hook = boost::intrusive::list_member_hook<
+    boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+
+struct request_state {
+  enum class kind : std::uint8_t { none, send, recv };
+
+  // --- common ---
+  kind type = kind::none;
+  std::atomic<bool> done{true};   // true when idle or complete
+  errc error = errc::ok;
+  std::string error_message;
+  void (*cb)(request&, void*) = nullptr;
+  void* cb_arg = nullptr;
+  request* owner = nullptr;        // the nmad::request embedding this state
+
+  bool is_complete() const { return done.load(std::memory_order_acquire); }
+
+  // --- send ---
+  gate* dest = nullptr;
+  std::uint32_t pending_chunks = 0;  // entries not fully sent yet
+  bool sealed = true;                // no more pieces will be added
+  chunk_entry first_piece;           // isend uses this one; pack uses a pool
+  chunk_entry* held_piece = nullptr; // pack: last piece, held to flag `last`
+  std::uint64_t packed_bytes = 0;    // pack: bytes packed so far
+
+  // --- receive ---
+  posted_hook posted;                // on the session's posted list
+  int source_filter = -1;            // rank or any_source
+  std::uint64_t tag_filter = 0;
+  std::uint64_t tag_mask = ~std::uint64_t{0};
+  bool matched = false;
+  segment_list segments;             // where the message's bytes go
+  std::uint64_t capacity = 0;        // sum of segment lengths
+  bool recv_sealed = true;           // irecv: yes; unpack: at end()
+  message_state msg;                 // valid once matched
+};
+
+}  // namespace nmad

@@ -1,0 +1,170 @@
+#pragma once
+// The engine behind nmad::session: owns the drivers, the gates, the receive
+// matching state and the pools. Every public entry point takes `_lock`
+// (coarse lock; finer locks are a later refinement) and then calls the
+// *_locked helpers, which assume it is held.
+#include <boost/intrusive/list.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/nmad/nmad.hpp"
+#include "core/bootstrap/bootstrap.hpp"
+#include "core/gate.hpp"
+#include "core/transfer/driver.hpp"
+
+namespace nmad {
+
+class session_impl;
+
+// One opened driver plus the adapter that routes its events to the engine.
+struct driver_slot final : driver_events {
+  session_impl* engine = nullptr;
+  std::unique_ptr<driver> drv;
+  std::unordered_map<connection_id, gate*> gates;  // established connections
+
+  void on_connected(connection_id conn, int peer_rank) override;
+  void on_packet(connection_id conn, std::span<const std::byte> packet) override;
+  void on_send_done(void* token) override;
+  void on_recv_data_done(void* token, std::size_t received) override;
+  void on_connection_failed(connection_id conn, std::string_view reason) override;
+};
+
+struct unexpected_message {
+  posted_hook hook;
+  message_state msg;
+};
+
+using posted_list = boost::intrusive::list<
+    request_state,
+    boost::intrusive::member_hook<request_state, posted_hook, &request_state::posted>,
+    boost::intrusive::constant_time_size<false>>;
+using unexpected_list = boost::intrusive::list<
+    unexpected_message,
+    boost::intrusive::member_hook<unexpected_message, posted_hook, &unexpected_message::hook>,
+    boost::intrusive::constant_time_size<false>>;
+
+// A free list that only allocates when it grows.
+template <typename T>
+class object_pool {
+ public:
+  ~object_pool() {
+    for (T* p : _free) delete p;
+  }
+  T* get() {
+    if (_free.empty()) return new T();
+    T* p = _free.back();
+    _free.pop_back();
+    return p;
+  }
+  void put(T* p) { _free.push_back(p); }
+
+ private:
+  std::vector<T*> _free;
+};
+
+class session_impl {
+ public:
+  explicit session_impl(const session_options& opts);
+  ~session_impl();
+
+  int rank() const { return _rank; }
+  int size() const { return _size; }
+  const std::string& strategy_name() const { return _strategy_name; }
+  errc set_strategy(std::string_view name);
+
+  // Send side.
+  errc isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r);
+  errc pack_begin(int dest, tag_t tag, request_state& r);
+  errc pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode);
+  errc pack_end(request_state& r);
+
+  // Receive side.
+  errc irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
+             request_state& r, bool sealed = true);
+  errc unpack_piece(request_state& r, void* buf, std::size_t len, pack_mode mode);
+  errc unpack_end(request_state& r);
+  bool iprobe(int source, tag_t tag, tag_t mask, recv_status& st);
+  bool cancel(request_state& r);
+
+  bool test(request_state& r);
+  errc wait(request_state& r);
+  int wait_any(std::span<request* const> reqs);
+  int progress();
+  session_stats stats() const;
+  bool peer_alive(int rank) const;
+  std::recursive_mutex& lock() { return _lock; }
+
+  // Driver events (called from driver_slot, lock held by the poller).
+  void connected(driver_slot& slot, connection_id conn, int peer_rank);
+  void packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes);
+  void send_done(packet_wrapper* pw);
+  void recv_data_done(rdv_recv* rr, std::size_t received);
+  void connection_failed(driver_slot& slot, connection_id conn, std::string_view reason);
+
+ private:
+  // Set-up.
+  void open_drivers(const session_options& opts);
+  void connect_all(int timeout_ms);
+  void shutdown();
+
+  // Progress and scheduling.
+  int progress_locked();
+  void wait_until(request_state& r);
+  void schedule(gate& g);
+  packet_wrapper* next_wrapper(gate& g, track& t);
+  packet_wrapper* get_wrapper(gate& g, track& t);
+  void put_wrapper(packet_wrapper* pw);
+
+  // Send helpers.
+  std::uint32_t next_send_seq(gate& g, tag_t tag);
+  void queue_piece(gate& g, request_state& r, chunk_entry& e);
+  void entry_progress(chunk_entry& e);
+  void finish_send_if_done(request_state& r);
+  void handle_rtr(gate& g, const wire::chunk_header& h);
+
+  // Receive helpers.
+  void handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
+  message_state* find_message(gate& g, const wire::chunk_header& h,
+                              std::span<const std::byte> payload, bool& created);
+  message_state* new_message(gate& g, const wire::chunk_header& h);
+  void drain_early(gate& g);
+  void bind(request_state& r, message_state&& m);
+  void place(request_state& r, std::uint64_t offset, std::span<const std::byte> bytes);
+  std::uint64_t copy_into_segments(request_state& r, std::uint64_t offset,
+                                   std::span<const std::byte> bytes);
+  void drain_buffered(request_state& r);
+  void ask_rdvs(gate& g, request_state& r);
+  void note_arrivals(gate& g, message_state& m);
+  void finish_recv_if_done(request_state& r);
+  bool matches(const request_state& r, int source, tag_t tag) const;
+  void protocol_violation(gate& g, const std::string& what);
+
+  // Completion and failure.
+  void complete(request_state& r);
+  void fail_request(request_state& r, errc e, std::string message);
+  void fail_gate(gate& g, std::string reason);
+  std::string peer_name(const gate& g) const;
+
+  mutable std::recursive_mutex _lock;
+  std::unique_ptr<bootstrap> _boot;
+  int _rank = 0;
+  int _size = 1;
+  std::string _strategy_name;
+  std::size_t _rdv_threshold = 0;
+  std::size_t _copy_threshold = 256;
+  tag_t _ordering_mask = full_mask;
+  int _spin_before_yield = 1000;
+
+  std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, [1] = network
+  std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
+  posted_list _posted;
+  unexpected_list _unexpected;
+  object_pool<chunk_entry> _entry_pool;
+  object_pool<packet_wrapper> _wrapper_pool;
+  session_stats _stats;
+  bool _finalizing = false;
+};
+
+}  // namespace nmad

@@ -1,0 +1,310 @@
+// Progress, the NIC-driven scheduler, driver events and failure handling.
+#include <sched.h>
+
+#include <set>
+
+#include "core/common/log.hpp"
+#include "core/session_impl.hpp"
+
+namespace nmad {
+
+// ---- driver events: route to the engine ------------------------------------
+
+void driver_slot::on_connected(connection_id conn, int peer_rank) { engine->connected(*this, conn, peer_rank); }
+void driver_slot::on_packet(connection_id conn, std::span<const std::byte> packet) {
+  engine->packet_arrived(*this, conn, packet);
+}
+void driver_slot::on_send_done(void* token) { engine->send_done(static_cast<packet_wrapper*>(token)); }
+void driver_slot::on_recv_data_done(void* token, std::size_t received) {
+  engine->recv_data_done(static_cast<rdv_recv*>(token), received);
+}
+void driver_slot::on_connection_failed(connection_id conn, std::string_view reason) {
+  engine->connection_failed(*this, conn, reason);
+}
+
+void session_impl::connected(driver_slot& slot, connection_id conn, int peer_rank) {
+  if (peer_rank < 0 || peer_rank >= _size) {
+    log_write(log_level::warn, "session", "connection claims invalid rank " + std::to_string(peer_rank));
+    slot.drv->close_connection(conn);
+    return;
+  }
+  gate& g = *_gates[peer_rank];
+  track& t = g.tracks[0];
+  if (t.slot != &slot || t.connected) {
+    log_write(log_level::warn, "session",
+              "refused a second connection claiming to be " + peer_name(g));
+    slot.drv->close_connection(conn);
+    return;
+  }
+  t.conn = conn;
+  t.connected = true;
+  slot.gates[conn] = &g;
+  schedule(g);
+}
+
+void session_impl::connection_failed(driver_slot& slot, connection_id conn, std::string_view reason) {
+  auto it = slot.gates.find(conn);
+  if (it == slot.gates.end()) return;  // not a gate of ours (e.g. refused)
+  gate& g = *it->second;
+  slot.gates.erase(it);
+  if (_finalizing) {
+    g.failed = true;
+    return;
+  }
+  fail_gate(g, std::string(reason));
+}
+
+// ---- progress ----------------------------------------------------------------
+
+int session_impl::progress() {
+  std::lock_guard guard(_lock);
+  return progress_locked();
+}
+
+int session_impl::progress_locked() {
+  int work = 0;
+  for (auto& slot : _slots) work += slot->drv->poll();
+  return work;
+}
+
+void session_impl::wait_until(request_state& r) {
+  int idle = 0;
+  while (!r.is_complete()) {
+    int work;
+    {
+      std::lock_guard guard(_lock);
+      if (r.is_complete()) break;
+      work = progress_locked();
+    }
+    if (work > 0) {
+      idle = 0;
+    } else if (++idle > _spin_before_yield) {
+      sched_yield();
+    }
+  }
+}
+
+bool session_impl::test(request_state& r) {
+  if (r.is_complete()) return true;
+  std::lock_guard guard(_lock);
+  progress_locked();
+  return r.is_complete();
+}
+
+errc session_impl::wait(request_state& r) {
+  wait_until(r);
+  return r.error;
+}
+
+int session_impl::wait_any(std::span<request* const> reqs) {
+  bool any = false;
+  for (request* q : reqs) any |= (q != nullptr);
+  if (!any) return -1;
+  int idle = 0;
+  for (;;) {
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      if (reqs[i] && reqs[i]->completed()) return static_cast<int>(i);
+    int work;
+    {
+      std::lock_guard guard(_lock);
+      work = progress_locked();
+    }
+    if (work > 0) idle = 0;
+    else if (++idle > _spin_before_yield) sched_yield();
+  }
+}
+
+// ---- the NIC-driven scheduler --------------------------------------------------
+
+packet_wrapper* session_impl::get_wrapper(gate& g, track& t) {
+  packet_wrapper* pw = _wrapper_pool.get();
+  const std::size_t cap = t.slot->drv->caps().max_packet_size;
+  if (pw->staging_capacity < cap) {
+    pw->staging = std::make_unique<std::byte[]>(cap);
+    pw->staging_capacity = cap;
+  }
+  pw->reset();
+  pw->owner = &g;
+  pw->rail = t.rail;
+  return pw;
+}
+
+void session_impl::put_wrapper(packet_wrapper* pw) { _wrapper_pool.put(pw); }
+
+packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
+  // Bulk data already negotiated goes first: its receiver is waiting.
+  for (auto it = g.data_out.begin(); it != g.data_out.end(); ++it) {
+    if (it->rail != t.rail) continue;
+    data_send ds = *it;
+    g.data_out.erase(it);
+    packet_wrapper* pw = get_wrapper(g, t);
+    pw->type = packet_wrapper::kind::data;
+    pw->data_cookie = ds.cookie;
+    pw->iov[0] = {const_cast<std::byte*>(ds.entry->ptr) + (ds.offset - ds.entry->offset), ds.len};
+    pw->niov = 1;
+    pw->length = ds.len;
+    pw->carried[0] = ds.entry;  // its `wrappers` count was taken by handle_rtr
+    pw->ncarried = 1;
+    return pw;
+  }
+  if (g.collect.empty()) return nullptr;
+  packet_wrapper* pw = get_wrapper(g, t);
+  const driver_caps& caps = t.slot->drv->caps();
+  packet_builder pb(*pw, caps.max_packet_size, caps.gather_scatter ? caps.max_iov : 1, _copy_threshold);
+  if (!g.strat->build_packet(g.collect, pb) || pb.empty()) {
+    if (!pb.empty()) log_write(log_level::error, "strategy", "build_packet added chunks but returned false");
+    put_wrapper(pw);
+    return nullptr;
+  }
+  pb.finish();
+  return pw;
+}
+
+void session_impl::schedule(gate& g) {
+  if (g.failed) return;
+  for (track& t : g.tracks) {
+    if (!t.connected) continue;
+    while (t.outstanding < t.window) {
+      packet_wrapper* pw = t.retry;
+      t.retry = nullptr;
+      if (!pw) pw = next_wrapper(g, t);
+      if (!pw) break;
+      driver& d = *t.slot->drv;
+      post_result res =
+          pw->type == packet_wrapper::kind::packet
+              ? d.post_send_packet(t.conn, std::span<const iovec>(pw->iov.data(), pw->niov), pw)
+              : d.post_send_data(t.conn, pw->data_cookie, std::span<const iovec>(pw->iov.data(), pw->niov), pw);
+      if (res == post_result::retry) {
+        t.retry = pw;
+        break;
+      }
+      if (res == post_result::failed) {
+        t.retry = pw;  // reclaimed by fail_gate
+        fail_gate(g, "the driver refused a send");
+        return;
+      }
+      t.outstanding++;
+      t.in_flight.push_back(*pw);
+      if (pw->type == packet_wrapper::kind::packet) {
+        _stats.packets_sent++;
+        _stats.chunks_sent += pw->nchunks;
+        _stats.bytes_sent += pw->length;
+      } else {
+        _stats.rdv_data_sent++;
+      }
+    }
+  }
+}
+
+void session_impl::send_done(packet_wrapper* pw) {
+  gate& g = *pw->owner;
+  track& t = g.tracks[pw->rail];
+  t.in_flight.erase(t.in_flight.iterator_to(*pw));
+  t.outstanding--;
+  for (std::size_t i = 0; i < pw->ncarried; ++i) {
+    chunk_entry* e = pw->carried[i];
+    e->wrappers--;
+    entry_progress(*e);
+  }
+  put_wrapper(pw);
+  schedule(g);  // the track has room again: this is where strategies act
+}
+
+// ---- completion and failure ------------------------------------------------------
+
+void session_impl::complete(request_state& r) {
+  auto cb = r.cb;
+  void* arg = r.cb_arg;
+  r.done.store(true, std::memory_order_release);
+  if (cb && r.owner) cb(*r.owner, arg);
+}
+
+void session_impl::fail_request(request_state& r, errc e, std::string message) {
+  if (r.is_complete()) return;
+  if (r.error == errc::ok) {
+    r.error = e;
+    r.error_message = std::move(message);
+  }
+  complete(r);
+}
+
+void session_impl::protocol_violation(gate& g, const std::string& what) {
+  _stats.protocol_errors++;
+  log_write(log_level::warn, "session", "protocol error from " + peer_name(g) + ": " + what +
+                                            "; closing the connection");
+  for (track& t : g.tracks)
+    if (t.connected) {
+      t.slot->gates.erase(t.conn);
+      t.slot->drv->close_connection(t.conn);
+    }
+  fail_gate(g, "protocol error: " + what);
+}
+
+void session_impl::fail_gate(gate& g, std::string reason) {
+  if (g.failed) return;
+  g.failed = true;
+  g.fail_reason = reason;
+  const std::string msg = peer_name(g) + " failed: " + reason;
+  log_write(log_level::warn, "session", msg);
+
+  // Send side: every entry still queued, in flight, or waiting for a
+  // ready-to-receive belongs to a request that can no longer complete.
+  std::set<chunk_entry*> entries;
+  std::set<request_state*> sends;
+  auto note = [&](chunk_entry* e) {
+    entries.insert(e);
+    if (e->req) sends.insert(e->req);
+  };
+  for (track& t : g.tracks) {
+    t.connected = false;
+    auto reclaim = [&](packet_wrapper* pw) {
+      for (std::size_t i = 0; i < pw->ncarried; ++i) note(pw->carried[i]);
+      put_wrapper(pw);
+    };
+    while (!t.in_flight.empty()) {
+      packet_wrapper& pw = t.in_flight.front();
+      t.in_flight.pop_front();
+      reclaim(&pw);
+    }
+    if (t.retry) reclaim(t.retry);
+    t.retry = nullptr;
+    t.outstanding = 0;
+  }
+  while (!g.collect.empty()) {
+    chunk_entry& e = g.collect.front();
+    g.collect.pop_front();
+    note(&e);
+  }
+  for (auto& ds : g.data_out) note(ds.entry);
+  g.data_out.clear();
+  for (auto& [cookie, e] : g.rdv_out) note(e);
+  g.rdv_out.clear();
+  for (request_state* r : sends) {
+    if (r->held_piece && r->held_piece->pooled) _entry_pool.put(r->held_piece);
+    r->held_piece = nullptr;
+    fail_request(*r, errc::peer_failed, msg);
+  }
+  for (chunk_entry* e : entries)
+    if (e->pooled) _entry_pool.put(e);
+
+  // Receive side.
+  for (auto& [cookie, rr] : g.rdv_in) delete rr;
+  g.rdv_in.clear();
+  g.early.clear();
+  for (auto& [key, m] : g.active) {
+    m->failed = true;
+    m->fail_reason = msg;
+    if (m->req) fail_request(*m->req, errc::peer_failed, msg);
+  }
+  g.active.clear();
+  for (auto it = _posted.begin(); it != _posted.end();) {
+    request_state& r = *it;
+    ++it;
+    if (r.source_filter == g.rank) {
+      _posted.erase(_posted.iterator_to(r));
+      fail_request(r, errc::peer_failed, msg);
+    }
+  }
+}
+
+}  // namespace nmad

@@ -1,0 +1,466 @@
+// Receive side: packet parsing, in-order matching per ordering domain,
+// unexpected messages, placement into receive segments, rendezvous answers.
+#include <algorithm>
+#include <cstring>
+
+#include "core/common/log.hpp"
+#include "core/session_impl.hpp"
+
+namespace nmad {
+namespace {
+// Serial-number comparison (sequence numbers wrap around).
+bool seq_before(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; }
+}  // namespace
+
+bool session_impl::matches(const request_state& r, int source, tag_t tag) const {
+  if (r.source_filter != any_source && r.source_filter != source) return false;
+  return ((tag ^ r.tag_filter) & r.tag_mask) == 0;
+}
+
+// ---- arrival ---------------------------------------------------------------
+
+void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes) {
+  auto it = slot.gates.find(conn);
+  if (it == slot.gates.end()) return;
+  gate& g = *it->second;
+  if (g.failed) return;
+  _stats.packets_received++;
+  wire::packet_reader reader(bytes);
+  std::string error;
+  if (!reader.begin(error)) {
+    protocol_violation(g, error);
+    return;
+  }
+  wire::chunk_view cv;
+  while (reader.next(cv, error)) {
+    handle_chunk(g, cv.header, cv.payload);
+    if (g.failed) return;
+  }
+  if (!error.empty()) protocol_violation(g, error);
+}
+
+void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload) {
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::rtr) {
+    handle_rtr(g, h);
+    return;
+  }
+  bool created = false;
+  message_state* m = find_message(g, h, payload, created);
+  if (!m) return;  // parked (early) or the gate failed
+  // The message's total length: announced, or implied by its last piece.
+  std::uint64_t total = message_state::unknown;
+  if (h.msg_len != chunk_entry::unknown_length) total = h.msg_len;
+  if (h.flags & chunk_flag::last) {
+    if (total != message_state::unknown && total != h.offset + h.len) {
+      protocol_violation(g, "last chunk does not end at the message length");
+      return;
+    }
+    total = h.offset + h.len;
+  }
+  if (total != message_state::unknown) {
+    if (m->total != message_state::unknown && m->total != total) {
+      protocol_violation(g, "inconsistent message length");
+      return;
+    }
+    m->total = total;
+  }
+  if (m->total != message_state::unknown && h.offset + h.len > m->total) {
+    protocol_violation(g, "chunk beyond the end of its message");
+    return;
+  }
+  m->arrived += h.len;
+  if (m->total != message_state::unknown && m->arrived > m->total) {
+    protocol_violation(g, "more bytes than the message holds");
+    return;
+  }
+  request_state* r = m->req;
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::data) {
+    if (r) {
+      place(*r, h.offset, payload);
+    } else {
+      m->buffered.push_back({h.offset, std::vector<std::byte>(payload.begin(), payload.end())});
+      m->accounted += payload.size();
+    }
+  } else {
+    m->rdvs.push_back({h.cookie, h.offset, h.len});
+    if (r) ask_rdvs(g, *r);
+  }
+  note_arrivals(g, *m);
+  if (r) finish_recv_if_done(*r);
+  if (created) drain_early(g);
+}
+
+message_state* session_impl::find_message(gate& g, const wire::chunk_header& h,
+                                          std::span<const std::byte> payload, bool& created) {
+  auto it = g.active.find({h.tag, h.seq});
+  if (it != g.active.end()) return it->second;
+  std::uint32_t& expected = g.recv_seq[h.tag & _ordering_mask];
+  if (h.seq == expected) {
+    expected++;
+    created = true;
+    return new_message(g, h);
+  }
+  if (seq_before(expected, h.seq)) {
+    // A later message of this domain overtook an earlier one: keep the
+    // chunk until every earlier message has been matched.
+    if (g.early.size() > 65536) {
+      protocol_violation(g, "too many out-of-order chunks");
+      return nullptr;
+    }
+    g.early.push_back({h, std::vector<std::byte>(payload.begin(), payload.end())});
+    return nullptr;
+  }
+  protocol_violation(g, "chunk for a message already received (tag " + std::to_string(h.tag) +
+                            ", seq " + std::to_string(h.seq) + ")");
+  return nullptr;
+}
+
+message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
+  message_state m;
+  m.source = g.rank;
+  m.tag = h.tag;
+  m.seq = h.seq;
+  for (request_state& r : _posted) {
+    if (!matches(r, g.rank, h.tag)) continue;
+    _posted.erase(_posted.iterator_to(r));
+    bind(r, std::move(m));
+    g.active[{h.tag, h.seq}] = &r.msg;
+    return &r.msg;
+  }
+  auto* u = new unexpected_message();
+  u->msg = std::move(m);
+  u->msg.unexpected = u;
+  _unexpected.push_back(*u);
+  _stats.unexpected_messages++;
+  g.active[{h.tag, h.seq}] = &u->msg;
+  return &u->msg;
+}
+
+void session_impl::drain_early(gate& g) {
+  if (g.draining_early) return;
+  g.draining_early = true;
+  bool again = true;
+  while (again && !g.failed) {
+    again = false;
+    for (std::size_t i = 0; i < g.early.size(); ++i) {
+      const wire::chunk_header& h = g.early[i].header;
+      const std::uint32_t expected = g.recv_seq[h.tag & _ordering_mask];
+      if (seq_before(expected, h.seq)) continue;  // still too early
+      early_chunk c = std::move(g.early[i]);
+      g.early.erase(g.early.begin() + static_cast<std::ptrdiff_t>(i));
+      handle_chunk(g, c.header, c.payload);
+      again = true;
+      break;
+    }
+  }
+  g.draining_early = false;
+}
+
+// A message is whole once every chunk arrived: stop looking it up.
+void session_impl::note_arrivals(gate& g, message_state& m) {
+  if (m.total != message_state::unknown && m.arrived == m.total) g.active.erase({m.tag, m.seq});
+}
+
+// ---- binding a receive to a message -----------------------------------------------
+
+void session_impl::bind(request_state& r, message_state&& m) {
+  r.matched = true;
+  r.msg = std::move(m);
+  r.msg.req = &r;
+  r.msg.unexpected = nullptr;
+}
+
+std::uint64_t session_impl::copy_into_segments(request_state& r, std::uint64_t offset,
+                                               std::span<const std::byte> bytes) {
+  std::uint64_t base = 0, placed = 0;
+  for (std::size_t i = 0; i < r.segments.size() && placed < bytes.size(); ++i) {
+    segment& s = r.segments[i];
+    const std::uint64_t lo = std::max(base, offset);
+    const std::uint64_t hi = std::min(base + s.len, offset + bytes.size());
+    if (lo < hi) {
+      std::memcpy(s.ptr + (lo - base), bytes.data() + (lo - offset), hi - lo);
+      s.received += hi - lo;
+      placed += hi - lo;
+    }
+    base += s.len;
+  }
+  return placed;
+}
+
+// Places eager bytes: inside the receive's capacity they are copied; beyond
+// it they are dropped (sealed receive: truncation) or kept for a later unpack.
+void session_impl::place(request_state& r, std::uint64_t offset, std::span<const std::byte> bytes) {
+  message_state& m = r.msg;
+  m.accounted += bytes.size();
+  const std::uint64_t fit = offset >= r.capacity ? 0 : std::min<std::uint64_t>(bytes.size(), r.capacity - offset);
+  if (fit > 0) copy_into_segments(r, offset, bytes.first(fit));
+  if (fit < bytes.size()) {
+    if (r.recv_sealed) {
+      m.truncated = true;
+    } else {
+      auto rest = bytes.subspan(fit);
+      m.buffered.push_back({offset + fit, std::vector<std::byte>(rest.begin(), rest.end())});
+    }
+  }
+}
+
+void session_impl::drain_buffered(request_state& r) {
+  message_state& m = r.msg;
+  std::vector<buffered_bytes> pending;
+  pending.swap(m.buffered);
+  for (auto& b : pending) {
+    m.accounted -= b.bytes.size();  // place() counts them again
+    place(r, b.offset, b.bytes);
+  }
+}
+
+// Answers rendezvous requests whose range has a destination now.
+void session_impl::ask_rdvs(gate& g, request_state& r) {
+  message_state& m = r.msg;
+  if (g.failed) return;
+  track& t = g.tracks[0];
+  for (auto& p : m.rdvs) {
+    while (p.len > 0) {
+      if (p.offset < r.capacity) {
+        const std::uint64_t n = std::min(p.len, r.capacity - p.offset);
+        auto* rr = new rdv_recv{&g, &r, g.next_recv_cookie++, p.offset, n, {}};
+        std::uint64_t base = 0;
+        for (std::size_t i = 0; i < r.segments.size(); ++i) {
+          segment& s = r.segments[i];
+          const std::uint64_t lo = std::max(base, p.offset), hi = std::min(base + s.len, p.offset + n);
+          if (lo < hi) rr->iov.push_back({s.ptr + (lo - base), hi - lo});
+          base += s.len;
+        }
+        post_result res = t.slot->drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
+        if (res != post_result::posted) {
+          delete rr;
+          fail_gate(g, "the driver refused a rendezvous receive");
+          return;
+        }
+        g.rdv_in[rr->cookie] = rr;
+        m.rdv_in_flight++;
+        chunk_entry* e = _entry_pool.get();
+        *e = chunk_entry{};
+        e->pooled = true;
+        e->kind = chunk_kind::rtr;
+        e->priority = 2;
+        e->rail = t.rail;
+        e->offset = p.offset;
+        e->len = n;
+        e->cookie = p.sender_cookie;
+        e->cookie2 = rr->cookie;
+        g.collect.push_front(*e);  // control overtakes queued data
+        p.offset += n;
+        p.len -= n;
+      } else if (r.recv_sealed) {
+        // No room will ever come: tell the sender to drop the rest.
+        chunk_entry* e = _entry_pool.get();
+        *e = chunk_entry{};
+        e->pooled = true;
+        e->kind = chunk_kind::rtr;
+        e->flags = chunk_flag::discard;
+        e->priority = 2;
+        e->offset = p.offset;
+        e->len = p.len;
+        e->cookie = p.sender_cookie;
+        g.collect.push_front(*e);
+        m.accounted += p.len;
+        m.truncated = true;
+        p.len = 0;
+      } else {
+        break;  // wait for the next unpack
+      }
+    }
+  }
+  std::erase_if(m.rdvs, [](const pending_rdv& p) { return p.len == 0; });
+  schedule(g);
+}
+
+void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
+  gate& g = *rr->owner;
+  request_state& r = *rr->req;
+  g.rdv_in.erase(rr->cookie);
+  message_state& m = r.msg;
+  m.rdv_in_flight--;
+  m.accounted += rr->len;
+  // Credit the segments the data landed in.
+  std::uint64_t base = 0;
+  for (std::size_t i = 0; i < r.segments.size(); ++i) {
+    segment& s = r.segments[i];
+    const std::uint64_t lo = std::max(base, rr->offset), hi = std::min(base + s.len, rr->offset + rr->len);
+    if (lo < hi) s.received += hi - lo;
+    base += s.len;
+  }
+  const bool short_data = received != rr->len;
+  delete rr;
+  if (short_data) {
+    protocol_violation(g, "rendezvous data shorter than announced");
+    return;
+  }
+  finish_recv_if_done(r);
+}
+
+void session_impl::finish_recv_if_done(request_state& r) {
+  if (r.is_complete() || !r.matched || !r.recv_sealed) return;
+  message_state& m = r.msg;
+  if (m.failed) {
+    fail_request(r, errc::peer_failed, m.fail_reason);
+    return;
+  }
+  if (m.total == message_state::unknown || m.accounted != m.total || m.rdv_in_flight > 0 ||
+      !m.rdvs.empty() || !m.buffered.empty())
+    return;
+  if (m.truncated) {
+    r.error = errc::truncated;
+    r.error_message = "message of " + std::to_string(m.total) + " bytes from rank " +
+                      std::to_string(m.source) + " (tag " + std::to_string(m.tag) +
+                      ") truncated to the " + std::to_string(r.capacity) + "-byte receive buffer";
+  }
+  complete(r);
+}
+
+// ---- posting receives ------------------------------------------------------------------
+
+errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
+                         request_state& r, bool sealed) {
+  std::lock_guard guard(_lock);
+  if (!r.is_complete()) return errc::invalid_argument;
+  if ((source != any_source && (source < 0 || source >= _size)) || (!buf && len > 0)) {
+    r.error = errc::invalid_argument;
+    r.error_message = (!buf && len > 0) ? "irecv: null buffer with length " + std::to_string(len)
+                                        : "irecv: source rank " + std::to_string(source) + " out of range";
+    return r.error;
+  }
+  r.type = request_state::kind::recv;
+  r.error = errc::ok;
+  r.error_message.clear();
+  r.done.store(false, std::memory_order_relaxed);
+  r.source_filter = source;
+  r.tag_filter = tag;
+  r.tag_mask = mask;
+  r.matched = false;
+  r.segments.clear();
+  r.capacity = 0;
+  if (len > 0 || sealed) {
+    r.segments.push_back({static_cast<std::byte*>(buf), len, 0});
+    r.capacity = len;
+  }
+  r.recv_sealed = sealed;
+  r.msg = message_state{};
+  // An unexpected message that matches is taken first (arrival order).
+  for (unexpected_message& u : _unexpected) {
+    if (!matches(r, u.msg.source, u.msg.tag)) continue;
+    _unexpected.erase(_unexpected.iterator_to(u));
+    gate& g = *_gates[u.msg.source];
+    const bool still_arriving = g.active.count({u.msg.tag, u.msg.seq}) > 0;
+    bind(r, std::move(u.msg));
+    delete &u;
+    if (still_arriving) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
+    drain_buffered(r);
+    ask_rdvs(g, r);
+    finish_recv_if_done(r);
+    return errc::ok;
+  }
+  if (source != any_source && _gates[source]->failed) {
+    fail_request(r, errc::peer_failed, peer_name(*_gates[source]) + " failed: " + _gates[source]->fail_reason);
+    return errc::peer_failed;
+  }
+  _posted.push_back(r);
+  return errc::ok;
+}
+
+errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pack_mode mode) {
+  std::size_t index = 0;
+  {
+    std::lock_guard guard(_lock);
+    if (r.type != request_state::kind::recv || r.recv_sealed) return errc::invalid_argument;
+    index = r.segments.size();
+    if (!buf && len > 0) return errc::invalid_argument;
+    if (r.is_complete()) return r.error;
+    r.segments.push_back({static_cast<std::byte*>(buf), len, 0});
+    r.capacity += len;
+    if (r.matched) {
+      drain_buffered(r);
+      if (!r.msg.failed) ask_rdvs(*_gates[r.msg.source], r);
+    }
+  }
+  if (mode == pack_mode::cheaper) return errc::ok;
+  // Express: this piece must be in memory before returning.
+  int idle = 0;
+  for (;;) {
+    {
+      std::lock_guard guard(_lock);
+      if (r.is_complete()) return r.error;
+      if (r.matched) {
+        const segment& s = r.segments[index];
+        if (r.msg.failed) return errc::peer_failed;
+        if (s.received == s.len) return errc::ok;
+        if (r.msg.total != message_state::unknown && r.capacity > r.msg.total) {
+          return errc::size_mismatch;  // the message ends before this piece
+        }
+      }
+      if (progress_locked() > 0) {
+        idle = 0;
+        continue;
+      }
+    }
+    if (++idle > _spin_before_yield) sched_yield();
+  }
+}
+
+errc session_impl::unpack_end(request_state& r) {
+  {
+    std::lock_guard guard(_lock);
+    if (r.type != request_state::kind::recv || r.recv_sealed) return errc::invalid_argument;
+    r.recv_sealed = true;
+    if (r.matched && !r.is_complete()) {
+      drain_buffered(r);
+      if (!r.msg.failed) ask_rdvs(*_gates[r.msg.source], r);
+      finish_recv_if_done(r);
+    }
+  }
+  wait_until(r);
+  std::lock_guard guard(_lock);
+  if (r.error == errc::ok && r.msg.total < r.capacity) {
+    r.error = errc::size_mismatch;
+    r.error_message = "unpacked " + std::to_string(r.capacity) + " bytes but the message from rank " +
+                      std::to_string(r.msg.source) + " holds only " + std::to_string(r.msg.total);
+  } else if (r.error == errc::truncated) {
+    r.error_message = "packed message from rank " + std::to_string(r.msg.source) + " holds " +
+                      std::to_string(r.msg.total) + " bytes, more than the " + std::to_string(r.capacity) +
+                      " bytes unpacked";
+  }
+  return r.error;
+}
+
+bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
+  std::lock_guard guard(_lock);
+  progress_locked();
+  request_state probe;
+  probe.source_filter = source;
+  probe.tag_filter = tag;
+  probe.tag_mask = mask;
+  for (unexpected_message& u : _unexpected) {
+    if (!matches(probe, u.msg.source, u.msg.tag)) continue;
+    if (u.msg.total == message_state::unknown) return false;  // length not known yet
+    st.source = u.msg.source;
+    st.tag = u.msg.tag;
+    st.length = u.msg.total;
+    st.error = errc::ok;
+    return true;
+  }
+  return false;
+}
+
+bool session_impl::cancel(request_state& r) {
+  std::lock_guard guard(_lock);
+  if (r.type != request_state::kind::recv || r.is_complete() || r.matched || !r.posted.is_linked())
+    return false;
+  _posted.erase(_posted.iterator_to(r));
+  r.error = errc::cancelled;
+  r.error_message = "receive cancelled";
+  complete(r);
+  return true;
+}
+
+}  // namespace nmad

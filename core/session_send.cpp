@@ -1,0 +1,194 @@
+// Send side: requests become chunk entries on their gate's collect list;
+// rendezvous answers (rtr) become bulk-data transfers.
+#include "core/common/log.hpp"
+#include "core/session_impl.hpp"
+
+namespace nmad {
+
+std::uint32_t session_impl::next_send_seq(gate& g, tag_t tag) {
+  return g.send_seq[tag & _ordering_mask]++;
+}
+
+void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
+  e.req = &r;
+  if (e.kind == chunk_kind::rdv_req) {
+    e.cookie = g.next_cookie++;
+    e.rdv_left = e.len;
+    g.rdv_out[e.cookie] = &e;
+  }
+  r.pending_chunks++;
+  g.collect.push_back(e);
+}
+
+static bool start_request(request_state& r, request_state::kind k) {
+  if (!r.is_complete()) return false;  // still pending: caller's bug
+  r.type = k;
+  r.error = errc::ok;
+  r.error_message.clear();
+  r.done.store(false, std::memory_order_relaxed);
+  return true;
+}
+
+errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r) {
+  std::lock_guard guard(_lock);
+  if (!r.is_complete()) return errc::invalid_argument;
+  if (dest < 0 || dest >= _size || (!buf && len > 0)) {
+    r.error = errc::invalid_argument;
+    r.error_message = dest < 0 || dest >= _size
+                          ? "isend: destination rank " + std::to_string(dest) + " out of range [0, " +
+                                std::to_string(_size) + ")"
+                          : "isend: null buffer with length " + std::to_string(len);
+    return r.error;
+  }
+  start_request(r, request_state::kind::send);
+  gate& g = *_gates[dest];
+  r.dest = &g;
+  r.pending_chunks = 0;
+  r.sealed = true;
+  r.held_piece = nullptr;
+  if (g.failed) {
+    fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
+    return errc::peer_failed;
+  }
+  chunk_entry& e = r.first_piece;
+  e = chunk_entry{};
+  e.kind = len >= _rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  e.flags = chunk_flag::last;
+  e.tag = tag;
+  e.seq = next_send_seq(g, tag);
+  e.ptr = static_cast<const std::byte*>(buf);
+  e.offset = 0;
+  e.len = len;
+  e.msg_len = len;
+  queue_piece(g, r, e);
+  schedule(g);
+  return errc::ok;
+}
+
+errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
+  std::lock_guard guard(_lock);
+  if (!r.is_complete()) return errc::invalid_argument;
+  if (dest < 0 || dest >= _size) {
+    r.error = errc::invalid_argument;
+    r.error_message = "pack_begin: destination rank " + std::to_string(dest) + " out of range";
+    return r.error;
+  }
+  start_request(r, request_state::kind::send);
+  gate& g = *_gates[dest];
+  r.dest = &g;
+  r.pending_chunks = 0;
+  r.sealed = false;
+  r.held_piece = nullptr;
+  r.packed_bytes = 0;
+  r.first_piece = chunk_entry{};
+  r.first_piece.tag = tag;
+  r.first_piece.seq = next_send_seq(g, tag);  // the whole packed message's
+  if (g.failed) fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
+  return r.error;
+}
+
+errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode) {
+  std::lock_guard guard(_lock);
+  if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
+  if (!buf && len > 0) return errc::invalid_argument;
+  if (r.is_complete()) return r.error;  // failed peer
+  gate& g = *r.dest;
+  // The previous piece is not the last one: queue it now.
+  if (r.held_piece) {
+    queue_piece(g, r, *r.held_piece);
+    r.held_piece = nullptr;
+  }
+  chunk_entry* e = _entry_pool.get();
+  *e = chunk_entry{};
+  e->pooled = true;
+  e->kind = len >= _rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  e->priority = mode == pack_mode::express ? 1 : 0;
+  e->tag = r.first_piece.tag;
+  e->seq = r.first_piece.seq;
+  e->ptr = static_cast<const std::byte*>(buf);
+  e->offset = r.packed_bytes;
+  e->len = len;
+  e->msg_len = chunk_entry::unknown_length;
+  r.packed_bytes += len;
+  r.held_piece = e;
+  schedule(g);
+  return errc::ok;
+}
+
+errc session_impl::pack_end(request_state& r) {
+  {
+    std::lock_guard guard(_lock);
+    if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
+    if (!r.is_complete()) {
+      gate& g = *r.dest;
+      chunk_entry* e = r.held_piece;
+      if (!e) {  // empty message: one empty chunk ends it
+        e = _entry_pool.get();
+        *e = chunk_entry{};
+        e->pooled = true;
+        e->kind = chunk_kind::data;
+        e->tag = r.first_piece.tag;
+        e->seq = r.first_piece.seq;
+        e->offset = 0;
+      }
+      e->flags |= chunk_flag::last;
+      e->msg_len = r.packed_bytes;
+      r.held_piece = nullptr;
+      r.sealed = true;
+      queue_piece(g, r, *e);
+      schedule(g);
+    } else {
+      r.sealed = true;
+    }
+  }
+  return wait(r);
+}
+
+void session_impl::entry_progress(chunk_entry& e) {
+  if (e.wrappers > 0 || e.hook.is_linked()) return;
+  switch (e.kind) {
+    case chunk_kind::rtr:
+      _entry_pool.put(&e);
+      return;
+    case chunk_kind::data:
+      if (e.len > 0) return;
+      break;
+    case chunk_kind::rdv_req:
+      if (e.rdv_left > 0) return;
+      break;
+  }
+  request_state* r = e.req;
+  if (e.pooled) _entry_pool.put(&e);
+  if (r) {
+    r->pending_chunks--;
+    finish_send_if_done(*r);
+  }
+}
+
+void session_impl::finish_send_if_done(request_state& r) {
+  if (r.pending_chunks == 0 && r.sealed && !r.is_complete()) complete(r);
+}
+
+void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
+  auto it = g.rdv_out.find(h.cookie);
+  if (it == g.rdv_out.end()) {
+    protocol_violation(g, "ready-to-receive for unknown cookie " + std::to_string(h.cookie));
+    return;
+  }
+  chunk_entry& e = *it->second;
+  if (h.offset < e.offset || h.offset + h.len > e.offset + e.len || h.len > e.rdv_left ||
+      h.rail >= g.tracks.size()) {
+    protocol_violation(g, "ready-to-receive outside its rendezvous range");
+    return;
+  }
+  e.rdv_left -= h.len;
+  if (e.rdv_left == 0) g.rdv_out.erase(it);
+  if (!(h.flags & chunk_flag::discard) && h.len > 0) {
+    e.wrappers++;  // released when the data wrapper completes
+    g.data_out.push_back({&e, h.cookie2, h.offset, h.len, h.rail});
+  }
+  entry_progress(e);
+  schedule(g);
+}
+
+}  // namespace nmad

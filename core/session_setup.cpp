@@ -1,0 +1,248 @@
+// Session set-up and tear-down: bootstrap, drivers, wiring the gates.
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include "core/common/log.hpp"
+#include "core/session_impl.hpp"
+#include "drivers/self/self_driver.hpp"
+
+namespace nmad {
+namespace {
+
+// Every tunable of the engine core, in one place (documented in
+// docs/CONFIGURATION.md and printed by nmad-info).
+struct core_tunables {
+  std::string strategy = "default";      // NMAD_STRATEGY
+  std::string driver = "tcp";            // NMAD_DRIVER
+  std::size_t rdv_threshold = 32 * 1024; // NMAD_RDV_THRESHOLD (bytes)
+  std::size_t copy_threshold = 256;      // NMAD_COPY_THRESHOLD (bytes)
+  int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
+  int finalize_timeout_ms = 30000;       // NMAD_FINALIZE_TIMEOUT_MS
+  int spin_before_yield = 1000;          // NMAD_SPIN (polls before yielding)
+};
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 0);
+  if (*end) throw std::runtime_error(std::string("nmad: ") + name + "=" + v + " is not a number");
+  return static_cast<std::size_t>(x);
+}
+
+std::string env_string(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+core_tunables read_tunables() {
+  core_tunables t;
+  t.strategy = env_string("NMAD_STRATEGY", t.strategy);
+  t.driver = env_string("NMAD_DRIVER", t.driver);
+  t.rdv_threshold = env_size("NMAD_RDV_THRESHOLD", t.rdv_threshold);
+  t.copy_threshold = env_size("NMAD_COPY_THRESHOLD", t.copy_threshold);
+  t.connect_timeout_ms = static_cast<int>(env_size("NMAD_CONNECT_TIMEOUT_MS", t.connect_timeout_ms));
+  t.finalize_timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", t.finalize_timeout_ms));
+  t.spin_before_yield = static_cast<int>(env_size("NMAD_SPIN", t.spin_before_yield));
+  return t;
+}
+
+std::string list_names(auto registry) {
+  std::string s;
+  for (const auto& d : registry) {
+    if (!s.empty()) s += ", ";
+    s += d.name;
+  }
+  return s;
+}
+
+}  // namespace
+
+session_impl::session_impl(const session_options& opts) {
+  const core_tunables t = read_tunables();
+  _boot = bootstrap::from_environment();
+  _rank = _boot->rank();
+  _size = _boot->size();
+  log_set_rank(_rank);
+  _ordering_mask = opts.ordering_mask;
+  _copy_threshold = t.copy_threshold;
+  _spin_before_yield = t.spin_before_yield;
+
+  _strategy_name = opts.strategy.empty() ? t.strategy : opts.strategy;
+  if (!find_strategy(_strategy_name))
+    throw std::runtime_error("nmad: unknown strategy '" + _strategy_name +
+                             "' (available: " + list_names(strategy_registry()) + ")");
+
+  session_options o = opts;
+  if (o.driver.empty()) o.driver = t.driver;
+  open_drivers(o);
+
+  // The rendezvous threshold must leave room for a chunk header in a packet.
+  std::size_t max_eager = _slots[1]->drv->caps().max_packet_size - sizeof(wire::packet_header) -
+                          sizeof(wire::chunk_header);
+  _rdv_threshold = opts.rdv_threshold ? opts.rdv_threshold : t.rdv_threshold;
+  if (_rdv_threshold > max_eager + 1) _rdv_threshold = max_eager + 1;
+  if (_rdv_threshold == 0) _rdv_threshold = 1;
+
+  _gates.resize(_size);
+  for (int r = 0; r < _size; ++r) {
+    auto g = std::make_unique<gate>();
+    g->rank = r;
+    g->strat = find_strategy(_strategy_name)->create();
+    g->tracks.reserve(1);
+    g->tracks.emplace_back();
+    track& tr = g->tracks.back();
+    tr.slot = (r == _rank) ? _slots[0].get() : _slots[1].get();
+    tr.rail = 0;
+    tr.window = static_cast<std::uint32_t>(
+        std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
+    _gates[r] = std::move(g);
+  }
+  connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
+}
+
+void session_impl::open_drivers(const session_options& opts) {
+  const std::string key = _boot->job_key();
+  auto open_one = [&](std::unique_ptr<driver> d) {
+    auto slot = std::make_unique<driver_slot>();
+    slot->engine = this;
+    slot->drv = std::move(d);
+    driver_config cfg;
+    cfg.rank = _rank;
+    cfg.size = _size;
+    cfg.job_key = key;
+    cfg.events = slot.get();
+    slot->drv->open(cfg);
+    _slots.push_back(std::move(slot));
+  };
+  open_one(make_self_driver());
+  const driver_descriptor* d = find_driver(opts.driver);
+  if (!d)
+    throw std::runtime_error("nmad: unknown driver '" + opts.driver +
+                             "' (available: " + list_names(driver_registry()) + ")");
+  open_one(d->create());
+}
+
+void session_impl::connect_all(int timeout_ms) {
+  std::lock_guard guard(_lock);
+  driver& net = *_slots[1]->drv;
+  _boot->put("nmad.addr." + std::string(net.caps().name) + "." + std::to_string(_rank),
+             net.local_address());
+  _boot->fence();
+  // Lower ranks listen, higher ranks connect: exactly one connection a pair.
+  for (int p = 0; p < _rank; ++p) {
+    std::string addr = _boot->get("nmad.addr." + std::string(net.caps().name) + "." + std::to_string(p));
+    net.connect(p, addr);
+  }
+  _slots[0]->drv->connect(_rank, "self");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    bool all = true;
+    for (auto& g : _gates)
+      if (!g->tracks[0].connected && !g->failed) all = false;
+    if (all) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string missing;
+      for (auto& g : _gates)
+        if (!g->tracks[0].connected) missing += " " + std::to_string(g->rank);
+      throw std::runtime_error("nmad: rank " + std::to_string(_rank) +
+                               " could not connect to rank(s)" + missing + " within " +
+                               std::to_string(timeout_ms) + " ms");
+    }
+    if (progress_locked() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  for (auto& g : _gates)
+    if (g->failed)
+      throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " failed to connect to " +
+                               peer_name(*g) + ": " + g->fail_reason);
+  log_write(log_level::info, "session",
+            "connected to " + std::to_string(_size - 1) + " peer(s) over " +
+                std::string(net.caps().name) + ", strategy " + _strategy_name);
+}
+
+void session_impl::shutdown() {
+  std::lock_guard guard(_lock);
+  const int timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", 30000));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  // Flush what is still queued or in flight (sends whose requests the
+  // application already forgot still owe the peer their bytes).
+  for (;;) {
+    bool busy = false;
+    for (auto& g : _gates)
+      if (!g->failed && (!g->idle() || !g->rdv_out.empty())) busy = true;
+    if (!busy) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      log_write(log_level::warn, "session", "finalize: sends still pending after " +
+                                                std::to_string(timeout_ms) + " ms; dropping them");
+      break;
+    }
+    if (progress_locked() == 0) std::this_thread::yield();
+  }
+  bool any_failed = false;
+  for (auto& g : _gates) any_failed |= g->failed;
+  _finalizing = true;
+  try {
+    // Nobody closes a connection a peer might still read from.
+    if (!any_failed) _boot->fence();
+    _boot->finalize();
+  } catch (const std::exception& e) {
+    log_write(log_level::warn, "session", std::string("finalize: ") + e.what());
+  }
+  if (!_posted.empty())
+    log_write(log_level::warn, "session", "finalize with receives still posted");
+}
+
+session_impl::~session_impl() {
+  try {
+    shutdown();
+  } catch (...) {
+  }
+  // Drivers close their connections; then free what the engine still holds.
+  for (auto& slot : _slots) slot->drv.reset();
+  while (!_unexpected.empty()) {
+    unexpected_message& u = _unexpected.front();
+    _unexpected.pop_front();
+    delete &u;
+  }
+  for (auto& g : _gates) {
+    g->collect.clear();
+    for (auto& [cookie, rr] : g->rdv_in) delete rr;
+    for (auto& t : g->tracks) {
+      while (!t.in_flight.empty()) {
+        packet_wrapper& pw = t.in_flight.front();
+        t.in_flight.pop_front();
+        delete &pw;
+      }
+      delete t.retry;
+    }
+  }
+  _posted.clear();
+}
+
+session_stats session_impl::stats() const {
+  std::lock_guard guard(_lock);
+  return _stats;
+}
+
+bool session_impl::peer_alive(int rank) const {
+  std::lock_guard guard(_lock);
+  if (rank < 0 || rank >= _size) return false;
+  return !_gates[rank]->failed;
+}
+
+errc session_impl::set_strategy(std::string_view name) {
+  std::lock_guard guard(_lock);
+  const strategy_descriptor* d = find_strategy(name);
+  if (!d) return errc::invalid_argument;
+  for (auto& g : _gates)
+    if (!g->collect.empty()) return errc::no_resource;
+  for (auto& g : _gates) g->strat = d->create();
+  _strategy_name = std::string(name);
+  return errc::ok;
+}
+
+std::string session_impl::peer_name(const gate& g) const { return "rank " + std::to_string(g.rank); }
+
+}  // namespace nmad

@@ -1,0 +1,31 @@
+// `aggreg`: packs as many queued chunks as fit into one packet, in
+// submission order, up to the track's packet limit. Messages above the
+// rendezvous threshold travel as (small) rendezvous requests, so they
+// aggregate too; their bulk data goes separately.
+#include "core/strategy/builtin.hpp"
+
+namespace nmad {
+namespace {
+
+class strategy_aggreg final : public strategy {
+ public:
+  std::string_view name() const override { return "aggreg"; }
+  bool build_packet(collect_list& queue, packet_builder& out) override {
+    bool added = false;
+    while (!queue.empty()) {
+      chunk_entry& e = queue.front();
+      // Take a data entry whole, or start a packet with it; never split a
+      // message just to fill the tail of a packet.
+      if (added && packet_builder::wire_size(e) > out.room() + sizeof(wire::chunk_header)) break;
+      if (!out.add(queue, e)) break;
+      added = true;
+    }
+    return added;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<strategy> make_strategy_aggreg() { return std::make_unique<strategy_aggreg>(); }
+
+}  // namespace nmad

@@ -1,0 +1,26 @@
+#pragma once
+// A track is one driver connection of a gate. The transfer layer keeps at
+// most `window` operations posted on it (one in flight, one prepared
+// ahead); while it is full, new sends wait on the gate's collect list where
+// the strategy can still aggregate or reorder them.
+#include <cstdint>
+
+#include "core/transfer/driver.hpp"
+#include "core/transfer/packet_wrapper.hpp"
+
+namespace nmad {
+
+struct driver_slot;
+
+struct track {
+  driver_slot* slot = nullptr;
+  connection_id conn = invalid_connection;
+  std::uint32_t rail = 0;
+  std::uint32_t window = 2;
+  std::uint32_t outstanding = 0;       // posted, not yet completed
+  bool connected = false;
+  packet_wrapper* retry = nullptr;     // refused with `retry`, posted first
+  track_wrapper_list in_flight;        // to reclaim them if the peer fails
+};
+
+}  // namespace nmad

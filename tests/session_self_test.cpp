@@ -1,0 +1,312 @@
+// A singleton session (rank 0 of 1) talking to itself through the `self`
+// driver: the whole protocol (eager, rendezvous, matching, unexpected
+// queue, truncation, pack/unpack) without a second process.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "api/nmad/nmad.hpp"
+
+using namespace nmad;
+
+namespace {
+
+std::unique_ptr<session> make(std::string strategy = "default") {
+  session_options o;
+  o.strategy = strategy;
+  return session::create(o);
+}
+
+std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 7) >> 1);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("self: eager message arrives intact") {
+  auto s = make();
+  CHECK(s->rank() == 0);
+  CHECK(s->size() == 1);
+  auto out = pattern(1000, 1);
+  std::vector<unsigned char> in(1000);
+  request rs, rr;
+  CHECK(s->irecv(0, 5, in.data(), in.size(), rr) == errc::ok);
+  CHECK(s->isend(0, 5, out.data(), out.size(), rs) == errc::ok);
+  CHECK(s->wait(rs) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(in == out);
+  CHECK(rr.status().source == 0);
+  CHECK(rr.status().tag == 5);
+  CHECK(rr.status().length == 1000);
+}
+
+TEST_CASE("self: rendezvous message (4 MiB) arrives intact, posted before or after") {
+  auto s = make();
+  for (bool recv_first : {true, false}) {
+    auto out = pattern(4 << 20, recv_first ? 2 : 3);
+    std::vector<unsigned char> in(out.size());
+    request rs, rr;
+    if (recv_first) CHECK(s->irecv(0, 1, in.data(), in.size(), rr) == errc::ok);
+    CHECK(s->isend(0, 1, out.data(), out.size(), rs) == errc::ok);
+    if (!recv_first) {
+      for (int i = 0; i < 10; ++i) s->progress();
+      CHECK(s->irecv(0, 1, in.data(), in.size(), rr) == errc::ok);
+    }
+    CHECK(s->wait(rr) == errc::ok);
+    CHECK(s->wait(rs) == errc::ok);
+    CHECK(in == out);
+  }
+}
+
+TEST_CASE("self: messages on one tag are received in send order (unexpected queue)") {
+  auto s = make();
+  constexpr int n = 200;
+  std::vector<int> vals(n);
+  std::vector<request> reqs(n);
+  for (int i = 0; i < n; ++i) {
+    vals[i] = i;
+    CHECK(s->isend(0, 42, &vals[i], sizeof(int), reqs[i]) == errc::ok);
+  }
+  for (int i = 0; i < n; ++i) {
+    int got = -1;
+    request rr;
+    CHECK(s->irecv(0, 42, &got, sizeof got, rr) == errc::ok);
+    CHECK(s->wait(rr) == errc::ok);
+    CHECK(got == i);
+  }
+  for (auto& r : reqs) CHECK(s->wait(r) == errc::ok);
+}
+
+TEST_CASE("self: tag masks select, any_source matches") {
+  auto s = make();
+  int a = 1, b = 2, got = 0;
+  request r1, r2, rr;
+  CHECK(s->isend(0, 0x100, &a, sizeof a, r1) == errc::ok);
+  CHECK(s->isend(0, 0x201, &b, sizeof b, r2) == errc::ok);
+  // Upper byte 0x2, any low byte.
+  CHECK(s->irecv(any_source, 0x200, &got, sizeof got, rr, 0xff00) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(got == 2);
+  CHECK(rr.status().tag == 0x201);
+  // Mask 0: any tag.
+  CHECK(s->irecv(any_source, 0, &got, sizeof got, rr, 0) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(got == 1);
+  s->wait(r1);
+  s->wait(r2);
+}
+
+TEST_CASE("self: a receive buffer too small reports truncation and the session goes on") {
+  auto s = make();
+  for (std::size_t size : {std::size_t{100}, std::size_t{1} << 20}) {
+    auto out = pattern(size, 4);
+    std::vector<unsigned char> small(size / 2);
+    request rs, rr;
+    CHECK(s->isend(0, 9, out.data(), out.size(), rs) == errc::ok);
+    CHECK(s->irecv(0, 9, small.data(), small.size(), rr) == errc::ok);
+    CHECK(s->wait(rr) == errc::truncated);
+    CHECK(rr.error_message().find("truncated") != std::string::npos);
+    CHECK(std::memcmp(small.data(), out.data(), small.size()) == 0);
+    CHECK(s->wait(rs) == errc::ok);  // the sender is not affected
+    // The next message on the same tag is fine.
+    int v = 77, got = 0;
+    request rs2, rr2;
+    CHECK(s->isend(0, 9, &v, sizeof v, rs2) == errc::ok);
+    CHECK(s->irecv(0, 9, &got, sizeof got, rr2) == errc::ok);
+    CHECK(s->wait(rr2) == errc::ok);
+    CHECK(got == 77);
+    s->wait(rs2);
+  }
+}
+
+TEST_CASE("self: probe reports source, tag and length before the receive") {
+  auto s = make();
+  recv_status st;
+  CHECK_FALSE(s->iprobe(any_source, 3, st));
+  auto out = pattern(70000, 5);
+  request rs;
+  CHECK(s->isend(0, 3, out.data(), out.size(), rs) == errc::ok);
+  st = s->probe(any_source, 3);
+  CHECK(st.source == 0);
+  CHECK(st.tag == 3);
+  CHECK(st.length == 70000);
+  std::vector<unsigned char> in(st.length);
+  request rr;
+  CHECK(s->irecv(st.source, st.tag, in.data(), in.size(), rr) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(in == out);
+  s->wait(rs);
+}
+
+TEST_CASE("self: cancelling a posted receive; a matched one cannot be cancelled") {
+  auto s = make();
+  int got = 0;
+  request rr;
+  CHECK(s->irecv(0, 11, &got, sizeof got, rr) == errc::ok);
+  CHECK(s->cancel(rr));
+  CHECK(rr.completed());
+  CHECK(rr.error() == errc::cancelled);
+  CHECK_FALSE(s->cancel(rr));
+  // The tag still works afterwards.
+  int v = 5;
+  request rs;
+  CHECK(s->isend(0, 11, &v, sizeof v, rs) == errc::ok);
+  CHECK(s->irecv(0, 11, &got, sizeof got, rr) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(got == 5);
+  s->wait(rs);
+}
+
+TEST_CASE("self: completion callbacks run exactly once") {
+  auto s = make();
+  int calls = 0;
+  int v = 3, got = 0;
+  request rs, rr;
+  rr.on_complete([](request& r, void* arg) { ++*static_cast<int*>(arg); CHECK(r.completed()); }, &calls);
+  CHECK(s->irecv(0, 1, &got, sizeof got, rr) == errc::ok);
+  CHECK(s->isend(0, 1, &v, sizeof v, rs) == errc::ok);
+  s->wait(rr);
+  s->wait(rs);
+  for (int i = 0; i < 5; ++i) s->progress();
+  CHECK(calls == 1);
+}
+
+TEST_CASE("self: wait_any returns the request that completed") {
+  auto s = make();
+  int a = 0, b = 0, v = 9;
+  request ra, rb, rs;
+  CHECK(s->irecv(0, 100, &a, sizeof a, ra) == errc::ok);
+  CHECK(s->irecv(0, 200, &b, sizeof b, rb) == errc::ok);
+  CHECK(s->isend(0, 200, &v, sizeof v, rs) == errc::ok);
+  request* reqs[] = {&ra, &rb};
+  CHECK(s->wait_any(reqs) == 1);
+  CHECK(b == 9);
+  CHECK(s->cancel(ra));
+  s->wait(rs);
+}
+
+TEST_CASE("self: invalid arguments are refused with a message") {
+  auto s = make();
+  int v = 0;
+  request r;
+  CHECK(s->isend(1, 0, &v, sizeof v, r) == errc::invalid_argument);
+  CHECK(r.error_message().find("out of range") != std::string::npos);
+  request r2;
+  CHECK(s->isend(0, 0, nullptr, 4, r2) == errc::invalid_argument);
+  request r3;
+  CHECK(s->irecv(5, 0, &v, sizeof v, r3) == errc::invalid_argument);
+  // A request still pending cannot be started again.
+  request rr;
+  CHECK(s->irecv(0, 1, &v, sizeof v, rr) == errc::ok);
+  CHECK(s->irecv(0, 1, &v, sizeof v, rr) == errc::invalid_argument);
+  CHECK(s->cancel(rr));
+}
+
+TEST_CASE("self: unknown strategy or driver names fail with the list of known ones") {
+  session_options o;
+  o.strategy = "nosuch";
+  try {
+    session::create(o);
+    FAIL("expected an exception");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("aggreg") != std::string::npos);
+  }
+  session_options d;
+  d.driver = "nosuchdriver";
+  CHECK_THROWS_WITH_AS(session::create(d), doctest::Contains("tcp"), std::runtime_error);
+}
+
+TEST_CASE("self: zero-length messages match and complete") {
+  auto s = make();
+  request rs, rr;
+  CHECK(s->isend(0, 4, nullptr, 0, rs) == errc::ok);
+  CHECK(s->irecv(0, 4, nullptr, 0, rr) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(rr.status().length == 0);
+  s->wait(rs);
+}
+
+TEST_CASE("self: pack/unpack round trip, express piece readable at once") {
+  auto s = make();
+  std::uint32_t n = 3000;
+  auto body = pattern(n, 8);
+  auto tail = pattern(10, 9);
+  {
+    pack_connection p(*s, 0, 77);
+    CHECK(p.pack(&n, sizeof n, pack_mode::express) == errc::ok);
+    CHECK(p.pack(body.data(), n, pack_mode::cheaper) == errc::ok);
+    CHECK(p.pack(tail.data(), tail.size(), pack_mode::cheaper) == errc::ok);
+    CHECK(p.end() == errc::ok);
+  }
+  unpack_connection u(*s, any_source, 77);
+  std::uint32_t got_n = 0;
+  CHECK(u.unpack(&got_n, sizeof got_n, pack_mode::express) == errc::ok);
+  CHECK(got_n == n);  // express: in memory now
+  std::vector<unsigned char> got(got_n), got_tail(10);
+  CHECK(u.unpack(got.data(), got_n, pack_mode::cheaper) == errc::ok);
+  CHECK(u.unpack(got_tail.data(), got_tail.size(), pack_mode::cheaper) == errc::ok);
+  CHECK(u.end() == errc::ok);
+  CHECK(got == body);
+  CHECK(got_tail == tail);
+  CHECK(u.source() == 0);
+}
+
+TEST_CASE("self: unpack sequences that do not cover the packed bytes are reported") {
+  auto s = make();
+  int a = 1, b = 2;
+  {
+    pack_connection p(*s, 0, 5);
+    p.pack(&a, sizeof a);
+    p.pack(&b, sizeof b);
+    CHECK(p.end() == errc::ok);
+  }
+  {
+    unpack_connection u(*s, 0, 5);
+    int x = 0;
+    u.unpack(&x, sizeof x);
+    CHECK(u.end() == errc::truncated);  // one int left unread
+    CHECK(x == 1);
+  }
+  {
+    pack_connection p(*s, 0, 6);
+    p.pack(&a, sizeof a);
+    CHECK(p.end() == errc::ok);
+  }
+  {
+    unpack_connection u(*s, 0, 6);
+    int x = 0, y = 0;
+    u.unpack(&x, sizeof x);
+    u.unpack(&y, sizeof y);
+    CHECK(u.end() == errc::size_mismatch);
+  }
+}
+
+TEST_CASE("self: with a busy track, aggreg sends fewer packets than default") {
+  for (const char* strat : {"default", "aggreg"}) {
+    auto s = make(strat);
+    constexpr int n = 50;
+    std::vector<int> vals(n), got(n);
+    std::vector<request> rs(n), rr(n);
+    for (int i = 0; i < n; ++i) CHECK(s->irecv(0, 1, &got[i], sizeof(int), rr[i]) == errc::ok);
+    const auto before = s->stats().packets_sent;
+    // No progress between the sends: the track stays busy after the first
+    // two packets and the rest accumulate in the collect list.
+    for (int i = 0; i < n; ++i) {
+      vals[i] = i;
+      CHECK(s->isend(0, 1, &vals[i], sizeof(int), rs[i]) == errc::ok);
+    }
+    for (int i = 0; i < n; ++i) CHECK(s->wait(rr[i]) == errc::ok);
+    for (int i = 0; i < n; ++i) CHECK(s->wait(rs[i]) == errc::ok);
+    for (int i = 0; i < n; ++i) CHECK(got[i] == i);
+    const auto packets = s->stats().packets_sent - before;
+    MESSAGE(strat << ": " << n << " sends left in " << packets << " packets");
+    if (std::string(strat) == "default") CHECK(packets == n);
+    else CHECK(packets < n);
+  }
+}

@@ -1,0 +1,176 @@
+// The wire format and the packet builder: every malformed packet is refused
+// with a reason, and built packets respect the track's limits.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/protocol/wire.hpp"
+#include "core/transfer/packet_builder.hpp"
+
+using namespace nmad;
+
+namespace {
+
+std::vector<std::byte> flatten(const packet_wrapper& pw) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < pw.niov; ++i) {
+    auto* p = static_cast<const std::byte*>(pw.iov[i].iov_base);
+    out.insert(out.end(), p, p + pw.iov[i].iov_len);
+  }
+  return out;
+}
+
+packet_wrapper make_wrapper(std::size_t cap = 65536) {
+  packet_wrapper pw;
+  pw.staging = std::make_unique<std::byte[]>(cap);
+  pw.staging_capacity = cap;
+  return pw;
+}
+
+chunk_entry data_entry(const void* p, std::size_t n, std::uint64_t tag, std::uint32_t seq) {
+  chunk_entry e;
+  e.kind = chunk_kind::data;
+  e.flags = chunk_flag::last;
+  e.ptr = static_cast<const std::byte*>(p);
+  e.len = n;
+  e.msg_len = n;
+  e.tag = tag;
+  e.seq = seq;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("packet builder: chunks round-trip through the reader with contents intact") {
+  packet_wrapper pw = make_wrapper();
+  std::vector<char> small(10, 'a'), big(5000, 'b');
+  chunk_entry e1 = data_entry(small.data(), small.size(), 7, 0);
+  chunk_entry e2 = data_entry(big.data(), big.size(), 9, 3);
+  collect_list list;
+  list.push_back(e1);
+  list.push_back(e2);
+  packet_builder pb(pw, 65536, 64, 256);
+  CHECK(pb.add(list, e1));
+  CHECK(pb.add(list, e2));
+  CHECK(list.empty());
+  pb.finish();
+  // The small payload was copied, the big one is gathered from the user buffer.
+  bool gathered = false;
+  for (std::size_t i = 0; i < pw.niov; ++i) gathered |= pw.iov[i].iov_base == big.data();
+  CHECK(gathered);
+  auto bytes = flatten(pw);
+  wire::packet_reader rd(bytes);
+  std::string err;
+  REQUIRE(rd.begin(err));
+  wire::chunk_view cv;
+  REQUIRE(rd.next(cv, err));
+  CHECK(cv.header.tag == 7);
+  CHECK(cv.payload.size() == 10);
+  CHECK(std::memcmp(cv.payload.data(), small.data(), 10) == 0);
+  REQUIRE(rd.next(cv, err));
+  CHECK(cv.header.tag == 9);
+  CHECK(cv.header.seq == 3);
+  CHECK(std::memcmp(cv.payload.data(), big.data(), big.size()) == 0);
+  CHECK_FALSE(rd.next(cv, err));
+  CHECK(err.empty());
+  list.clear();
+}
+
+TEST_CASE("packet builder: a data entry larger than the packet is split, last flag on the tail") {
+  packet_wrapper pw = make_wrapper(4096);
+  std::vector<char> big(10000, 'x');
+  chunk_entry e = data_entry(big.data(), big.size(), 1, 0);
+  collect_list list;
+  list.push_back(e);
+  packet_builder pb(pw, 4096, 64, 256);
+  CHECK(pb.add(list, e));
+  CHECK(pw.length <= 4096);
+  CHECK(e.len > 0);
+  CHECK(!list.empty());  // the rest waits for the next packet
+  pb.finish();
+  auto bytes = flatten(pw);
+  wire::packet_reader rd(bytes);
+  std::string err;
+  REQUIRE(rd.begin(err));
+  wire::chunk_view cv;
+  REQUIRE(rd.next(cv, err));
+  CHECK((cv.header.flags & chunk_flag::last) == 0);
+  CHECK(cv.header.offset == 0);
+  list.clear();
+}
+
+TEST_CASE("packet builder: without gather support every payload is copied") {
+  packet_wrapper pw = make_wrapper();
+  std::vector<char> big(3000, 'q');
+  chunk_entry e = data_entry(big.data(), big.size(), 1, 0);
+  collect_list list;
+  list.push_back(e);
+  packet_builder pb(pw, 65536, 1, 0);
+  CHECK(pb.add(list, e));
+  pb.finish();
+  CHECK(pw.niov == 1);
+  CHECK(pw.length == sizeof(wire::packet_header) + sizeof(wire::chunk_header) + 3000);
+}
+
+TEST_CASE("packet reader: malformed packets are refused with a reason") {
+  std::string err;
+  SUBCASE("too short") {
+    std::vector<std::byte> b(3);
+    wire::packet_reader rd(b);
+    CHECK_FALSE(rd.begin(err));
+    CHECK(err.find("shorter") != std::string::npos);
+  }
+  SUBCASE("foreign magic") {
+    std::vector<std::byte> b(64, std::byte{0x41});
+    wire::packet_reader rd(b);
+    CHECK_FALSE(rd.begin(err));
+    CHECK(err.find("magic") != std::string::npos);
+  }
+  wire::packet_header ph{wire::packet_magic, wire::protocol_version, 1, 0, 0};
+  wire::chunk_header ch{};
+  ch.kind = static_cast<std::uint8_t>(chunk_kind::data);
+  auto build = [&](std::size_t extra) {
+    std::vector<std::byte> b(sizeof ph + sizeof ch + extra);
+    ph.length = static_cast<std::uint32_t>(b.size());
+    std::memcpy(b.data(), &ph, sizeof ph);
+    std::memcpy(b.data() + sizeof ph, &ch, sizeof ch);
+    return b;
+  };
+  wire::chunk_view cv;
+  SUBCASE("payload past the end") {
+    ch.payload = 100;
+    ch.len = 100;
+    auto b = build(10);
+    wire::packet_reader rd(b);
+    REQUIRE(rd.begin(err));
+    CHECK_FALSE(rd.next(cv, err));
+    CHECK(err.find("past the packet end") != std::string::npos);
+  }
+  SUBCASE("unknown chunk kind") {
+    ch.kind = 77;
+    auto b = build(0);
+    wire::packet_reader rd(b);
+    REQUIRE(rd.begin(err));
+    CHECK_FALSE(rd.next(cv, err));
+    CHECK(err.find("unknown chunk kind") != std::string::npos);
+  }
+  SUBCASE("range beyond message length") {
+    ch.payload = 8;
+    ch.len = 8;
+    ch.offset = 10;
+    ch.msg_len = 12;
+    auto b = build(8);
+    wire::packet_reader rd(b);
+    REQUIRE(rd.begin(err));
+    CHECK_FALSE(rd.next(cv, err));
+    CHECK(err.find("beyond") != std::string::npos);
+  }
+  SUBCASE("length field disagrees") {
+    auto b = build(0);
+    b.push_back(std::byte{0});
+    wire::packet_reader rd(b);
+    CHECK_FALSE(rd.begin(err));
+  }
+}
