@@ -64,6 +64,8 @@ bool session::cancel(request& req) { return _impl->cancel(req._state); }
 int session::progress() { return _impl->progress(); }
 session_stats session::stats() const { return _impl->stats(); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
+std::string session::local_address() const { return _impl->local_address(); }
+std::string session::driver_name() const { return _impl->driver_name(); }
 
 // ---- pack / unpack ---------------------------------------------------------------
 

@@ -94,6 +94,8 @@ class session_impl {
   int progress();
   session_stats stats() const;
   bool peer_alive(int rank) const;
+  std::string local_address() const { return _slots[1]->drv->local_address(); }
+  std::string driver_name() const { return _slots[1]->drv->caps().name; }
   std::recursive_mutex& lock() { return _lock; }
 
   // Driver events (called from driver_slot, lock held by the poller).
@@ -164,6 +166,7 @@ class session_impl {
   object_pool<chunk_entry> _entry_pool;
   object_pool<packet_wrapper> _wrapper_pool;
   session_stats _stats;
+  std::vector<gate*> _retry_gates;  // a track answered `retry`: re-driven by progress
   bool _finalizing = false;
 };
 

@@ -1,6 +1,7 @@
 // Progress, the NIC-driven scheduler, driver events and failure handling.
 #include <sched.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/common/log.hpp"
@@ -64,6 +65,12 @@ int session_impl::progress() {
 int session_impl::progress_locked() {
   int work = 0;
   for (auto& slot : _slots) work += slot->drv->poll();
+  // Operations a driver refused with `retry` are offered again.
+  if (!_retry_gates.empty()) {
+    std::vector<gate*> gates;
+    gates.swap(_retry_gates);
+    for (gate* g : gates) schedule(*g);
+  }
   return work;
 }
 
@@ -176,6 +183,8 @@ void session_impl::schedule(gate& g) {
               : d.post_send_data(t.conn, pw->data_cookie, std::span<const iovec>(pw->iov.data(), pw->niov), pw);
       if (res == post_result::retry) {
         t.retry = pw;
+        if (std::find(_retry_gates.begin(), _retry_gates.end(), &g) == _retry_gates.end())
+          _retry_gates.push_back(&g);
         break;
       }
       if (res == post_result::failed) {

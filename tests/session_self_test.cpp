@@ -305,7 +305,7 @@ TEST_CASE("self: with a busy track, aggreg sends fewer packets than default") {
     for (int i = 0; i < n; ++i) CHECK(s->wait(rs[i]) == errc::ok);
     for (int i = 0; i < n; ++i) CHECK(got[i] == i);
     const auto packets = s->stats().packets_sent - before;
-    MESSAGE(strat << ": " << n << " sends left in " << packets << " packets");
+    MESSAGE(std::string(strat) << ": " << n << " sends left in " << packets << " packets");
     if (std::string(strat) == "default") CHECK(packets == n);
     else CHECK(packets < n);
   }

@@ -132,6 +132,10 @@ class session {
   session_stats stats() const;
   // Per-peer liveness: false once the peer's connection failed.
   bool peer_alive(int rank) const;
+  // Address peers use to reach this process's network driver.
+  std::string local_address() const;
+  // Name of the network driver in use ("tcp", ...).
+  std::string driver_name() const;
 
   session_impl& impl() { return *_impl; }
 

@@ -22,8 +22,10 @@
 // the caller keeps the operation and tries again later) or failed.
 // Completions and arrivals are reported only from inside poll(), on the
 // thread that calls poll(); a driver never calls the engine from another
-// thread. Callers serialise all calls into one driver instance (the engine
-// holds its lock around them).
+// thread. Callbacks may call post_* and close_connection() again; a poll()
+// from inside a callback does nothing. Callers serialise all calls into one
+// driver instance (the engine holds its lock around them). The iovec
+// arrays passed to post_* are copied; the bytes they point to are not.
 #include <sys/uio.h>
 
 #include <cstddef>
@@ -69,8 +71,9 @@ class driver_events {
   // A post_recv_data finished: `received` bytes were written to its iovec.
   virtual void on_recv_data_done(void* token, std::size_t received) = 0;
   // The connection broke (peer died, closed, or sent garbage). Every
-  // operation still pending on it is dropped by the driver without further
-  // callbacks; the engine fails them itself. Reported at most once.
+  // operation still pending on it — even a send that finished but was not
+  // reported yet — is dropped by the driver without further callbacks; the
+  // engine fails them itself. Reported at most once.
   virtual void on_connection_failed(connection_id conn,
                                     std::string_view reason) = 0;
 };

@@ -1,0 +1,809 @@
+// The tcp driver: one non-blocking IPv4 stream socket per peer.
+//
+// Tunables (read once by open(); a malformed value makes open() throw):
+//   NMAD_TCP_HOST                  address to bind and advertise
+//                                  (default 127.0.0.1, IPv4 dotted quad)
+//   NMAD_TCP_PORT                  fixed listening port (default 0: ephemeral)
+//   NMAD_TCP_HANDSHAKE_TIMEOUT_MS  time an incoming connection has to send a
+//                                  complete hello (default 5000)
+//   NMAD_TCP_CONNECT_TIMEOUT_MS    time an outgoing connection has to connect
+//                                  and receive the ack (default 30000: the
+//                                  peer may still be starting up)
+// Fixed limits: packets up to 64 KiB (one receive buffer per connection),
+// 64 iovec entries per post_*, 32 sends in flight per connection; one
+// sendmsg gathers up to 256 entries across queued sends; one poll() makes at
+// most 64 reads per connection so a busy peer cannot starve the others.
+//
+// Progress model. poll() does one poll(2) over the listening socket and all
+// connections, then, per connection: finishes connect/handshake steps,
+// writes the send queue (in post order, header + user iovec gathered with
+// sendmsg), reads frames, and reports send completions and failures. Reads
+// are exact: a body is read together with the *next* header only (readv of
+// body remainder + header), so data bodies go straight into the iovec
+// posted for their cookie and never through an intermediate buffer.
+// post_* may already write to the socket, but every callback is made from
+// poll(). Callbacks may re-enter post_* and close_connection (a closed
+// connection is kept alive in graveyard_ until the outermost poll returns);
+// a nested poll() from a callback does nothing.
+#include "drivers/tcp/tcp_driver.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/common/log.hpp"
+#include "drivers/tcp/tcp_wire.hpp"
+
+namespace nmad {
+namespace {
+
+namespace wire = tcp_wire;
+using steady = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxPacket = 64 * 1024;
+constexpr std::size_t kMaxIov = 64;
+constexpr std::size_t kMaxSendsInFlight = 32;
+constexpr int kMaxWriteIov = 256;
+constexpr int kMaxReadsPerPoll = 64;
+
+struct tunables {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  std::chrono::milliseconds handshake_timeout{5000};
+  std::chrono::milliseconds connect_timeout{30000};
+};
+
+long env_number(const char* name, long def, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  long x = 0;
+  auto [end, ec] = std::from_chars(v, v + std::strlen(v), x);
+  if (ec != std::errc{} || *end || x < lo || x > hi)
+    throw std::runtime_error(std::string("tcp driver: ") + name + "='" + v +
+                             "' is not a number in [" + std::to_string(lo) +
+                             ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+tunables read_tunables() {
+  tunables t;
+  if (const char* h = std::getenv("NMAD_TCP_HOST"); h && *h) t.host = h;
+  t.port = static_cast<int>(env_number("NMAD_TCP_PORT", 0, 0, 65535));
+  t.handshake_timeout = std::chrono::milliseconds(
+      env_number("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", 5000, 1, 3600000));
+  t.connect_timeout = std::chrono::milliseconds(
+      env_number("NMAD_TCP_CONNECT_TIMEOUT_MS", 30000, 1, 3600000));
+  return t;
+}
+
+std::string errno_text(int err) {
+  switch (err) {
+    case ECONNRESET:
+    case EPIPE: return "connection reset by peer";
+    case ECONNREFUSED: return "connection refused";
+    default: {
+      char buf[128];
+      return strerror_r(err, buf, sizeof buf);  // GNU variant
+    }
+  }
+}
+
+std::string format_addr(const sockaddr_in& sa) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
+// "a.b.c.d:port" -> sockaddr_in.
+bool parse_addr(std::string_view s, sockaddr_in& sa) {
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string host(s.substr(0, colon));
+  std::string_view port_s = s.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_s.data(), port_s.data() + port_s.size(), port);
+  if (ec != std::errc{} || end != port_s.data() + port_s.size() || port == 0 ||
+      port > 65535)
+    return false;
+  sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  return inet_pton(AF_INET, host.c_str(), &sa.sin_addr) == 1;
+}
+
+// Compares in time independent of where the keys differ.
+bool same_key(std::string_view a, std::string_view b) {
+  std::size_t diff = a.size() ^ b.size();
+  std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<std::size_t>(x ^ y);
+  }
+  return diff == 0;
+}
+
+void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+std::size_t total_len(std::span<const iovec> iov) {
+  std::size_t n = 0;
+  for (const iovec& v : iov) n += v.iov_len;
+  return n;
+}
+
+// A cursor over an iovec list: `part` entries and `off` bytes consumed.
+struct iov_cursor {
+  std::vector<iovec> parts;
+  std::size_t part = 0, off = 0;
+
+  // Appends up to `limit` bytes of what is left to out[*n..max).
+  std::size_t fill(iovec* out, int* n, int max, std::size_t limit) const {
+    std::size_t bytes = 0;
+    std::size_t o = off;
+    for (std::size_t p = part; p < parts.size() && *n < max && bytes < limit; ++p, o = 0) {
+      std::size_t len = std::min(parts[p].iov_len - o, limit - bytes);
+      if (len == 0) continue;
+      out[(*n)++] = {static_cast<char*>(parts[p].iov_base) + o, len};
+      bytes += len;
+    }
+    return bytes;
+  }
+  void advance(std::size_t n) {
+    while (part < parts.size()) {
+      std::size_t left = parts[part].iov_len - off;
+      if (n < left) { off += n; return; }
+      n -= left;
+      ++part;
+      off = 0;
+    }
+  }
+};
+
+enum class state { connecting, await_ack, await_hello, established, failed, closed };
+
+struct send_op {
+  wire::frame_header hdr;
+  iov_cursor cur;  // parts[0] is hdr itself
+  std::size_t left = 0;
+  void* token = nullptr;
+};
+
+struct recv_op {
+  iov_cursor cur;
+  std::size_t capacity = 0;
+  void* token = nullptr;
+};
+
+struct conn {
+  connection_id id = invalid_connection;
+  int fd = -1;
+  state st = state::connecting;
+  bool incoming = false;
+  bool visible = false;  // the engine knows this id
+  int peer_rank = -1;
+  std::string peer_addr;
+  steady::time_point deadline;
+  std::string fail_reason;
+
+  // Handshake bytes in and out.
+  std::vector<char> hs_in;
+  std::size_t hs_got = 0;
+  std::string hs_out;
+  std::size_t hs_sent = 0;
+
+  // Sends in post order; tokens of finished sends not yet reported.
+  std::deque<send_op> sendq;
+  std::vector<void*> done;
+  std::vector<void*> reporting;  // the batch settle() is reporting now
+
+  // Receive side: posted cookies, and the frame being read.
+  std::unordered_map<std::uint64_t, recv_op> recvs;
+  wire::frame_header rx_hdr;
+  std::size_t rx_hdr_got = 0;
+  bool rx_in_body = false;
+  std::uint32_t rx_kind = 0;
+  std::size_t rx_len = 0, rx_got = 0;
+  recv_op rx_data;
+  std::vector<std::byte> pkt_buf;
+
+  bool wants_write() const { return hs_sent < hs_out.size() || !sendq.empty(); }
+};
+
+class tcp_driver final : public driver {
+ public:
+  ~tcp_driver() override {
+    for (auto& [id, c] : conns_) close_fd(*c);
+    for (auto& c : graveyard_) close_fd(*c);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  void open(const driver_config& config) override;
+  const driver_caps& caps() const override { return caps_; }
+  std::string local_address() const override { return local_addr_; }
+  connection_id connect(int peer_rank, std::string_view address) override;
+  post_result post_send_packet(connection_id id, std::span<const iovec> iov,
+                               void* token) override;
+  post_result post_send_data(connection_id id, std::uint64_t cookie,
+                             std::span<const iovec> iov, void* token) override;
+  post_result post_recv_data(connection_id id, std::uint64_t cookie,
+                             std::span<const iovec> iov, void* token) override;
+  int poll() override;
+  void close_connection(connection_id id) override;
+
+ private:
+  conn* find(connection_id id) {
+    auto it = conns_.find(id);
+    return it == conns_.end() ? nullptr : it->second.get();
+  }
+  conn& add_conn() {
+    auto c = std::make_unique<conn>();
+    c->id = next_id_++;
+    conn& ref = *c;
+    conns_.emplace(ref.id, std::move(c));
+    return ref;
+  }
+  // Removes a connection from the table; it dies when the outermost poll()
+  // returns (callbacks may still hold it).
+  void retire(conn& c) {
+    close_fd(c);
+    auto it = conns_.find(c.id);
+    if (it == conns_.end()) return;
+    graveyard_.push_back(std::move(it->second));
+    conns_.erase(it);
+    if (depth_ == 0) graveyard_.clear();
+  }
+  static void close_fd(conn& c) {
+    if (c.fd >= 0) ::close(c.fd);
+    c.fd = -1;
+  }
+  post_result check_postable(conn* c, std::size_t iov_count) const;
+  void enqueue(conn& c, std::uint32_t kind, std::uint64_t cookie,
+               std::span<const iovec> iov, void* token);
+  void fail(conn& c, std::string reason);
+  int accept_all();
+  int progress(conn& c, short revents);
+  int flush_out(conn& c);
+  int read_ack(conn& c);
+  int read_hello(conn& c);
+  int read_frames(conn& c);
+  void start_body(conn& c);
+  void finish_body(conn& c);
+  int settle(conn& c);
+  bool read_exact(conn& c);
+  void become_established(conn& c);
+
+  driver_config cfg_;
+  driver_caps caps_;
+  tunables tun_;
+  int listen_fd_ = -1;
+  std::string local_addr_;
+  bool accept_error_logged_ = false;
+  connection_id next_id_ = 0;
+  std::map<connection_id, std::unique_ptr<conn>> conns_;
+  std::vector<std::unique_ptr<conn>> graveyard_;
+  int depth_ = 0;
+  std::vector<pollfd> pfds_;
+  std::vector<connection_id> pids_;
+};
+
+void tcp_driver::open(const driver_config& config) {
+  if (listen_fd_ >= 0) throw std::runtime_error("tcp driver: already open");
+  if (!config.events) throw std::runtime_error("tcp driver: no driver_events");
+  if (config.size < 1 || config.rank < 0 || config.rank >= config.size)
+    throw std::runtime_error("tcp driver: rank " + std::to_string(config.rank) +
+                             " out of range for job size " +
+                             std::to_string(config.size));
+  tun_ = read_tunables();
+  cfg_ = config;
+
+  caps_ = {};
+  caps_.name = "tcp";
+  caps_.max_packet_size = kMaxPacket;
+  caps_.max_iov = kMaxIov;
+  caps_.max_sends_in_flight = kMaxSendsInFlight;
+  caps_.gather_scatter = true;  // sendmsg/readv on the caller's iovec
+  caps_.zero_copy_data = true;  // data bodies: user iovec <-> socket
+  caps_.rdma_get = false;
+  // Static estimates until the engine samples the real link (loopback or a
+  // typical 10 GbE network).
+  caps_.latency_us = 20;
+  caps_.bandwidth_mbps = 1000;
+  caps_.overhead_us = 2;
+
+  sockaddr_in sa{};
+  if (!parse_addr(tun_.host + ":1", sa))
+    throw std::runtime_error("tcp driver: NMAD_TCP_HOST='" + tun_.host +
+                             "' is not an IPv4 address");
+  sa.sin_port = htons(static_cast<std::uint16_t>(tun_.port));
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("tcp driver: socket: " + errno_text(errno));
+  int one = 1;
+  if (tun_.port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 ||
+      ::listen(fd, SOMAXCONN) < 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error("tcp driver: cannot listen on " + tun_.host + ":" +
+                             std::to_string(tun_.port) + ": " + errno_text(err));
+  }
+  socklen_t len = sizeof sa;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  listen_fd_ = fd;
+  local_addr_ = format_addr(sa);
+  log_write(log_level::info, "tcp", "listening on " + local_addr_);
+}
+
+connection_id tcp_driver::connect(int peer_rank, std::string_view address) {
+  conn& c = add_conn();
+  c.visible = true;
+  c.peer_rank = peer_rank;
+  c.peer_addr = address;
+  c.deadline = steady::now() + tun_.connect_timeout;
+  sockaddr_in sa{};
+  if (listen_fd_ < 0) {
+    fail(c, "driver not open");
+  } else if (peer_rank < 0 || peer_rank >= cfg_.size || peer_rank == cfg_.rank) {
+    fail(c, "peer rank out of range");
+  } else if (!parse_addr(address, sa)) {
+    fail(c, "bad address '" + c.peer_addr + "' (want a.b.c.d:port)");
+  } else if ((c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+    fail(c, "socket: " + errno_text(errno));
+  } else {
+    set_nodelay(c.fd);
+    wire::hello h;
+    h.rank = cfg_.rank;
+    h.key_len = static_cast<std::uint32_t>(cfg_.job_key.size());
+    c.hs_out.assign(reinterpret_cast<const char*>(&h), sizeof h);
+    c.hs_out += cfg_.job_key;
+    if (::connect(c.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 &&
+        errno != EINPROGRESS)
+      fail(c, "cannot connect: " + errno_text(errno));
+  }
+  return c.id;
+}
+
+post_result tcp_driver::check_postable(conn* c, std::size_t iov_count) const {
+  if (!c || c->st == state::failed || c->st == state::closed || !c->visible)
+    return post_result::failed;
+  if (iov_count > kMaxIov) return post_result::failed;
+  if (c->st != state::established) return post_result::retry;
+  return post_result::posted;
+}
+
+post_result tcp_driver::post_send_packet(connection_id id, std::span<const iovec> iov,
+                                         void* token) {
+  conn* c = find(id);
+  post_result r = check_postable(c, iov.size());
+  if (r != post_result::posted) return r;
+  if (total_len(iov) > kMaxPacket) return post_result::failed;
+  if (c->sendq.size() + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
+  enqueue(*c, wire::kind_packet, 0, iov, token);
+  return post_result::posted;
+}
+
+post_result tcp_driver::post_send_data(connection_id id, std::uint64_t cookie,
+                                       std::span<const iovec> iov, void* token) {
+  conn* c = find(id);
+  post_result r = check_postable(c, iov.size());
+  if (r != post_result::posted) return r;
+  if (c->sendq.size() + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
+  enqueue(*c, wire::kind_data, cookie, iov, token);
+  return post_result::posted;
+}
+
+post_result tcp_driver::post_recv_data(connection_id id, std::uint64_t cookie,
+                                       std::span<const iovec> iov, void* token) {
+  conn* c = find(id);
+  post_result r = check_postable(c, iov.size());
+  if (r != post_result::posted) return r;
+  recv_op op;
+  op.cur.parts.assign(iov.begin(), iov.end());
+  op.capacity = total_len(iov);
+  op.token = token;
+  if (!c->recvs.emplace(cookie, std::move(op)).second) return post_result::failed;
+  return post_result::posted;
+}
+
+void tcp_driver::enqueue(conn& c, std::uint32_t kind, std::uint64_t cookie,
+                         std::span<const iovec> iov, void* token) {
+  bool was_idle = !c.wants_write();
+  send_op& op = c.sendq.emplace_back();  // deque: &op.hdr stays put
+  op.hdr.kind = kind;
+  op.hdr.length = total_len(iov);
+  op.hdr.cookie = cookie;
+  op.cur.parts.reserve(iov.size() + 1);
+  op.cur.parts.push_back({&op.hdr, sizeof op.hdr});
+  op.cur.parts.insert(op.cur.parts.end(), iov.begin(), iov.end());
+  op.left = sizeof op.hdr + op.hdr.length;
+  op.token = token;
+  if (was_idle) flush_out(c);  // completion is still reported by poll()
+}
+
+void tcp_driver::fail(conn& c, std::string reason) {
+  if (c.st == state::failed || c.st == state::closed) return;
+  if (c.visible)
+    log_write(log_level::warn, "tcp",
+              "connection to rank " + std::to_string(c.peer_rank) + " (" +
+                  c.peer_addr + ") failed: " + reason);
+  else
+    log_write(log_level::warn, "tcp",
+              "refused connection from " + c.peer_addr + ": " + reason);
+  close_fd(c);
+  c.st = state::failed;
+  c.fail_reason = std::move(reason);
+  c.sendq.clear();
+  c.done.clear();
+  c.recvs.clear();
+  c.rx_data = {};
+}
+
+void tcp_driver::close_connection(connection_id id) {
+  conn* c = find(id);
+  if (!c) return;
+  c->st = state::closed;
+  retire(*c);
+}
+
+int tcp_driver::poll() {
+  if (listen_fd_ < 0 || depth_ > 0) return 0;
+  ++depth_;
+  int work = 0;
+  pfds_.clear();
+  pids_.clear();
+  pfds_.push_back({listen_fd_, POLLIN, 0});
+  bool handshaking = false;
+  for (auto& [id, c] : conns_) {
+    short ev = 0;
+    if (c->fd >= 0) {
+      ev = c->st == state::connecting ? POLLOUT : POLLIN;
+      if (c->wants_write()) ev |= POLLOUT;
+    }
+    handshaking |= c->st == state::connecting || c->st == state::await_ack ||
+                   c->st == state::await_hello;
+    pfds_.push_back({c->fd, ev, 0});
+    pids_.push_back(id);
+  }
+  if (::poll(pfds_.data(), pfds_.size(), 0) < 0)
+    for (pollfd& p : pfds_) p.revents = 0;  // EINTR: try again next time
+  if (pfds_[0].revents) work += accept_all();
+  const steady::time_point now = handshaking ? steady::now() : steady::time_point{};
+  for (std::size_t i = 0; i < pids_.size(); ++i) {
+    conn* c = find(pids_[i]);
+    if (!c) continue;  // closed by a callback
+    work += progress(*c, pfds_[i + 1].revents);
+    if (handshaking && now > c->deadline &&
+        (c->st == state::connecting || c->st == state::await_ack ||
+         c->st == state::await_hello))
+      fail(*c, c->incoming ? "no complete hello in time"
+                           : "handshake timed out (peer does not answer)");
+    work += settle(*c);
+  }
+  --depth_;
+  graveyard_.clear();
+  return work;
+}
+
+int tcp_driver::accept_all() {
+  int work = 0;
+  for (;;) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && !accept_error_logged_) {
+        log_write(log_level::warn, "tcp", "accept: " + errno_text(errno));
+        accept_error_logged_ = true;
+      }
+      return work;
+    }
+    accept_error_logged_ = false;
+    set_nodelay(fd);
+    conn& c = add_conn();
+    c.fd = fd;
+    c.incoming = true;
+    c.st = state::await_hello;
+    c.peer_addr = format_addr(sa);
+    c.deadline = steady::now() + tun_.handshake_timeout;
+    c.hs_in.resize(sizeof(wire::hello));
+    ++work;
+  }
+}
+
+int tcp_driver::progress(conn& c, short revents) {
+  int work = 0;
+  bool readable = revents & (POLLIN | POLLHUP | POLLERR);
+  bool writable = revents & (POLLOUT | POLLHUP | POLLERR);
+  if (c.st == state::connecting) {
+    if (!writable) return 0;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+    if (err) {
+      fail(c, "cannot connect: " + errno_text(err));
+      return 1;
+    }
+    c.st = state::await_ack;
+    ++work;
+  }
+  if (writable && c.wants_write()) work += flush_out(c);
+  if (readable && c.st == state::await_ack) {
+    work += read_ack(c);
+  } else if (readable && c.st == state::await_hello) {
+    work += read_hello(c);
+    if (c.st == state::established) work += flush_out(c);  // the ack
+  }
+  if (readable && c.st == state::established) work += read_frames(c);
+  return work;
+}
+
+int tcp_driver::flush_out(conn& c) {
+  int work = 0;
+  while (c.hs_sent < c.hs_out.size()) {
+    ssize_t n = ::send(c.fd, c.hs_out.data() + c.hs_sent, c.hs_out.size() - c.hs_sent,
+                       MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) fail(c, errno_text(errno));
+      return work;
+    }
+    c.hs_sent += static_cast<std::size_t>(n);
+    ++work;
+  }
+  while (c.st == state::established && !c.sendq.empty()) {
+    iovec v[kMaxWriteIov];
+    int n = 0;
+    std::size_t want = 0;
+    for (auto it = c.sendq.begin(); it != c.sendq.end() && n < kMaxWriteIov; ++it)
+      want += it->cur.fill(v, &n, kMaxWriteIov, it->left);
+    msghdr msg{};
+    msg.msg_iov = v;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    ssize_t r = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) fail(c, errno_text(errno));
+      return work;
+    }
+    ++work;
+    std::size_t sent = static_cast<std::size_t>(r);
+    while (!c.sendq.empty()) {
+      send_op& op = c.sendq.front();
+      std::size_t take = std::min(sent, op.left);
+      op.cur.advance(take);
+      op.left -= take;
+      sent -= take;
+      if (op.left) break;
+      c.done.push_back(op.token);
+      c.sendq.pop_front();
+    }
+    if (static_cast<std::size_t>(r) < want) return work;  // socket full
+  }
+  return work;
+}
+
+// Reads into hs_in until it is full. False on EOF/error (the connection has
+// failed) or when the socket has nothing more for now.
+bool tcp_driver::read_exact(conn& c) {
+  while (c.hs_got < c.hs_in.size()) {
+    ssize_t n = ::recv(c.fd, c.hs_in.data() + c.hs_got, c.hs_in.size() - c.hs_got, 0);
+    if (n == 0) {
+      fail(c, c.incoming ? "closed before completing the handshake"
+                         : "peer closed the connection during the handshake "
+                           "(wrong job key?)");
+      return false;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) fail(c, errno_text(errno));
+      return false;
+    }
+    c.hs_got += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+int tcp_driver::read_ack(conn& c) {
+  c.hs_in.resize(sizeof(wire::ack));
+  if (!read_exact(c)) return 0;
+  wire::ack a;
+  std::memcpy(&a, c.hs_in.data(), sizeof a);
+  if (std::memcmp(a.magic, wire::ack{}.magic, sizeof a.magic) != 0) {
+    fail(c, "bad handshake ack (not an nmad tcp peer)");
+  } else if (a.version != wire::protocol_version) {
+    fail(c, "peer speaks protocol version " + std::to_string(a.version));
+  } else if (a.rank != c.peer_rank) {
+    fail(c, "peer at that address is rank " + std::to_string(a.rank));
+  } else {
+    become_established(c);
+    cfg_.events->on_connected(c.id, c.peer_rank);
+  }
+  return 1;
+}
+
+int tcp_driver::read_hello(conn& c) {
+  if (!read_exact(c)) return 0;
+  wire::hello h;
+  std::memcpy(&h, c.hs_in.data(), sizeof h);
+  if (c.hs_in.size() == sizeof h) {  // fixed part complete: check, then read key
+    if (std::memcmp(h.magic, wire::hello{}.magic, sizeof h.magic) != 0) {
+      fail(c, "bad hello (not an nmad tcp peer)");
+      return 1;
+    }
+    if (h.version != wire::protocol_version) {
+      fail(c, "unsupported protocol version " + std::to_string(h.version));
+      return 1;
+    }
+    if (h.key_len > wire::max_key_len) {
+      fail(c, "bad hello (job key too long)");
+      return 1;
+    }
+    c.hs_in.resize(sizeof h + h.key_len);
+    if (!read_exact(c)) return 1;
+  }
+  std::string_view key(c.hs_in.data() + sizeof h, h.key_len);
+  if (!same_key(key, cfg_.job_key)) {
+    fail(c, "wrong job key");
+  } else if (h.rank < 0 || h.rank >= cfg_.size || h.rank == cfg_.rank) {
+    fail(c, "rank " + std::to_string(h.rank) + " out of range");
+  } else {
+    wire::ack a;
+    a.rank = cfg_.rank;
+    c.hs_out.assign(reinterpret_cast<const char*>(&a), sizeof a);
+    c.hs_sent = 0;
+    c.peer_rank = h.rank;
+    c.visible = true;
+    become_established(c);
+    cfg_.events->on_connected(c.id, c.peer_rank);
+  }
+  return 1;
+}
+
+void tcp_driver::become_established(conn& c) {
+  c.st = state::established;
+  c.hs_in = {};
+  c.pkt_buf.resize(kMaxPacket);
+  log_write(log_level::info, "tcp",
+            "connected to rank " + std::to_string(c.peer_rank) + " (" + c.peer_addr + ")");
+}
+
+int tcp_driver::read_frames(conn& c) {
+  int work = 0;
+  for (int i = 0; i < kMaxReadsPerPoll && c.st == state::established; ++i) {
+    iovec v[kMaxIov + 1];
+    int n = 0;
+    std::size_t want = 0;
+    if (c.rx_in_body) {
+      std::size_t body_left = c.rx_len - c.rx_got;
+      if (c.rx_kind == wire::kind_packet) {
+        v[n++] = {c.pkt_buf.data() + c.rx_got, body_left};
+        want += body_left;
+      } else {
+        want += c.rx_data.cur.fill(v, &n, kMaxIov, body_left);
+      }
+    }
+    if (want == (c.rx_in_body ? c.rx_len - c.rx_got : 0)) {  // whole body listed
+      v[n++] = {reinterpret_cast<char*>(&c.rx_hdr) + c.rx_hdr_got,
+                sizeof c.rx_hdr - c.rx_hdr_got};
+      want += sizeof c.rx_hdr - c.rx_hdr_got;
+    }
+    ssize_t r = ::readv(c.fd, v, n);
+    if (r == 0) {
+      fail(c, "peer closed the connection");
+      break;
+    }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) fail(c, errno_text(errno));
+      break;
+    }
+    ++work;
+    std::size_t got = static_cast<std::size_t>(r);
+    if (c.rx_in_body) {
+      std::size_t take = std::min(got, c.rx_len - c.rx_got);
+      c.rx_got += take;
+      if (c.rx_kind == wire::kind_data) c.rx_data.cur.advance(take);
+      got -= take;
+      if (c.rx_got == c.rx_len) finish_body(c);
+    }
+    c.rx_hdr_got += got;  // bytes past the body went into the next header
+    if (c.rx_hdr_got == sizeof c.rx_hdr && c.st == state::established) start_body(c);
+    if (static_cast<std::size_t>(r) < want) break;  // drained for now
+  }
+  return work;
+}
+
+// A whole header is in rx_hdr: checks it and sets up its body.
+void tcp_driver::start_body(conn& c) {
+  const wire::frame_header h = c.rx_hdr;
+  c.rx_hdr_got = 0;
+  if (h.magic != wire::frame_magic) {
+    fail(c, "protocol error: bad frame magic");
+    return;
+  }
+  if (h.kind == wire::kind_packet) {
+    if (h.length > kMaxPacket) {
+      fail(c, "protocol error: packet of " + std::to_string(h.length) +
+                  " bytes exceeds the maximum of " + std::to_string(kMaxPacket));
+      return;
+    }
+  } else if (h.kind == wire::kind_data) {
+    auto it = c.recvs.find(h.cookie);
+    if (it == c.recvs.end()) {
+      fail(c, "protocol error: data frame for unknown cookie " + std::to_string(h.cookie));
+      return;
+    }
+    if (h.length > it->second.capacity) {
+      fail(c, "protocol error: data frame of " + std::to_string(h.length) +
+                  " bytes for cookie " + std::to_string(h.cookie) +
+                  " exceeds the " + std::to_string(it->second.capacity) +
+                  " bytes posted");
+      return;
+    }
+    c.rx_data = std::move(it->second);
+    c.recvs.erase(it);
+  } else {
+    fail(c, "protocol error: unknown frame kind " + std::to_string(h.kind));
+    return;
+  }
+  c.rx_kind = h.kind;
+  c.rx_len = h.length;
+  c.rx_got = 0;
+  c.rx_in_body = true;
+  if (c.rx_len == 0) finish_body(c);
+}
+
+// The body is complete: hands it to the engine (which may re-enter us).
+void tcp_driver::finish_body(conn& c) {
+  c.rx_in_body = false;
+  if (c.rx_kind == wire::kind_packet) {
+    cfg_.events->on_packet(c.id, std::span<const std::byte>(c.pkt_buf.data(), c.rx_len));
+  } else {
+    void* token = c.rx_data.token;
+    c.rx_data = {};
+    cfg_.events->on_recv_data_done(token, c.rx_len);
+  }
+}
+
+// Reports finished sends, then a failure if there was one.
+int tcp_driver::settle(conn& c) {
+  int work = 0;
+  // Report the sends finished so far; sends the callbacks post (and that
+  // finish at once) go to c.done for the next poll, so they never count
+  // against the in-flight limit as if still pending.
+  c.reporting.swap(c.done);
+  for (std::size_t i = 0; i < c.reporting.size() && c.st == state::established; ++i, ++work)
+    cfg_.events->on_send_done(c.reporting[i]);
+  c.reporting.clear();
+  if (c.st == state::failed) {
+    retire(c);
+    if (c.visible) cfg_.events->on_connection_failed(c.id, c.fail_reason);
+    ++work;
+  }
+  return work;
+}
+
+}  // namespace
+
+std::unique_ptr<driver> make_tcp_driver() { return std::make_unique<tcp_driver>(); }
+
+}  // namespace nmad

@@ -1,0 +1,746 @@
+// Conformance test of every driver in nmad::driver_registry(): two (or three)
+// driver instances live in this one process, each with its own event
+// recorder, and are polled in turn from one thread. Every wait is bounded
+// (kLimit): a driver that hangs fails a check instead of hanging the test.
+//
+// The "tcp:" cases at the end talk to the tcp driver over raw sockets, using
+// its wire format (drivers/tcp/tcp_wire.hpp), to play a foreign or malicious
+// peer.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/transfer/driver.hpp"
+#include "drivers/tcp/tcp_wire.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using nmad::connection_id;
+using nmad::driver;
+using nmad::post_result;
+using steady = std::chrono::steady_clock;
+namespace wire = nmad::tcp_wire;
+
+constexpr auto kLimit = 10s;
+const std::string kKey = "conformance-job-key-0123456789";
+
+struct recorder final : nmad::driver_events {
+  std::vector<std::pair<connection_id, int>> connected;
+  std::vector<std::pair<connection_id, std::vector<std::byte>>> packets;
+  std::vector<void*> sends_done;
+  std::vector<std::pair<void*, std::size_t>> recvs_done;
+  std::vector<std::pair<connection_id, std::string>> failed;
+  std::function<void(connection_id, std::span<const std::byte>)> packet_hook;
+
+  void on_connected(connection_id c, int rank) override { connected.emplace_back(c, rank); }
+  void on_packet(connection_id c, std::span<const std::byte> p) override {
+    packets.emplace_back(c, std::vector<std::byte>(p.begin(), p.end()));
+    if (packet_hook) packet_hook(c, p);
+  }
+  void on_send_done(void* token) override { sends_done.push_back(token); }
+  void on_recv_data_done(void* token, std::size_t n) override { recvs_done.emplace_back(token, n); }
+  void on_connection_failed(connection_id c, std::string_view why) override {
+    failed.emplace_back(c, std::string(why));
+  }
+  std::size_t total() const {
+    return connected.size() + packets.size() + sends_done.size() + recvs_done.size() +
+           failed.size();
+  }
+};
+
+using drivers = std::vector<driver*>;
+
+// Polls every driver until pred() holds; false if `limit` passed first.
+template <class Pred>
+bool poll_until(const drivers& ds, Pred pred, std::chrono::milliseconds limit = kLimit) {
+  const auto end = steady::now() + limit;
+  while (!pred()) {
+    if (steady::now() > end) return false;
+    for (driver* d : ds) d->poll();
+  }
+  return true;
+}
+
+void poll_for(const drivers& ds, std::chrono::milliseconds d) {
+  poll_until(ds, [] { return false; }, d);
+}
+
+// Calls post() until it is not `retry`, polling in between. True if posted.
+template <class Post>
+bool post_retry(const drivers& ds, Post post) {
+  const auto end = steady::now() + kLimit;
+  for (;;) {
+    post_result r = post();
+    if (r != post_result::retry) return r == post_result::posted;
+    if (steady::now() > end) return false;
+    for (driver* d : ds) d->poll();
+  }
+}
+
+std::unique_ptr<driver> open_driver(const nmad::driver_descriptor& d, int rank, int size,
+                                    recorder& ev, const std::string& key = kKey) {
+  auto drv = d.create();
+  REQUIRE(drv);
+  drv->open({rank, size, key, &ev});
+  return drv;
+}
+
+// Rank 0 (a) and rank 1 (b); b connects to a, as the engine does (j < own).
+struct pair_fixture {
+  recorder ea, eb;
+  std::unique_ptr<driver> a, b;
+  connection_id a2b = nmad::invalid_connection, b2a = nmad::invalid_connection;
+
+  explicit pair_fixture(const nmad::driver_descriptor& d) {
+    a = open_driver(d, 0, 2, ea);
+    b = open_driver(d, 1, 2, eb);
+    b2a = b->connect(0, a->local_address());
+    REQUIRE(poll_until({a.get(), b.get()},
+                       [&] { return !ea.connected.empty() && !eb.connected.empty(); }));
+    a2b = ea.connected[0].first;
+  }
+  drivers both() { return {a.get(), b.get()}; }
+};
+
+std::byte pattern(std::size_t i, unsigned seed) {
+  return static_cast<std::byte>((i * 131 + (i >> 11) + seed * 7) & 0xff);
+}
+
+std::vector<std::byte> make_bytes(std::size_t n, unsigned seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = pattern(i, seed);
+  return v;
+}
+
+iovec iov_of(const void* p, std::size_t n) { return {const_cast<void*>(p), n}; }
+
+void* tok(std::uintptr_t n) { return reinterpret_cast<void*>(n); }
+
+// Sends one packet made of `parts` from `from` and returns what `to` got.
+std::vector<std::byte> round_trip(pair_fixture& p, driver& from, connection_id conn,
+                                  recorder& from_ev, recorder& to_ev,
+                                  std::vector<std::vector<std::byte>>& parts) {
+  std::vector<iovec> iov;
+  for (auto& part : parts) iov.push_back(iov_of(part.data(), part.size()));
+  const std::size_t before = to_ev.packets.size(), sends = from_ev.sends_done.size();
+  REQUIRE(post_retry(p.both(), [&] { return from.post_send_packet(conn, iov, tok(77)); }));
+  REQUIRE(poll_until(p.both(), [&] {
+    return to_ev.packets.size() > before && from_ev.sends_done.size() > sends;
+  }));
+  CHECK(from_ev.sends_done.back() == tok(77));
+  return to_ev.packets.back().second;
+}
+
+}  // namespace
+
+TEST_CASE("registry: an explicit list that find_driver searches") {
+  auto all = nmad::driver_registry();
+  REQUIRE(!all.empty());
+  CHECK(nmad::find_driver("tcp") != nullptr);
+  CHECK(nmad::find_driver("no-such-driver") == nullptr);
+  for (const auto& d : all) {
+    INFO("driver ", std::string(d.name));
+    CHECK(!d.description.empty());
+    CHECK(nmad::find_driver(d.name) == &d);
+    CHECK(d.create() != nullptr);
+  }
+}
+
+TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    const nmad::driver_caps& c = p.a->caps();
+    CHECK(c.name == d.name);
+    CHECK(c.max_packet_size >= 1024);
+    CHECK(c.max_iov >= 1);
+    CHECK(c.max_sends_in_flight >= 1);
+    CHECK(c.latency_us > 0);
+    CHECK(c.bandwidth_mbps > 0);
+    CHECK(c.overhead_us >= 0);
+    CHECK(!p.a->local_address().empty());
+    CHECK(p.a->local_address() != p.b->local_address());
+
+    if (c.gather_scatter) {
+      // A packet of max_iov one-byte entries is accepted and arrives whole.
+      CHECK(c.max_iov > 1);
+      const std::size_t n = std::min(c.max_iov, c.max_packet_size);
+      std::vector<std::vector<std::byte>> parts;
+      for (std::size_t i = 0; i < n; ++i) parts.push_back({pattern(i, 3)});
+      auto got = round_trip(p, *p.b, p.b2a, p.eb, p.ea, parts);
+      CHECK(got == make_bytes(n, 3));
+    }
+    if (c.zero_copy_data) {
+      // Deliberately breaks the "do not touch until done" rule to observe
+      // that the driver takes the bytes from the caller's buffer when it
+      // moves them, not from a snapshot taken at post time: the last byte of
+      // a transfer much larger than any socket buffer, changed right after
+      // the post and before any poll, arrives changed.
+      const std::size_t n = 16 << 20;
+      auto src = make_bytes(n, 5);
+      std::vector<std::byte> dst(n);
+      iovec s = iov_of(src.data(), n), r = iov_of(dst.data(), n);
+      REQUIRE(p.a->post_recv_data(p.a2b, 42, {&r, 1}, tok(1)) == post_result::posted);
+      REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, 42, {&s, 1}, tok(2)); }));
+      src[n - 1] = ~src[n - 1];
+      REQUIRE(poll_until(p.both(), [&] { return !p.ea.recvs_done.empty(); }));
+      CHECK(p.ea.recvs_done[0] == std::pair<void*, std::size_t>(tok(1), n));
+      CHECK(dst == src);
+    }
+    CHECK(p.ea.failed.empty());
+    CHECK(p.eb.failed.empty());
+  }
+}
+
+TEST_CASE("connect: both sides report the right peer ranks") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    {  // rank 1 connects to rank 0
+      pair_fixture p(d);
+      poll_for(p.both(), 50ms);  // nothing more comes
+      REQUIRE(p.ea.connected.size() == 1);
+      REQUIRE(p.eb.connected.size() == 1);
+      CHECK(p.ea.connected[0].second == 1);
+      CHECK(p.eb.connected[0] == std::pair<connection_id, int>(p.b2a, 0));
+      CHECK(p.ea.failed.empty());
+      CHECK(p.eb.failed.empty());
+    }
+    {  // the other way round works too
+      recorder e0, e1;
+      auto d0 = open_driver(d, 0, 2, e0), d1 = open_driver(d, 1, 2, e1);
+      connection_id c = d0->connect(1, d1->local_address());
+      REQUIRE(poll_until({d0.get(), d1.get()},
+                         [&] { return !e0.connected.empty() && !e1.connected.empty(); }));
+      CHECK(e0.connected[0] == std::pair<connection_id, int>(c, 1));
+      CHECK(e1.connected[0].second == 0);
+    }
+    {  // a mesh of three, each connecting to the lower ranks
+      recorder e[3];
+      std::unique_ptr<driver> drv[3];
+      for (int r = 0; r < 3; ++r) drv[r] = open_driver(d, r, 3, e[r]);
+      for (int r = 1; r < 3; ++r)
+        for (int j = 0; j < r; ++j) drv[r]->connect(j, drv[j]->local_address());
+      REQUIRE(poll_until({drv[0].get(), drv[1].get(), drv[2].get()}, [&] {
+        return e[0].connected.size() == 2 && e[1].connected.size() == 2 &&
+               e[2].connected.size() == 2;
+      }));
+      for (int r = 0; r < 3; ++r) {
+        std::vector<int> ranks;
+        for (auto& [c, peer] : e[r].connected) ranks.push_back(peer);
+        std::sort(ranks.begin(), ranks.end());
+        std::vector<int> want;
+        for (int j = 0; j < 3; ++j)
+          if (j != r) want.push_back(j);
+        CHECK(ranks == want);
+      }
+    }
+  }
+}
+
+TEST_CASE("connect: posting too early retries; a dead or foreign peer fails") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    recorder ea, eb;
+    auto a = open_driver(d, 0, 2, ea), b = open_driver(d, 1, 2, eb);
+    std::byte x{1};
+    iovec v = iov_of(&x, 1);
+    CHECK(b->post_send_packet(12345, {&v, 1}, nullptr) == post_result::failed);
+
+    connection_id c = b->connect(0, a->local_address());
+    CHECK(b->post_send_packet(c, {&v, 1}, nullptr) == post_result::retry);
+    CHECK(b->post_recv_data(c, 1, {&v, 1}, nullptr) == post_result::retry);
+    REQUIRE(poll_until({a.get(), b.get()}, [&] { return !eb.connected.empty(); }));
+
+    {  // dead address
+      recorder ez;
+      std::string gone = open_driver(d, 0, 2, ez)->local_address();
+      connection_id dead = b->connect(0, gone);
+      REQUIRE(poll_until({a.get(), b.get()}, [&] { return !eb.failed.empty(); }));
+      poll_for({a.get(), b.get()}, 50ms);
+      REQUIRE(eb.failed.size() == 1);
+      CHECK(eb.failed[0].first == dead);
+      CHECK(eb.connected.size() == 1);
+      CHECK(b->post_send_packet(dead, {&v, 1}, nullptr) == post_result::failed);
+    }
+    {  // a peer with another job key
+      recorder ez;
+      auto z = open_driver(d, 1, 2, ez, "some-other-job");
+      connection_id bad = z->connect(0, a->local_address());
+      REQUIRE(poll_until({a.get(), z.get()}, [&] { return !ez.failed.empty(); }));
+      poll_for({a.get(), z.get()}, 50ms);
+      REQUIRE(ez.failed.size() == 1);
+      CHECK(ez.failed[0].first == bad);
+      CHECK(ez.connected.empty());
+      CHECK(ea.connected.size() == 1);  // only b
+      CHECK(ea.failed.empty());
+    }
+  }
+}
+
+TEST_CASE("packet round trip with 3-entry gather lists") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    std::vector<std::vector<std::byte>> parts = {make_bytes(5, 1), make_bytes(1000, 2),
+                                                 make_bytes(37, 3)};
+    std::vector<std::byte> whole;
+    for (auto& part : parts) whole.insert(whole.end(), part.begin(), part.end());
+
+    CHECK(round_trip(p, *p.b, p.b2a, p.eb, p.ea, parts) == whole);
+    CHECK(p.ea.packets.back().first == p.a2b);
+    CHECK(round_trip(p, *p.a, p.a2b, p.ea, p.eb, parts) == whole);
+    CHECK(p.eb.packets.back().first == p.b2a);
+    poll_for(p.both(), 20ms);
+    CHECK(p.ea.packets.size() == 1);
+    CHECK(p.eb.packets.size() == 1);
+    CHECK(p.ea.sends_done.size() == 1);
+    CHECK(p.eb.sends_done.size() == 1);
+  }
+}
+
+TEST_CASE("1000 packets arrive in order with the right contents") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    constexpr std::size_t kCount = 1000;
+    std::vector<std::vector<std::byte>> bufs;
+    std::vector<iovec> iovs(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      bufs.push_back(make_bytes(8 + (i * 37) % 3000, static_cast<unsigned>(i)));
+      std::memcpy(bufs[i].data(), &i, sizeof i);
+      iovs[i] = iov_of(bufs[i].data(), bufs[i].size());
+    }
+    for (std::size_t i = 0; i < kCount; ++i)
+      REQUIRE(post_retry(p.both(), [&] {
+        return p.b->post_send_packet(p.b2a, {&iovs[i], 1}, tok(i + 1));
+      }));
+    REQUIRE(poll_until(p.both(), [&] {
+      return p.ea.packets.size() == kCount && p.eb.sends_done.size() == kCount;
+    }));
+    for (std::size_t i = 0; i < kCount; ++i) {
+      CHECK(p.ea.packets[i].first == p.a2b);
+      CHECK(p.ea.packets[i].second == bufs[i]);
+      CHECK(p.eb.sends_done[i] == tok(i + 1));  // one connection: in post order
+    }
+  }
+}
+
+TEST_CASE("max-size packet; larger is refused without harm") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    const std::size_t max = p.b->caps().max_packet_size;
+    std::vector<std::vector<std::byte>> parts = {make_bytes(max, 9)};
+    CHECK(round_trip(p, *p.b, p.b2a, p.eb, p.ea, parts) == parts[0]);
+
+    auto big = make_bytes(max + 1, 1);
+    iovec v = iov_of(big.data(), big.size());
+    CHECK(p.b->post_send_packet(p.b2a, {&v, 1}, nullptr) == post_result::failed);
+    std::vector<std::vector<std::byte>> small = {make_bytes(10, 4)};
+    CHECK(round_trip(p, *p.b, p.b2a, p.eb, p.ea, small) == small[0]);
+    CHECK(p.ea.failed.empty());
+    CHECK(p.eb.failed.empty());
+  }
+}
+
+TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    const std::size_t n = 8 << 20;
+    const std::size_t guard = 64;
+    auto src = make_bytes(n, 11);
+    // Receive regions: 1 MiB+3, 4 MiB-7, the rest, separated by guard gaps.
+    const std::size_t r0 = (1 << 20) + 3, r1 = (4 << 20) - 7, r2 = n - r0 - r1;
+    std::vector<std::byte> dst(n + 4 * guard, std::byte{0xEE});
+    iovec riov[3] = {iov_of(&dst[guard], r0), iov_of(&dst[2 * guard + r0], r1),
+                     iov_of(&dst[3 * guard + r0 + r1], r2)};
+    // Send from a different split: 5 bytes, 6 MiB, the rest.
+    iovec siov[3] = {iov_of(&src[0], 5), iov_of(&src[5], 6 << 20),
+                     iov_of(&src[5 + (6 << 20)], n - 5 - (6 << 20))};
+    const std::uint64_t cookie = 0xC0FFEE0000000001ull;
+    REQUIRE(post_retry(p.both(), [&] { return p.a->post_recv_data(p.a2b, cookie, riov, tok(1)); }));
+    REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, cookie, siov, tok(2)); }));
+    REQUIRE(poll_until(p.both(), [&] {
+      return !p.ea.recvs_done.empty() && !p.eb.sends_done.empty();
+    }));
+    CHECK(p.ea.recvs_done[0] == std::pair<void*, std::size_t>(tok(1), n));
+    CHECK(p.eb.sends_done[0] == tok(2));
+    std::vector<std::byte> got;
+    for (const iovec& v : riov) {
+      auto* b = static_cast<std::byte*>(v.iov_base);
+      got.insert(got.end(), b, b + v.iov_len);
+    }
+    CHECK(got == src);
+    std::size_t bad_guards = 0;
+    for (std::size_t g : {std::size_t{0}, guard + r0, 2 * guard + r0 + r1, 3 * guard + n})
+      for (std::size_t i = 0; i < guard; ++i) bad_guards += dst[g + i] != std::byte{0xEE};
+    CHECK(bad_guards == 0);
+  }
+}
+
+TEST_CASE("several cookies posted out of order, mixed with packets") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    const std::uint64_t cookies[] = {7, 3, 11, 5, 0};
+    const std::size_t sizes[] = {100000, 1, 300000, 65536 * 3 + 1, 0};
+    std::vector<std::vector<std::byte>> src, dst;
+    std::vector<iovec> riov, siov;
+    for (int i = 0; i < 5; ++i) {
+      src.push_back(make_bytes(sizes[i], 20 + i));
+      dst.emplace_back(sizes[i] + 10);  // posted room exceeds what comes
+    }
+    for (int i = 0; i < 5; ++i) {
+      riov.push_back(iov_of(dst[i].data(), dst[i].size()));
+      siov.push_back(iov_of(src[i].data(), src[i].size()));
+    }
+    for (int i = 0; i < 5; ++i)
+      REQUIRE(p.a->post_recv_data(p.a2b, cookies[i], {&riov[i], 1}, tok(100 + i)) ==
+              post_result::posted);
+    CHECK(p.a->post_recv_data(p.a2b, cookies[0], {&riov[0], 1}, nullptr) ==
+          post_result::failed);  // already posted
+    std::byte marker{0x42};
+    iovec m = iov_of(&marker, 1);
+    for (int i : {1, 2, 4, 0, 3}) {
+      REQUIRE(post_retry(p.both(), [&] {
+        return p.b->post_send_data(p.b2a, cookies[i], {&siov[i], 1}, tok(200 + i));
+      }));
+      REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_packet(p.b2a, {&m, 1}, tok(300)); }));
+    }
+    REQUIRE(poll_until(p.both(), [&] {
+      return p.ea.recvs_done.size() == 5 && p.eb.sends_done.size() == 10 &&
+             p.ea.packets.size() == 5;
+    }));
+    for (auto [token, n] : p.ea.recvs_done) {
+      int i = static_cast<int>(reinterpret_cast<std::uintptr_t>(token)) - 100;
+      REQUIRE(i >= 0);
+      REQUIRE(i < 5);
+      CHECK(n == sizes[i]);
+      CHECK(std::equal(src[i].begin(), src[i].end(), dst[i].begin()));
+    }
+    CHECK(p.ea.failed.empty());
+  }
+}
+
+TEST_CASE("callbacks may re-enter the driver (rendezvous driven from on_packet)") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    // b announces a transfer (RTS); a posts the receive and answers (RTR)
+    // from inside on_packet; b sends the data from inside on_packet.
+    const std::size_t n = 1 << 20;
+    auto src = make_bytes(n, 30);
+    std::vector<std::byte> dst(n);
+    iovec s = iov_of(src.data(), n), r = iov_of(dst.data(), n);
+    std::uint64_t rts = 99, rtr = 99;
+    iovec rts_iov = iov_of(&rts, sizeof rts), rtr_iov = iov_of(&rtr, sizeof rtr);
+    int posted_inside = 0;
+    p.ea.packet_hook = [&](connection_id c, std::span<const std::byte>) {
+      posted_inside += p.a->post_recv_data(c, rts, {&r, 1}, tok(1)) == post_result::posted;
+      posted_inside += p.a->post_send_packet(c, {&rtr_iov, 1}, tok(2)) == post_result::posted;
+    };
+    p.eb.packet_hook = [&](connection_id c, std::span<const std::byte>) {
+      posted_inside += p.b->post_send_data(c, rtr, {&s, 1}, tok(3)) == post_result::posted;
+    };
+    REQUIRE(p.b->post_send_packet(p.b2a, {&rts_iov, 1}, tok(4)) == post_result::posted);
+    REQUIRE(poll_until(p.both(), [&] {
+      return p.ea.recvs_done.size() == 1 && p.eb.sends_done.size() == 2;
+    }));
+    CHECK(posted_inside == 3);
+    CHECK(dst == src);
+    CHECK(p.ea.recvs_done[0] == std::pair<void*, std::size_t>(tok(1), n));
+  }
+}
+
+TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    std::vector<std::byte> room(1 << 20), bytes = make_bytes(1 << 20, 1);
+    iovec r = iov_of(room.data(), room.size()), s = iov_of(bytes.data(), bytes.size());
+    REQUIRE(p.a->post_recv_data(p.a2b, 5, {&r, 1}, tok(1)) == post_result::posted);
+    // A send the peer never drains: it dies first.
+    REQUIRE(p.a->post_send_data(p.a2b, 6, {&s, 1}, tok(2)) == post_result::posted);
+    p.b.reset();
+    REQUIRE(poll_until({p.a.get()}, [&] { return !p.ea.failed.empty(); }));
+    poll_for({p.a.get()}, 100ms);
+    REQUIRE(p.ea.failed.size() == 1);
+    CHECK(p.ea.failed[0].first == p.a2b);
+    CHECK(!p.ea.failed[0].second.empty());
+    CHECK(p.ea.recvs_done.empty());  // pending operations dropped silently
+    CHECK(p.a->post_send_packet(p.a2b, {&s, 1}, nullptr) == post_result::failed);
+    CHECK(p.a->post_send_data(p.a2b, 7, {&s, 1}, nullptr) == post_result::failed);
+    CHECK(p.a->post_recv_data(p.a2b, 8, {&r, 1}, nullptr) == post_result::failed);
+  }
+}
+
+TEST_CASE("close_connection is silent locally and fails the peer's side") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    p.a->close_connection(p.a2b);
+    REQUIRE(poll_until(p.both(), [&] { return !p.eb.failed.empty(); }));
+    poll_for(p.both(), 50ms);
+    CHECK(p.eb.failed.size() == 1);
+    CHECK(p.eb.failed[0].first == p.b2a);
+    CHECK(p.ea.failed.empty());
+    std::byte x{};
+    iovec v = iov_of(&x, 1);
+    CHECK(p.a->post_send_packet(p.a2b, {&v, 1}, nullptr) == post_result::failed);
+    CHECK(p.b->post_send_packet(p.b2a, {&v, 1}, nullptr) == post_result::failed);
+  }
+}
+
+// ---- tcp: foreign and malicious peers over raw sockets ----------------------
+
+namespace {
+
+struct env_guard {
+  std::string name;
+  env_guard(std::string n, const char* value) : name(std::move(n)) {
+    ::setenv(name.c_str(), value, 1);
+  }
+  ~env_guard() { ::unsetenv(name.c_str()); }
+};
+
+sockaddr_in parse(const std::string& addr) {
+  auto colon = addr.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(addr.substr(colon + 1))));
+  REQUIRE(inet_pton(AF_INET, addr.substr(0, colon).c_str(), &sa.sin_addr) == 1);
+  return sa;
+}
+
+// A blocking client socket playing a foreign peer.
+struct raw_client {
+  int fd = -1;
+  std::vector<char> in;  // bytes received so far
+
+  explicit raw_client(const std::string& addr) {
+    sockaddr_in sa = parse(addr);
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  }
+  ~raw_client() { ::close(fd); }
+
+  void send(const void* p, std::size_t n) {  // errors ignored: peer may be gone
+    (void)::send(fd, p, n, MSG_NOSIGNAL);
+  }
+  template <class T>
+  void send(const T& v) { send(&v, sizeof v); }
+
+  void hello(int rank, const std::string& key) {
+    wire::hello h;
+    h.rank = rank;
+    h.key_len = static_cast<std::uint32_t>(key.size());
+    std::string bytes(reinterpret_cast<const char*>(&h), sizeof h);
+    bytes += key;
+    send(bytes.data(), bytes.size());
+  }
+
+  // Reads what is there; true once the peer closed (EOF or reset).
+  bool closed_by_peer() {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0) return true;
+      if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+      in.insert(in.end(), buf, buf + n);
+    }
+  }
+};
+
+// A tcp driver at rank 0 of 2 that refuses what a raw client sends, reports
+// nothing, and still accepts a proper peer afterwards.
+void expect_refused(const std::function<void(raw_client&)>& misbehave) {
+  const auto* tcp = nmad::find_driver("tcp");
+  REQUIRE(tcp);
+  recorder ea, eb;
+  auto a = open_driver(*tcp, 0, 2, ea);
+  {
+    raw_client raw(a->local_address());
+    misbehave(raw);
+    REQUIRE(poll_until({a.get()}, [&] { return raw.closed_by_peer(); }));
+    CHECK(raw.in.empty());  // not even an ack
+  }
+  poll_for({a.get()}, 50ms);
+  CHECK(ea.total() == 0);
+
+  auto b = open_driver(*tcp, 1, 2, eb);
+  connection_id c = b->connect(0, a->local_address());
+  REQUIRE(poll_until({a.get(), b.get()},
+                     [&] { return ea.connected.size() == 1 && eb.connected.size() == 1; }));
+  CHECK(ea.connected[0].second == 1);
+  std::uint32_t x = 0xABCD;
+  iovec v = iov_of(&x, sizeof x);
+  REQUIRE(b->post_send_packet(c, {&v, 1}, nullptr) == post_result::posted);
+  REQUIRE(poll_until({a.get(), b.get()}, [&] { return ea.packets.size() == 1; }));
+  CHECK(ea.failed.empty());
+}
+
+}  // namespace
+
+TEST_CASE("tcp: a hello with a wrong job key is refused, the job is unaffected") {
+  SUBCASE("same length") {
+    std::string wrong = kKey;
+    wrong.back() ^= 1;
+    expect_refused([&](raw_client& r) { r.hello(1, wrong); });
+  }
+  SUBCASE("shorter") { expect_refused([](raw_client& r) { r.hello(1, "conformance"); }); }
+  SUBCASE("empty") { expect_refused([](raw_client& r) { r.hello(1, ""); }); }
+  SUBCASE("right key, rank out of range") {
+    expect_refused([](raw_client& r) { r.hello(2, kKey); });
+  }
+  SUBCASE("right key, own rank") { expect_refused([](raw_client& r) { r.hello(0, kKey); }); }
+  SUBCASE("right key, wrong protocol version") {
+    expect_refused([](raw_client& r) {
+      wire::hello h;
+      h.version = wire::protocol_version + 1;
+      h.rank = 1;
+      h.key_len = static_cast<std::uint32_t>(kKey.size());
+      r.send(h);
+      r.send(kKey.data(), kKey.size());
+    });
+  }
+}
+
+TEST_CASE("tcp: garbage, silence and half hellos are refused") {
+  SUBCASE("random bytes") {
+    expect_refused([](raw_client& r) {
+      std::vector<unsigned char> junk(4096);
+      unsigned x = 12345;
+      for (auto& c : junk) c = static_cast<unsigned char>((x = x * 1103515245 + 12345) >> 16);
+      junk[0] = 'G';  // not the hello magic
+      r.send(junk.data(), junk.size());
+    });
+  }
+  SUBCASE("huge key length") {
+    expect_refused([](raw_client& r) {
+      wire::hello h;
+      h.rank = 1;
+      h.key_len = 0xFFFFFFF0u;
+      r.send(h);
+    });
+  }
+  SUBCASE("silence until the handshake timeout") {
+    env_guard t("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "200");
+    expect_refused([](raw_client&) {});
+  }
+  SUBCASE("half a hello until the handshake timeout") {
+    env_guard t("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "200");
+    expect_refused([](raw_client& r) {
+      wire::hello h;
+      h.rank = 1;
+      h.key_len = static_cast<std::uint32_t>(kKey.size());
+      r.send(h);
+      r.send(kKey.data(), 3);
+    });
+  }
+}
+
+TEST_CASE("tcp: a peer that accepts but never answers times out") {
+  env_guard t("NMAD_TCP_CONNECT_TIMEOUT_MS", "300");
+  recorder eb;
+  auto b = open_driver(*nmad::find_driver("tcp"), 1, 2, eb);
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa = parse("127.0.0.1:0");
+  REQUIRE(::bind(l, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  REQUIRE(::listen(l, 4) == 0);
+  socklen_t len = sizeof sa;
+  ::getsockname(l, reinterpret_cast<sockaddr*>(&sa), &len);
+  connection_id c = b->connect(0, "127.0.0.1:" + std::to_string(ntohs(sa.sin_port)));
+  REQUIRE(poll_until({b.get()}, [&] { return !eb.failed.empty(); }));
+  CHECK(eb.failed[0].first == c);
+  CHECK(eb.connected.empty());
+  ::close(l);
+}
+
+TEST_CASE("tcp: malformed frames after a valid handshake fail the connection once") {
+  const auto* tcp = nmad::find_driver("tcp");
+  REQUIRE(tcp);
+  recorder ea;
+  auto a = open_driver(*tcp, 0, 2, ea);
+  raw_client raw(a->local_address());
+  raw.hello(1, kKey);
+  REQUIRE(poll_until({a.get()}, [&] { return !ea.connected.empty(); }));
+  REQUIRE(ea.connected[0].second == 1);
+  const connection_id c = ea.connected[0].first;
+  REQUIRE(poll_until({a.get()}, [&] {
+    raw.closed_by_peer();
+    return raw.in.size() >= sizeof(wire::ack);
+  }));
+  wire::ack ack;
+  std::memcpy(&ack, raw.in.data(), sizeof ack);
+  CHECK(std::memcmp(ack.magic, wire::ack{}.magic, 4) == 0);
+  CHECK(ack.rank == 0);
+
+  // A well-formed packet first: the raw peer speaks the format correctly.
+  wire::frame_header h;
+  h.kind = wire::kind_packet;
+  h.length = 3;
+  raw.send(h);
+  raw.send("abc", 3);
+  REQUIRE(poll_until({a.get()}, [&] { return ea.packets.size() == 1; }));
+  CHECK(ea.packets[0].second.size() == 3);
+
+  std::vector<std::byte> room(16);
+  iovec r = iov_of(room.data(), room.size());
+  REQUIRE(a->post_recv_data(c, 9, {&r, 1}, tok(1)) == post_result::posted);
+
+  SUBCASE("data frame for an unknown cookie") {
+    h = {};
+    h.kind = wire::kind_data;
+    h.length = 4;
+    h.cookie = 10;
+    raw.send(h);
+    raw.send("abcd", 4);
+  }
+  SUBCASE("data frame larger than the posted iovec") {
+    h = {};
+    h.kind = wire::kind_data;
+    h.length = room.size() + 1;
+    h.cookie = 9;
+    raw.send(h);
+  }
+  SUBCASE("packet larger than max_packet_size") {
+    h = {};
+    h.length = a->caps().max_packet_size + 1;
+    raw.send(h);
+  }
+  SUBCASE("bad frame magic") {
+    h = {};
+    h.magic ^= 1;
+    raw.send(h);
+  }
+  SUBCASE("unknown frame kind") {
+    h = {};
+    h.kind = 7;
+    raw.send(h);
+  }
+  REQUIRE(poll_until({a.get()}, [&] { return !ea.failed.empty(); }));
+  REQUIRE(poll_until({a.get()}, [&] { return raw.closed_by_peer(); }));
+  poll_for({a.get()}, 50ms);
+  CHECK(ea.failed.size() == 1);
+  CHECK(ea.failed[0].first == c);
+  CHECK(ea.failed[0].second.find("protocol error") != std::string::npos);
+  CHECK(ea.recvs_done.empty());
+  CHECK(a->post_send_packet(c, {&r, 1}, nullptr) == post_result::failed);
+}

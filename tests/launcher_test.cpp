@@ -1,0 +1,383 @@
+// Tests of nmad-run (tools/nmad-run, tools/launcher): jobs, failures,
+// abort, timeout, signals, usage errors, environment, and the PMI server.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_paths.hpp"
+#include "tools/launcher/launcher.hpp"
+#include "tools/launcher/pmi_server.hpp"
+
+namespace {
+
+std::string nmad_run() { return nmad_test::runfile("tools/nmad-run"); }
+std::string worker() { return nmad_test::runfile("tests/pmi_worker"); }
+
+std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  return out;
+}
+
+// True if `text` has the line "nmad-run: rank R (pid <digits>)<rest>".
+bool has_rank_line(const std::string& text, int rank, const std::string& rest) {
+  const std::string head = "nmad-run: rank " + std::to_string(rank) + " (pid ";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(head, 0) != 0) continue;
+    std::size_t i = head.size(), j = i;
+    while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
+    if (j > i && line.compare(j, std::string::npos, ")" + rest) == 0) return true;
+  }
+  return false;
+}
+
+nmad_test::run_result launch(std::vector<std::string> args, nmad_test::run_options o = {}) {
+  args.insert(args.begin(), nmad_run());
+  return nmad_test::run(args, o);
+}
+
+// A fresh directory for pid files.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    const char* base = std::getenv("TEST_TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/nmad_launcher_test.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+bool process_alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno != ESRCH;
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(st, line);
+  auto close = line.rfind(')');
+  return !(close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z');
+}
+
+// Every rank that wrote a pid file is gone (or dies within 5 s); at least
+// min_files ranks wrote one.
+void check_no_survivors(const temp_dir& d, int min_files) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d.path)) {
+    std::ifstream f(e.path());
+    pid_t pid = 0;
+    f >> pid;
+    REQUIRE(pid > 0);
+    ++files;
+    // A process that has closed its files may still be finishing its exit.
+    for (int i = 0; i < 500 && process_alive(pid); ++i) ::usleep(10000);
+    CHECK_MESSAGE(!process_alive(pid), "rank process " << pid << " (" << e.path().filename() << ") survived");
+  }
+  CHECK(files >= min_files);
+}
+
+}  // namespace
+
+TEST_CASE("jobs of 1 and of 4 ranks") {
+  for (int n : {1, 4}) {
+    auto r = launch({"-n", std::to_string(n), "--timeout", "60", worker(), "hello"});
+    INFO("n=" << n << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    auto hello = lines_with(r.out, "HELLO");
+    CHECK(hello.size() == static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i)
+      CHECK(r.out.find("HELLO rank=" + std::to_string(i) + " size=" + std::to_string(n) + "\n") != std::string::npos);
+  }
+  // A program found through PATH, with arguments after --.
+  auto r = launch({"-n", "2", "--", "sh", "-c", "exit 0"});
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("a rank exiting 3: nmad-run exits 3 and names the rank") {
+  auto r = launch({"-n", "3", "--timeout", "60", worker(), "exit", "3", "1"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 3);
+  CHECK(has_rank_line(r.err, 1, " exited with status 3"));
+  // The others were waiting in a fence that could no longer complete: they
+  // got an error at once (and reported it themselves) instead of hanging.
+  CHECK(lines_with(r.out, "FENCE_FAILED").size() == 2);
+  CHECK(r.seconds < 20);
+}
+
+TEST_CASE("a rank killed by SIGKILL while the others wait: the others are ended") {
+  SUBCASE("others sleeping: SIGTERM after the grace period") {
+    temp_dir d;
+    auto r = launch({"-n", "4", "--kill-grace", "0.5", "--timeout", "60", worker(), "kill9", "2", "sleep"},
+                    nmad_test::run_options().set("WORKER_PID_DIR", d.path));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 137);
+    CHECK(has_rank_line(r.err, 2, " was killed by signal 9 (Killed)"));
+    CHECK(r.out.find("SURVIVED") == std::string::npos);
+    CHECK(r.seconds < 20);
+    check_no_survivors(d, 4);
+  }
+  SUBCASE("others in a fence: they see the failure themselves") {
+    auto r = launch({"-n", "3", "--timeout", "60", worker(), "kill9", "0", "fence"});
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 137);
+    CHECK(r.err.find("rank 0 (pid") != std::string::npos);
+    CHECK(r.err.find("signal 9") != std::string::npos);
+    CHECK(lines_with(r.out, "FENCE_FAILED").size() == 2);
+  }
+}
+
+TEST_CASE("PMI abort ends the job with the abort's exit code") {
+  temp_dir d;
+  auto r = launch({"-n", "3", "--kill-grace", "0.3", "--timeout", "60", worker(), "abort", "1", "5"},
+                  nmad_test::run_options().set("WORKER_PID_DIR", d.path));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 5);
+  CHECK(has_rank_line(r.err, 1, " called abort (exit code 5): worker gave up: x=y and z"));
+  CHECK(r.out.find("SURVIVED") == std::string::npos);
+  CHECK(r.seconds < 20);
+  check_no_survivors(d, 3);
+}
+
+TEST_CASE("--timeout ends the job with status 124, SIGKILL for ranks ignoring SIGTERM") {
+  SUBCASE("--timeout") {
+    temp_dir d;
+    auto r = launch({"-n", "4", "--timeout", "1", worker(), "sleep", "60"}, nmad_test::run_options().set("WORKER_PID_DIR", d.path));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 124);
+    CHECK(r.err.find("nmad-run: job timed out after 1 s; ranks still running: 0 1 2 3") != std::string::npos);
+    CHECK(r.seconds < 15);
+    check_no_survivors(d, 1);
+  }
+  SUBCASE("NMAD_RUN_TIMEOUT and a rank that ignores SIGTERM") {
+    temp_dir d;
+    auto r = launch({"-n", "2", worker(), "ignore_term"},
+                    nmad_test::run_options().set("WORKER_PID_DIR", d.path).set("NMAD_RUN_TIMEOUT", "1.5"));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 124);
+    CHECK(r.err.find("timed out after 1.5 s") != std::string::npos);
+    if (!lines_with(r.out, "IGNORING_TERM").empty())
+      CHECK(r.seconds >= 3);  // 1.5 s + 2 s between SIGTERM and SIGKILL
+    CHECK(r.seconds < 15);
+    check_no_survivors(d, 1);
+  }
+}
+
+TEST_CASE("nmad-run forwards SIGTERM to the ranks and exits") {
+  temp_dir d;
+  auto r = launch({"-n", "3", "--timeout", "60", worker(), "signal_launcher"}, nmad_test::run_options().set("WORKER_PID_DIR", d.path));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 128 + SIGTERM);
+  CHECK(r.err.find("received SIGTERM") != std::string::npos);
+  CHECK(r.out.find("SURVIVED") == std::string::npos);
+  CHECK(r.seconds < 20);
+  check_no_survivors(d, 3);
+}
+
+TEST_CASE("no orphans even if nmad-run itself is SIGKILLed") {
+  temp_dir d;
+  auto r = launch({"-n", "3", "--timeout", "60", worker(), "signal_launcher", "KILL"},
+                  nmad_test::run_options().set("WORKER_PID_DIR", d.path).timeout(30));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 128 + SIGKILL);
+  CHECK_FALSE(r.timed_out);  // the ranks died too, closing the output pipes
+  CHECK(r.out.find("SURVIVED") == std::string::npos);
+  CHECK(r.seconds < 20);
+  check_no_survivors(d, 3);
+}
+
+TEST_CASE("bad usage: clear message and exit 2") {
+  temp_dir d;
+  std::string not_exec = d.path + "/not_executable";
+  std::ofstream(not_exec) << "#!/bin/sh\nexit 0\n";
+  ::chmod(not_exec.c_str(), 0644);
+  struct usage_case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<usage_case> cases = {
+      {{}, "missing -n"},
+      {{"hostname"}, "missing -n"},
+      {{"-n", "0", "true"}, "-n needs a number of processes >= 1"},
+      {{"-n", "abc", "true"}, "-n needs a number of processes >= 1"},
+      {{"-n"}, "needs a value"},
+      {{"-n", "2"}, "missing program"},
+      {{"-n", "2", "--"}, "missing program"},
+      {{"-n", "2", "--bogus", "true"}, "unknown option '--bogus'"},
+      {{"-n", "2", "--timeout", "-1", "true"}, "--timeout needs a positive number"},
+      {{"-n", "2", "no-such-program-nmad"}, "command not found"},
+      {{"-n", "2", "/nonexistent/prog"}, "No such file"},
+      {{"-n", "2", not_exec}, "not executable"},
+      {{"-n", "2", d.path}, "is a directory"},
+  };
+  for (const auto& c : cases) {
+    auto r = launch(c.args, nmad_test::run_options().timeout(20));
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    INFO("args: " << joined << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("nmad-run: ") == 0);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(r.seconds < 10);
+  }
+  auto bad_env = launch({"-n", "1", "true"}, nmad_test::run_options().set("NMAD_RUN_KILL_GRACE", "soon"));
+  CHECK(bad_env.status == 2);
+  CHECK(bad_env.err.find("NMAD_RUN_KILL_GRACE") != std::string::npos);
+  auto help = launch({"--help"});
+  CHECK(help.status == 0);
+  CHECK(help.out.find("Usage: nmad-run") != std::string::npos);
+}
+
+TEST_CASE("environment: -x, inherited variables and the variables nmad-run sets") {
+  auto r = launch({"-n", "2", "-x", "FOO=bar baz=qux", "-x", "FORWARDED", "-x", "NOT_SET_ANYWHERE", "--timeout", "60",
+                   worker(), "env", "FOO", "FORWARDED", "INHERITED", "NOT_SET_ANYWHERE", "NMAD_RUN_SIZE", "PMI_SIZE",
+                   "PMI_PORT", "NMAD_JOB_KEY"},
+                  nmad_test::run_options()
+                      .set("FORWARDED", "fwd")
+                      .set("INHERITED", "inh")
+                      .set("PMI_PORT", "1.2.3.4:5")
+                      .unset("NOT_SET_ANYWHERE"));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 0);
+  for (std::string rank : {"0", "1"}) {
+    std::string p = "ENV rank=" + rank + " ";
+    CHECK(r.out.find(p + "FOO=bar baz=qux\n") != std::string::npos);
+    CHECK(r.out.find(p + "FORWARDED=fwd\n") != std::string::npos);
+    CHECK(r.out.find(p + "INHERITED=inh\n") != std::string::npos);
+    CHECK(r.out.find(p + "NOT_SET_ANYWHERE=(unset)\n") != std::string::npos);
+    CHECK(r.out.find(p + "NMAD_RUN_SIZE=2\n") != std::string::npos);
+    CHECK(r.out.find(p + "PMI_SIZE=2\n") != std::string::npos);
+    CHECK(r.out.find(p + "PMI_PORT=(unset)\n") != std::string::npos);  // inherited PMI_* dropped
+  }
+  auto key0 = lines_with(r.out, "ENV rank=0 NMAD_JOB_KEY=");
+  REQUIRE(key0.size() == 1);
+  std::string key = key0[0].substr(std::string("ENV rank=0 NMAD_JOB_KEY=").size());
+  CHECK(key.size() == 32);
+  CHECK(key.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(r.out.find("ENV rank=1 NMAD_JOB_KEY=" + key + "\n") != std::string::npos);
+}
+
+TEST_CASE("a rank leaving before a fence fails the fence instead of hanging") {
+  auto r = launch({"-n", "3", "--timeout", "60", worker(), "early_exit0", "0"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 1);
+  CHECK(lines_with(r.out, "FENCE_FAILED").size() == 2);
+  CHECK(r.err.find("PMI barrier cannot complete") != std::string::npos);
+  CHECK(r.seconds < 20);
+}
+
+TEST_CASE("launcher library: run_job results and exit statuses") {
+  nmad::launcher::job_options o;
+  o.nprocs = 3;
+  o.argv = {worker(), "exit", "7", "2"};
+  o.kill_grace_s = 5;
+  o.timeout_s = 60;
+  std::vector<std::string> reports;
+  o.report = [&](const std::string& s) { reports.push_back(s); };
+  auto res = nmad::launcher::run_job(o);
+  CHECK(res.exit_code == 7);
+  CHECK_FALSE(res.timed_out);
+  REQUIRE(res.ranks.size() == 3);
+  CHECK(res.ranks[2].code() == 7);
+  CHECK(res.ranks[0].code() == 1);  // its fence failed, it exited 1 on its own
+  CHECK_FALSE(res.ranks[0].ended_by_launcher);
+  REQUIRE(reports.size() >= 2);
+  CHECK(reports[0].find("rank 2 (pid ") == 0);  // the cause comes first
+  CHECK(reports[0].find("exited with status 7") != std::string::npos);
+  CHECK(reports[1].find("PMI barrier cannot complete: rank(s) 2 left") == 0);
+
+  o.argv = {"no-such-program-nmad"};
+  CHECK_THROWS_AS(nmad::launcher::run_job(o), nmad::launcher::usage_error);
+
+  bool help = false;
+  const char* argv[] = {"nmad-run", "-n4", "--timeout=2.5", "--kill-grace", "0", "-x", "A=1", "prog", "-n", "9"};
+  auto p = nmad::launcher::parse_command_line(10, argv, &help);
+  CHECK_FALSE(help);
+  CHECK(p.nprocs == 4);
+  CHECK(*p.timeout_s == 2.5);
+  CHECK(p.kill_grace_s == 0);
+  CHECK(p.env_set == std::vector<std::string>{"A=1"});
+  CHECK(p.argv == std::vector<std::string>{"prog", "-n", "9"});
+}
+
+TEST_CASE("PMI server: protocol with fake clients over socketpairs") {
+  nmad::launcher::pmi_server srv(2, "kvs0", {});
+  std::vector<std::string> reports;
+  srv.on_report = [&](const std::string& s) { reports.push_back(s); };
+  int abort_rank = -1, abort_code = -1;
+  std::string abort_msg;
+  srv.on_abort = [&](int r, int c, const std::string& m) {
+    abort_rank = r;
+    abort_code = c;
+    abort_msg = m;
+  };
+  int client[2];
+  for (int r = 0; r < 2; ++r) {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    srv.add_connection(sv[0], r);
+    client[r] = sv[1];
+  }
+  auto pump = [&] {
+    for (int i = 0; i < 5; ++i) {
+      std::vector<pollfd> fds;
+      srv.fill_pollfds(fds);
+      if (::poll(fds.data(), fds.size(), 20) > 0) srv.handle(fds, 0);
+    }
+  };
+  auto send = [&](int r, const std::string& s) { REQUIRE(::write(client[r], s.data(), s.size()) == (ssize_t)s.size()); };
+  auto recv = [&](int r) {
+    std::string s;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(client[r], buf, sizeof buf, MSG_DONTWAIT)) > 0) s.append(buf, n);
+    return s;
+  };
+  send(0, "cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_maxes\ncmd=get_my_kvsname\n");
+  pump();
+  CHECK(recv(0) ==
+        "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n"
+        "cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024\n"
+        "cmd=my_kvsname kvsname=kvs0\n");
+  send(0, "cmd=put kvsname=kvs0 key=a value=1\ncmd=barrier_in\n");
+  pump();
+  CHECK(recv(0) == "cmd=put_result rc=0 msg=success\n");  // barrier not complete yet
+  send(1, "cmd=get kvsname=kvs0 key=zz\ncmd=barrier_in\n");
+  pump();
+  CHECK(recv(1) == "cmd=get_result rc=-1 msg=key_zz_not_found value=unknown\ncmd=barrier_out\n");
+  CHECK(recv(0) == "cmd=barrier_out\n");
+  send(1, "cmd=get kvsname=kvs0 key=a\ncmd=spawn foo=bar\ncmd=abort exitcode=9 message=bye%20now\n");
+  pump();
+  CHECK(recv(1) ==
+        "cmd=get_result rc=0 msg=success value=1\ncmd=spawn_result rc=-1 msg=unsupported_command\n");
+  CHECK(abort_rank == 1);
+  CHECK(abort_code == 9);
+  CHECK(abort_msg == "bye now");
+  send(0, "this is garbage\n");
+  pump();
+  char c;
+  CHECK(::read(client[0], &c, 1) == 0);  // protocol error: connection closed
+  CHECK(reports.size() == 2);           // unsupported command + protocol error
+  ::close(client[0]);
+  ::close(client[1]);
+}

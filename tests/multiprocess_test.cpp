@@ -1,0 +1,123 @@
+// Multi-process engine tests: real processes started by nmad-run, talking
+// over the tcp driver on loopback. Each scenario (tests/workers/
+// engine_worker.cpp) checks contents, order and errors itself; here we check
+// exit statuses and what the processes and the launcher report.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/test_paths.hpp"
+
+namespace {
+
+struct job {
+  int nprocs;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+  double timeout_s = 240;
+};
+
+nmad_test::run_result run_job(const job& j) {
+  std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(j.nprocs),
+                                   "--timeout", std::to_string(static_cast<int>(j.timeout_s)),
+                                   nmad_test::runfile("tests/workers/engine_worker")};
+  argv.insert(argv.end(), j.args.begin(), j.args.end());
+  nmad_test::run_options o;
+  o.timeout_s = j.timeout_s + 30;
+  o.env = j.env;
+  auto r = nmad_test::run(argv, o);
+  if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  return r;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+int count(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("2 processes exchange 10,000 messages of random sizes and tags (default strategy)") {
+  auto r = run_job({2, {"stress", "5000", "1"}, {{"NMAD_STRATEGY", "default"}}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "in order") == 2);
+}
+
+TEST_CASE("3 processes exchange 10,200 messages with any-source receives (aggreg strategy)") {
+  auto r = run_job({3, {"stress", "1700", "2"}, {{"NMAD_STRATEGY", "aggreg"}}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "in order") == 3);
+}
+
+TEST_CASE("4 processes, small rendezvous threshold: 10,200 messages, mostly rendezvous") {
+  auto r = run_job({4, {"stress", "850", "3"}, {{"NMAD_RDV_THRESHOLD", "512"}, {"NMAD_STRATEGY", "aggreg"}}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "in order") == 4);
+}
+
+TEST_CASE("2 processes ping-pong 2000 times") {
+  auto r = run_job({2, {"pingpong", "2000"}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "round trips ok") == 2);
+}
+
+TEST_CASE("aggregation: sends queued behind a busy track leave in N packets with default") {
+  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_STRATEGY", "default"}}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "strategy default sent 200 messages in 200 packets"));
+}
+
+TEST_CASE("aggregation: the same sends leave in fewer packets with aggreg") {
+  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_STRATEGY", "aggreg"}}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "strategy aggreg sent 200 messages in"));
+  CHECK_FALSE(contains(r.out, "in 200 packets"));
+}
+
+TEST_CASE("pack/unpack request/answer exchange: express readable at once, cheaper after end") {
+  auto r = run_job({2, {"pack", "30"}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "30 calls answered correctly"));
+}
+
+TEST_CASE("pack/unpack with aggregation and a small rendezvous threshold") {
+  auto r = run_job({2, {"pack", "20"}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "64"}}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "20 calls answered correctly"));
+}
+
+TEST_CASE("a receive buffer too small: error on that request, sender unaffected, process goes on") {
+  auto r = run_job({2, {"truncate"}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "truncated to the") == 2);
+  CHECK(contains(r.out, "the process went on"));
+  CHECK(contains(r.out, "all sends completed normally"));
+}
+
+TEST_CASE("a rank killed mid-run: the others' requests fail naming it, nmad-run names the rank") {
+  auto r = run_job({3, {"killed"}, {{"NMAD_RUN_KILL_GRACE", "20"}}, 60});
+  CHECK(r.status != 0);
+  CHECK(contains(r.err, "rank 1"));
+  CHECK(contains(r.err, "signal 9"));
+  CHECK(count(r.out, "saw: rank 1 failed") == 2);
+  CHECK(count(r.out, "survivors still exchange messages") == 2);
+}
+
+TEST_CASE("foreign connections (wrong key, random bytes, duplicate rank) are refused; the job finishes") {
+  auto r = run_job({2, {"intruder"}}); 
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "three foreign connections were refused"));
+  CHECK(count(r.out, "job unaffected") == 2);
+  CHECK(contains(r.err, "refused"));
+}
+
+TEST_CASE("two threads per process exchange concurrently through one session") {
+  auto r = run_job({2, {"threads", "300"}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "exchanges ok") == 2);
+}

@@ -1,0 +1,588 @@
+// Multi-process scenarios for the engine, started by nmad-run from
+// tests/multiprocess_test.cpp. Each scenario checks its own results and
+// exits non-zero with a message on the first discrepancy.
+//
+//   engine_worker stress MSGS_PER_PAIR SEED   random sizes (0 B..8 MiB) and
+//                                             tags, any-source receives mixed in
+//   engine_worker pingpong ITERS
+//   engine_worker aggregation N               N sends while the track is busy
+//   engine_worker pack ROUNDS                 request/answer with pack/unpack
+//   engine_worker truncate
+//   engine_worker killed                      rank 1 dies; others see errors
+//   engine_worker intruder                    strangers knock on rank 1's port
+//   engine_worker threads ITERS               two threads per process
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/nmad/nmad.hpp"
+#include "drivers/tcp/tcp_wire.hpp"
+
+using namespace nmad;
+
+namespace {
+
+int g_rank = -1;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "engine_worker rank %d: FAILED: %s\n", g_rank, what.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void expect(bool cond, const std::string& what) {
+  if (!cond) fail(what);
+}
+
+void expect_ok(errc e, const request& r, const std::string& what) {
+  if (e != errc::ok) fail(what + ": " + std::string(to_string(e)) + " " + r.error_message());
+}
+
+std::uint64_t splitmix(std::uint64_t& x) {
+  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void fill(std::vector<unsigned char>& buf, std::uint64_t seed) {
+  std::uint64_t x = seed;
+  std::size_t i = 0;
+  for (; i + 8 <= buf.size(); i += 8) {
+    std::uint64_t v = splitmix(x);
+    std::memcpy(buf.data() + i, &v, 8);
+  }
+  std::uint64_t v = splitmix(x);
+  for (; i < buf.size(); ++i) buf[i] = static_cast<unsigned char>(v >> (8 * (i % 8)));
+}
+
+std::uint64_t fnv(const unsigned char* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+// ---- stress ------------------------------------------------------------------
+
+struct msg_spec {
+  std::size_t size;
+  tag_t tag;
+};
+
+// The messages src sends to dst, identical on both sides.
+std::vector<msg_spec> plan(int src, int dst, int count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed * 1000003 + static_cast<std::uint64_t>(src) * 1009 + static_cast<std::uint64_t>(dst));
+  std::vector<msg_spec> v(count);
+  for (int i = 0; i < count; ++i) {
+    double u = std::uniform_real_distribution<double>(0, 1)(rng);
+    std::size_t size;
+    if (u < 0.80) size = std::uniform_int_distribution<std::size_t>(0, 1024)(rng);
+    else if (u < 0.97) size = std::uniform_int_distribution<std::size_t>(1025, 128 * 1024)(rng);
+    else size = static_cast<std::size_t>(std::exp(std::uniform_real_distribution<double>(std::log(128e3), std::log(8388608.0))(rng)));
+    v[i] = {std::min<std::size_t>(size, 8 << 20), std::uniform_int_distribution<tag_t>(0, 5)(rng)};
+  }
+  if (count > 2) {
+    v[0].size = 0;
+    v[1].size = 8 << 20;  // the extremes, every run
+  }
+  return v;
+}
+
+std::uint64_t content_seed(int src, int dst, int idx) {
+  return (static_cast<std::uint64_t>(src) << 48) ^ (static_cast<std::uint64_t>(dst) << 32) ^ static_cast<std::uint64_t>(idx);
+}
+
+int stress(session& s, int per_pair, std::uint64_t seed) {
+  const int me = s.rank(), n = s.size();
+  // What this rank sends, interleaved across peers.
+  std::vector<std::vector<msg_spec>> out(n), in(n);
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    out[p] = plan(me, p, per_pair, seed);
+    in[p] = plan(p, me, per_pair, seed);
+  }
+  // Per (source, tag): expected sizes and content seeds in send order.
+  std::map<std::pair<int, tag_t>, std::vector<std::pair<std::size_t, int>>> expected;
+  std::size_t total_in = 0;
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < static_cast<int>(in[p].size()); ++i) {
+      expected[{p, in[p][i].tag}].push_back({in[p][i].size, i});
+      ++total_in;
+    }
+
+  struct send_slot {
+    request req;
+    std::vector<unsigned char> buf;
+    bool busy = false;
+  };
+  struct recv_slot {
+    request req;
+    std::vector<unsigned char> buf = std::vector<unsigned char>(8 << 20);
+    bool busy = false;
+    bool wildcard = false;
+    int src = -1;
+    tag_t tag = 0;
+    std::size_t order = 0;
+  };
+  constexpr int send_window = 16, recv_window = 8;
+  std::vector<send_slot> sends(send_window);
+  std::vector<recv_slot> recvs(recv_window);
+  struct got_msg {
+    std::size_t order;
+    std::size_t size;
+    std::uint64_t hash;
+  };
+  std::map<std::pair<int, tag_t>, std::vector<got_msg>> got;
+  std::map<std::pair<int, tag_t>, int> specific_out, received;
+  int wildcard_out = 0;
+  std::size_t posted = 0, done_in = 0;
+  std::vector<int> next_out(n, 0);
+  int peer_rr = 0;
+  std::size_t total_out = 0, sent_done = 0;
+  for (int p = 0; p < n; ++p) total_out += out[p].size();
+  std::size_t started_out = 0;
+  std::mt19937_64 rng(seed ^ (0x5151ULL * (me + 1)));
+  std::vector<std::pair<int, tag_t>> keys;
+  for (auto& [k, v] : expected) keys.push_back(k);
+
+  const long limit_s = std::getenv("STRESS_TIME_LIMIT") ? std::atol(std::getenv("STRESS_TIME_LIMIT")) : 200;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  while (done_in < total_in || sent_done < total_out) {
+    if (std::chrono::steady_clock::now() > deadline)
+      fail("stress: not finished within " + std::to_string(limit_s) + " s: received " + std::to_string(done_in) +
+           "/" + std::to_string(total_in) + ", sends completed " + std::to_string(sent_done) + "/" +
+           std::to_string(total_out) + ", posted receives " + std::to_string(posted) + ", wildcards out " +
+           std::to_string(wildcard_out));
+    // Start sends while there is room.
+    for (auto& sl : sends) {
+      if (sl.busy || started_out == total_out) continue;
+      int p = -1;
+      for (int k = 0; k < n; ++k) {
+        int q = (peer_rr + k) % n;
+        if (q != me && next_out[q] < static_cast<int>(out[q].size())) { p = q; break; }
+      }
+      peer_rr = (peer_rr + 1) % n;
+      if (p < 0) break;
+      const int idx = next_out[p]++;
+      sl.buf.resize(out[p][idx].size);
+      fill(sl.buf, content_seed(me, p, idx));
+      expect_ok(s.isend(p, out[p][idx].tag, sl.buf.data(), sl.buf.size(), sl.req), sl.req, "isend");
+      sl.busy = true;
+      ++started_out;
+    }
+    // Post receives: specific ones only where enough messages are left.
+    // Two slots always hold any-source receives: a specific receive may wait
+    // for a message its sender has not started yet (rendezvous sends need a
+    // matching receive), and only a wildcard is sure to drain what is sent.
+    for (std::size_t slot = 0; slot < recvs.size(); ++slot) {
+      auto& rs = recvs[slot];
+      if (rs.busy || posted == total_in) continue;
+      const std::size_t unclaimed = total_in - done_in - static_cast<std::size_t>(std::count_if(
+          recvs.begin(), recvs.end(), [](const recv_slot& r) { return r.busy; }));
+      if (unclaimed == 0) break;
+      bool specific = slot >= 2 && (rng() % 3) != 0;
+      std::pair<int, tag_t> key{};
+      if (specific) {
+        specific = false;
+        for (int attempt = 0; attempt < 4 && !specific; ++attempt) {
+          key = keys[rng() % keys.size()];
+          const int left = static_cast<int>(expected[key].size()) - received[key] - specific_out[key] - wildcard_out;
+          specific = left > 0;
+        }
+      }
+      rs.wildcard = !specific;
+      rs.order = posted++;
+      if (specific) {
+        rs.src = key.first;
+        rs.tag = key.second;
+        ++specific_out[key];
+        expect_ok(s.irecv(key.first, key.second, rs.buf.data(), rs.buf.size(), rs.req), rs.req, "irecv");
+      } else {
+        ++wildcard_out;
+        expect_ok(s.irecv(any_source, 0, rs.buf.data(), rs.buf.size(), rs.req, 0), rs.req, "irecv any");
+      }
+      rs.busy = true;
+    }
+    s.progress();
+    for (auto& sl : sends)
+      if (sl.busy && s.test(sl.req)) {
+        expect_ok(sl.req.error(), sl.req, "send completion");
+        sl.busy = false;
+        ++sent_done;
+      }
+    for (auto& rs : recvs)
+      if (rs.busy && s.test(rs.req)) {
+        expect_ok(rs.req.error(), rs.req, "receive completion");
+        const recv_status st = rs.req.status();
+        std::pair<int, tag_t> key{st.source, st.tag};
+        if (rs.wildcard) --wildcard_out;
+        else {
+          expect(key == std::make_pair(rs.src, rs.tag), "specific receive matched the wrong source/tag");
+          --specific_out[key];
+        }
+        expect(expected.count(key) > 0, "message from an unexpected (source, tag)");
+        got[key].push_back({rs.order, st.length, fnv(rs.buf.data(), st.length)});
+        ++received[key];
+        ++done_in;
+        rs.busy = false;
+      }
+  }
+  // Per (source, tag), in the order the receives were posted, the messages
+  // must be exactly the ones sent, in send order, byte for byte.
+  std::size_t bytes = 0;
+  for (auto& [key, list] : got) {
+    std::sort(list.begin(), list.end(), [](const got_msg& a, const got_msg& b) { return a.order < b.order; });
+    const auto& exp = expected[key];
+    expect(list.size() == exp.size(), "message count per (source, tag)");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto [size, idx] = exp[i];
+      if (list[i].size != size)
+        fail("from rank " + std::to_string(key.first) + " tag " + std::to_string(key.second) + " message #" +
+             std::to_string(i) + ": size " + std::to_string(list[i].size) + " != " + std::to_string(size) +
+             " (order broken?)");
+      std::vector<unsigned char> ref(size);
+      fill(ref, content_seed(key.first, me, idx));
+      expect(fnv(ref.data(), size) == list[i].hash, "content mismatch from rank " + std::to_string(key.first));
+      bytes += size;
+    }
+  }
+  std::printf("stress rank %d: sent %zu, received %zu messages (%zu bytes) in order, strategy %s\n", me,
+              total_out, total_in, bytes, std::string(s.strategy_name()).c_str());
+  return 0;
+}
+
+// ---- smaller scenarios -----------------------------------------------------------
+
+int pingpong(session& s, int iters) {
+  if (s.size() < 2) fail("pingpong needs 2 ranks");
+  if (s.rank() > 1) return 0;
+  const int peer = 1 - s.rank();
+  for (int i = 0; i < iters; ++i) {
+    int v = i, got = -1;
+    request r;
+    if (s.rank() == 0) {
+      expect_ok(s.isend(peer, 1, &v, sizeof v, r), r, "isend");
+      expect_ok(s.wait(r), r, "send");
+      expect_ok(s.irecv(peer, 1, &got, sizeof got, r), r, "irecv");
+      expect_ok(s.wait(r), r, "recv");
+    } else {
+      expect_ok(s.irecv(peer, 1, &got, sizeof got, r), r, "irecv");
+      expect_ok(s.wait(r), r, "recv");
+      expect_ok(s.isend(peer, 1, &got, sizeof got, r), r, "isend");
+      expect_ok(s.wait(r), r, "send");
+      got = i;
+    }
+    expect(got == i, "pingpong value");
+  }
+  std::printf("pingpong rank %d: %d round trips ok\n", s.rank(), iters);
+  return 0;
+}
+
+int aggregation(session& s, int n) {
+  if (s.rank() > 1) return 0;
+  int token = 0;
+  request r;
+  if (s.rank() == 1) {
+    std::vector<int> got(n, -1);
+    std::vector<request> rr(n);
+    for (int i = 0; i < n; ++i) expect_ok(s.irecv(0, 7, &got[i], sizeof(int), rr[i]), rr[i], "irecv");
+    expect_ok(s.isend(0, 8, &token, sizeof token, r), r, "ready");
+    expect_ok(s.wait(r), r, "ready");
+    for (int i = 0; i < n; ++i) {
+      expect_ok(s.wait(rr[i]), rr[i], "recv");
+      expect(got[i] == i, "aggregated message order/content");
+    }
+    std::printf("aggregation rank 1: %d messages in order\n", n);
+    return 0;
+  }
+  expect_ok(s.irecv(1, 8, &token, sizeof token, r), r, "ready");
+  expect_ok(s.wait(r), r, "ready");
+  std::vector<int> vals(n);
+  std::vector<request> rs(n);
+  const auto before = s.stats().packets_sent;
+  for (int i = 0; i < n; ++i) {  // no progress in between: the track is busy
+    vals[i] = i;
+    expect_ok(s.isend(1, 7, &vals[i], sizeof(int), rs[i]), rs[i], "isend");
+  }
+  for (int i = 0; i < n; ++i) expect_ok(s.wait(rs[i]), rs[i], "send");
+  const auto packets = s.stats().packets_sent - before;
+  std::printf("aggregation: strategy %s sent %d messages in %llu packets\n", std::string(s.strategy_name()).c_str(),
+              n, static_cast<unsigned long long>(packets));
+  if (s.strategy_name() == "default") expect(packets == static_cast<unsigned>(n), "default must not aggregate");
+  if (s.strategy_name() == "aggreg") expect(packets < static_cast<unsigned>(n), "aggreg must aggregate");
+  return 0;
+}
+
+int pack_rpc(session& s, int rounds) {
+  if (s.rank() > 1) return 0;
+  std::mt19937 rng(42);
+  const std::uint32_t service = 0xCAFE;
+  if (s.rank() == 0) {  // client
+    for (int i = 0; i < rounds; ++i) {
+      std::uint64_t len = (i % 5 == 4) ? (1u << 20) + i : rng() % 5000;
+      std::vector<unsigned char> body(len);
+      fill(body, 1000 + i);
+      {
+        pack_connection p(s, 1, 50);
+        expect(p.pack(&service, sizeof service, pack_mode::express) == errc::ok, "pack service");
+        expect(p.pack(&len, sizeof len, pack_mode::express) == errc::ok, "pack len");
+        expect(p.pack(body.data(), len, pack_mode::cheaper) == errc::ok, "pack body");
+        expect(p.end() == errc::ok, "pack end");
+      }
+      unpack_connection u(s, 1, 51);
+      std::uint64_t rlen = 0;
+      expect(u.unpack(&rlen, sizeof rlen, pack_mode::express) == errc::ok, "unpack answer length");
+      expect(rlen == len, "answer length (express piece readable after unpack)");
+      std::vector<unsigned char> answer(rlen);
+      expect(u.unpack(answer.data(), rlen, pack_mode::cheaper) == errc::ok, "unpack answer");
+      expect(u.end() == errc::ok, "unpack end");
+      for (std::size_t k = 0; k < len; ++k) expect(answer[k] == static_cast<unsigned char>(~body[k]), "answer bytes");
+    }
+    std::printf("pack client: %d calls answered correctly\n", rounds);
+  } else {  // server
+    for (int i = 0; i < rounds; ++i) {
+      unpack_connection u(s, any_source, 50);
+      std::uint32_t svc = 0;
+      std::uint64_t len = 0;
+      expect(u.unpack(&svc, sizeof svc, pack_mode::express) == errc::ok, "unpack service");
+      expect(svc == service, "service id readable right after an express unpack");
+      expect(u.unpack(&len, sizeof len, pack_mode::express) == errc::ok, "unpack len");
+      expect(len <= (2u << 20), "length readable right after an express unpack");
+      std::vector<unsigned char> body(len);
+      expect(u.unpack(body.data(), len, pack_mode::cheaper) == errc::ok, "unpack body");
+      expect(u.end() == errc::ok, "unpack end");
+      std::vector<unsigned char> ref(len);
+      fill(ref, 1000 + i);
+      expect(body == ref, "cheaper piece complete after unpack_end");
+      expect(u.source() == 0, "source of the request");
+      for (auto& b : body) b = static_cast<unsigned char>(~b);
+      pack_connection p(s, 0, 51);
+      p.pack(&len, sizeof len, pack_mode::express);
+      p.pack(body.data(), len, pack_mode::cheaper);
+      expect(p.end() == errc::ok, "answer end");
+    }
+    std::printf("pack server: %d calls served\n", rounds);
+  }
+  return 0;
+}
+
+int truncate(session& s) {
+  if (s.rank() > 1) return 0;
+  if (s.rank() == 0) {
+    std::vector<unsigned char> a(100), b(1 << 20);
+    fill(a, 1);
+    fill(b, 2);
+    int ok = 1234;
+    request r1, r2, r3;
+    expect_ok(s.isend(1, 1, a.data(), a.size(), r1), r1, "isend");
+    expect_ok(s.isend(1, 1, b.data(), b.size(), r2), r2, "isend");
+    expect_ok(s.isend(1, 2, &ok, sizeof ok, r3), r3, "isend");
+    expect_ok(s.wait(r1), r1, "send small (receiver truncates)");
+    expect_ok(s.wait(r2), r2, "send large (receiver truncates)");
+    expect_ok(s.wait(r3), r3, "send");
+    std::printf("truncate sender: all sends completed normally\n");
+    return 0;
+  }
+  std::vector<unsigned char> a(50), b(100 * 1024);
+  request r;
+  expect_ok(s.irecv(0, 1, a.data(), a.size(), r), r, "irecv");
+  expect(s.wait(r) == errc::truncated, "small message into a smaller buffer must be truncated");
+  std::printf("truncate receiver: %s\n", r.error_message().c_str());
+  std::vector<unsigned char> ref(100);
+  fill(ref, 1);
+  expect(std::memcmp(a.data(), ref.data(), 50) == 0, "truncated prefix content");
+  expect_ok(s.irecv(0, 1, b.data(), b.size(), r), r, "irecv");
+  expect(s.wait(r) == errc::truncated, "rendezvous into a smaller buffer must be truncated");
+  std::printf("truncate receiver: %s\n", r.error_message().c_str());
+  std::vector<unsigned char> ref2(1 << 20);
+  fill(ref2, 2);
+  expect(std::memcmp(b.data(), ref2.data(), b.size()) == 0, "truncated rendezvous prefix content");
+  int ok = 0;
+  expect_ok(s.irecv(0, 2, &ok, sizeof ok, r), r, "irecv");
+  expect_ok(s.wait(r), r, "message after truncations");
+  expect(ok == 1234, "message after truncations");
+  std::printf("truncate receiver: the process went on\n");
+  return 0;
+}
+
+int killed(session& s) {
+  const int me = s.rank();
+  int token = 0;
+  request r;
+  // Everybody says hello to everybody first, so the failure happens mid-run.
+  for (int p = 0; p < s.size(); ++p) {
+    if (p == me) continue;
+    request a, b;
+    int in = -1;
+    expect_ok(s.isend(p, 1, &me, sizeof me, a), a, "hello");
+    expect_ok(s.irecv(p, 1, &in, sizeof in, b), b, "hello");
+    expect_ok(s.wait(a), a, "hello");
+    expect_ok(s.wait(b), b, "hello");
+  }
+  if (me == 1) {
+    std::fflush(stdout);
+    ::raise(SIGKILL);
+  }
+  std::vector<unsigned char> big(4 << 20);
+  request rs, rr;
+  s.irecv(1, 2, &token, sizeof token, rr);
+  s.isend(1, 3, big.data(), big.size(), rs);  // rendezvous: waits for rank 1
+  const errc er = s.wait(rr);
+  const errc es = s.wait(rs);
+  expect(er == errc::peer_failed, "pending receive from the dead rank must fail");
+  expect(es == errc::peer_failed, "pending send to the dead rank must fail");
+  expect(rr.error_message().find("rank 1") != std::string::npos, "error names the peer: " + rr.error_message());
+  expect(rs.error_message().find("rank 1") != std::string::npos, "error names the peer: " + rs.error_message());
+  expect(!s.peer_alive(1), "peer_alive(1) must be false");
+  // New operations towards the dead rank fail at once.
+  expect(s.isend(1, 4, &token, sizeof token, r) == errc::peer_failed, "isend to a dead rank");
+  std::printf("rank %d saw: %s\n", me, rr.error_message().c_str());
+  // The survivors can still talk to each other.
+  if (s.size() > 2 && me != 1) {
+    const int other = me == 0 ? 2 : 0;
+    int v = 99, got = 0;
+    request a, b;
+    expect_ok(s.isend(other, 5, &v, sizeof v, a), a, "survivor send");
+    expect_ok(s.irecv(other, 5, &got, sizeof got, b), b, "survivor recv");
+    expect_ok(s.wait(a), a, "survivor send");
+    expect_ok(s.wait(b), b, "survivor recv");
+    expect(got == 99, "survivors exchange");
+    std::printf("rank %d: survivors still exchange messages\n", me);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+int knock(const std::string& address, const std::string& bytes) {
+  const auto colon = address.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
+  ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) fail("intruder could not connect");
+  (void)!::write(fd, bytes.data(), bytes.size());
+  // The engine must close on us; wait (bounded) for EOF.
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  ssize_t n;
+  do {
+    n = ::read(fd, &c, 1);
+  } while (n > 0);
+  const int err = errno;
+  ::close(fd);
+  // Closed on us: EOF, or a reset when our unread bytes were discarded.
+  return (n == 0 || err == ECONNRESET) ? 0 : -1;
+}
+
+std::string hello_with_key(int rank, const std::string& key) {
+  tcp_wire::hello h;
+  h.rank = rank;
+  h.key_len = static_cast<std::uint32_t>(key.size());
+  std::string bytes(reinterpret_cast<const char*>(&h), sizeof h);
+  return bytes + key;
+}
+
+int intruder(session& s) {
+  if (s.rank() > 1) return 0;
+  char addr[256] = {};
+  request r;
+  if (s.rank() == 1) {
+    std::string a = s.local_address();
+    std::snprintf(addr, sizeof addr, "%s", a.c_str());
+    expect_ok(s.isend(0, 1, addr, sizeof addr, r), r, "address");
+    expect_ok(s.wait(r), r, "address");
+  } else {
+    expect_ok(s.irecv(1, 1, addr, sizeof addr, r), r, "address");
+    expect_ok(s.wait(r), r, "address");
+    std::string garbage(4096, '\0');
+    std::mt19937 rng(7);
+    for (auto& c : garbage) c = static_cast<char>(rng());
+    const char* key = std::getenv("NMAD_JOB_KEY");
+    expect(knock(addr, hello_with_key(0, "not-the-job-key")) == 0, "wrong key must be refused (closed)");
+    expect(knock(addr, garbage) == 0, "random bytes must be refused (closed)");
+    // The right key, but claiming a rank that is already connected.
+    if (key) expect(knock(addr, hello_with_key(0, key)) == 0, "duplicate rank must be refused");
+    std::printf("intruder: three foreign connections were refused\n");
+  }
+  // The job itself is unaffected.
+  for (int i = 0; i < 100; ++i) {
+    int v = i, got = -1;
+    request a, b;
+    expect_ok(s.isend(1 - s.rank(), 2, &v, sizeof v, a), a, "after intrusion");
+    expect_ok(s.irecv(1 - s.rank(), 2, &got, sizeof got, b), b, "after intrusion");
+    expect_ok(s.wait(a), a, "after intrusion");
+    expect_ok(s.wait(b), b, "after intrusion");
+    expect(got == i, "exchange after intrusion");
+  }
+  std::printf("intruder rank %d: job unaffected\n", s.rank());
+  return 0;
+}
+
+int threads(session& s, int iters) {
+  if (s.rank() > 1) return 0;
+  const int peer = 1 - s.rank();
+  auto body = [&](int t) {
+    std::vector<unsigned char> buf(t == 0 ? 8 : 100000), in(buf.size());
+    for (int i = 0; i < iters; ++i) {
+      fill(buf, static_cast<std::uint64_t>(i * 2 + t));
+      request a, b;
+      expect_ok(s.irecv(peer, 100 + t, in.data(), in.size(), b), b, "thread irecv");
+      expect_ok(s.isend(peer, 100 + t, buf.data(), buf.size(), a), a, "thread isend");
+      expect_ok(s.wait(a), a, "thread send");
+      expect_ok(s.wait(b), b, "thread recv");
+      expect(in == buf, "thread message content");
+    }
+  };
+  std::thread t1(body, 0), t2(body, 1);
+  t1.join();
+  t2.join();
+  std::printf("threads rank %d: 2 threads x %d exchanges ok\n", s.rank(), iters);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: engine_worker SCENARIO [ARGS]\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  auto arg = [&](int i, long def) { return argc > i ? std::atol(argv[i]) : def; };
+  try {
+    auto s = session::create();
+    g_rank = s->rank();
+    int rc = 2;
+    if (scenario == "stress") rc = stress(*s, static_cast<int>(arg(2, 1000)), static_cast<std::uint64_t>(arg(3, 1)));
+    else if (scenario == "pingpong") rc = pingpong(*s, static_cast<int>(arg(2, 1000)));
+    else if (scenario == "aggregation") rc = aggregation(*s, static_cast<int>(arg(2, 100)));
+    else if (scenario == "pack") rc = pack_rpc(*s, static_cast<int>(arg(2, 20)));
+    else if (scenario == "truncate") rc = truncate(*s);
+    else if (scenario == "killed") rc = killed(*s);
+    else if (scenario == "intruder") rc = intruder(*s);
+    else if (scenario == "threads") rc = threads(*s, static_cast<int>(arg(2, 200)));
+    else std::fprintf(stderr, "engine_worker: unknown scenario '%s'\n", scenario.c_str());
+    std::fflush(stdout);
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "engine_worker: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,209 @@
+// Test worker for the bootstrap and nmad-run tests: `pmi_worker SCENARIO
+// [args...]`. Prints machine-checkable lines on stdout; exits non-zero with a
+// WORKER_ERROR line on any unexpected exception.
+//
+// If $WORKER_PID_DIR is set, writes its pid to $WORKER_PID_DIR/pid.<PMI_RANK>
+// first (tests use it to check that no rank outlives the job).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "core/bootstrap/bootstrap.hpp"
+
+namespace {
+
+int arg_int(int argc, char** argv, int i, int dflt) { return i < argc ? std::atoi(argv[i]) : dflt; }
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+void say(const std::string& line) {
+  std::string l = line + "\n";
+  ssize_t r = ::write(STDOUT_FILENO, l.data(), l.size());
+  (void)r;
+}
+
+// Values that PMI cannot carry as such, plus long ones (chunked).
+std::string tricky_value(int rank, int which) {
+  switch (which) {
+    case 0: return "rank " + std::to_string(rank) + " says: a=b c==d %41 100% \t tab\nnewline ~ caf\xc3\xa9 ;&|";
+    case 1: return "";
+    case 2: {
+      std::string s;
+      for (int i = 0; s.size() < 5000; ++i) s += std::to_string(rank * 100000 + i) + (i % 7 ? " " : "=");
+      return s;
+    }
+    default: return std::string("nul\0inside", 10) + std::to_string(rank);
+  }
+}
+
+std::string tricky_key(int rank, int which) {
+  return which == 0 ? "key with spaces=and equals " + std::to_string(rank) : "k" + std::to_string(which) + "." + std::to_string(rank);
+}
+
+int exchange(nmad::bootstrap& b) {
+  const int r = b.rank(), n = b.size();
+  for (int w = 0; w < 4; ++w) b.put(tricky_key(r, w), tricky_value(r, w));
+  b.fence();
+  for (int q = 0; q < n; ++q)
+    for (int w = 0; w < 4; ++w) {
+      std::string got = b.get(tricky_key(q, w));
+      if (got != tricky_value(q, w)) {
+        say("MISMATCH rank=" + std::to_string(r) + " key='" + tricky_key(q, w) + "' got '" + got.substr(0, 80) + "'");
+        return 1;
+      }
+    }
+  // A missing key must throw.
+  try {
+    b.get("no such key");
+    say("MISSING_KEY_DID_NOT_THROW rank=" + std::to_string(r));
+    return 1;
+  } catch (const std::runtime_error&) {
+  }
+  // Second round: fences can be repeated.
+  b.put("round2." + std::to_string(r), std::to_string(r * r));
+  b.fence();
+  for (int q = 0; q < n; ++q)
+    if (b.get("round2." + std::to_string(q)) != std::to_string(q * q)) {
+      say("MISMATCH2 rank=" + std::to_string(r));
+      return 1;
+    }
+  b.finalize();
+  b.finalize();  // idempotent
+  say("EXCHANGE_OK rank=" + std::to_string(r) + " size=" + std::to_string(n));
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: pmi_worker SCENARIO [args]\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  if (const char* dir = std::getenv("WORKER_PID_DIR")) {
+    const char* rk = std::getenv("PMI_RANK");
+    std::ofstream(std::string(dir) + "/pid." + (rk ? rk : "0")) << ::getpid() << "\n";
+  }
+  if (scenario == "env") {  // no PMI at all
+    for (int i = 2; i < argc; ++i) {
+      const char* v = std::getenv(argv[i]);
+      say(std::string("ENV rank=") + (std::getenv("PMI_RANK") ? std::getenv("PMI_RANK") : "?") + " " + argv[i] +
+          "=" + (v ? v : "(unset)"));
+    }
+    return 0;
+  }
+  if (scenario == "plain_exit") return arg_int(argc, argv, 2, 0);
+
+  auto b = nmad::bootstrap::from_environment();
+  const int r = b->rank();
+  const std::string rs = std::to_string(r);
+
+  if (scenario == "hello") {
+    say("HELLO rank=" + rs + " size=" + std::to_string(b->size()));
+    b->finalize();
+    return 0;
+  }
+  if (scenario == "exchange") return exchange(*b);
+  if (scenario == "jobkey") {
+    std::string k = b->job_key();
+    if (b->job_key() != k) throw std::runtime_error("job_key() changed between calls");
+    say("JOBKEY rank=" + rs + " key=" + k);
+    b->finalize();
+    return 0;
+  }
+  if (scenario == "exit") {  // exit CODE TARGET: TARGET exits CODE, the others fence
+    int code = arg_int(argc, argv, 2, 3), target = arg_int(argc, argv, 3, 1);
+    if (r == target) std::exit(code);
+    try {
+      b->fence();
+      say("FENCE_DONE rank=" + rs);
+      return 0;
+    } catch (const std::exception& e) {
+      say("FENCE_FAILED rank=" + rs + ": " + e.what());
+      return 1;
+    }
+  }
+  if (scenario == "kill9") {  // kill9 TARGET [fence|sleep]
+    int target = arg_int(argc, argv, 2, 1);
+    std::string others = argc > 3 ? argv[3] : "sleep";
+    b->fence();  // everyone is up (and has written its pid file)
+    if (r == target) ::kill(::getpid(), SIGKILL);
+    if (others == "fence") {
+      try {
+        b->fence();
+      } catch (const std::exception& e) {
+        say("FENCE_FAILED rank=" + rs + ": " + e.what());
+        return 1;
+      }
+    }
+    sleep_s(60);
+    say("SURVIVED rank=" + rs);
+    return 0;
+  }
+  if (scenario == "abort") {  // abort TARGET CODE
+    int target = arg_int(argc, argv, 2, 0), code = arg_int(argc, argv, 3, 5);
+    b->fence();  // everyone is up (and has written its pid file)
+    if (r == target) {
+      b->abort(code, "worker gave up: x=y and z");
+      std::exit(code);
+    }
+    sleep_s(60);
+    say("SURVIVED rank=" + rs);
+    return 0;
+  }
+  if (scenario == "sleep") {  // sleep SECONDS
+    sleep_s(std::atof(argc > 2 ? argv[2] : "60"));
+    b->finalize();
+    say("SLEPT rank=" + rs);
+    return 0;
+  }
+  if (scenario == "ignore_term") {  // ignores SIGTERM, so only SIGKILL ends it
+    ::signal(SIGTERM, SIG_IGN);
+    say("IGNORING_TERM rank=" + rs);
+    sleep_s(60);
+    return 0;
+  }
+  if (scenario == "signal_launcher") {  // signal_launcher [TERM|KILL]: rank 0 signals its launcher, all sleep
+    const bool kill9 = argc > 2 && std::string(argv[2]) == "KILL";
+    b->fence();  // everyone is up (and has written its pid file)
+    if (r == 0) ::kill(::getppid(), kill9 ? SIGKILL : SIGTERM);
+    sleep_s(60);
+    say("SURVIVED rank=" + rs);
+    return 0;
+  }
+  if (scenario == "early_exit0") {  // TARGET exits 0 before the fence the others enter
+    int target = arg_int(argc, argv, 2, 0);
+    if (r == target) return 0;
+    try {
+      b->fence();
+      say("FENCE_DONE rank=" + rs);
+      return 0;
+    } catch (const std::exception& e) {
+      say("FENCE_FAILED rank=" + rs + ": " + e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "pmi_worker: unknown scenario '%s'\n", scenario.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    say(std::string("WORKER_ERROR rank=") + (std::getenv("PMI_RANK") ? std::getenv("PMI_RANK") : "?") + ": " +
+        e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,665 @@
+#include "tools/launcher/launcher.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "tools/launcher/pmi_server.hpp"
+
+extern char** environ;
+
+namespace nmad::launcher {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+[[noreturn]] void sys_fail(const std::string& what, int err) {
+  throw std::runtime_error(what + ": " + errno_text(err));
+}
+
+std::string format_seconds(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+steady::duration to_duration(double s) {
+  return std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(s));
+}
+
+std::optional<double> parse_seconds(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (errno || *end || !std::isfinite(v) || v < 0 || v > 1e8) return std::nullopt;
+  return v;
+}
+
+std::string signal_name(int sig) {
+  const char* d = ::strsignal(sig);
+  return d ? d : "unknown signal";
+}
+
+// ---------------------------------------------------------------------------
+// Self-pipe for SIGCHLD (and SIGINT/SIGTERM when asked): the handler writes
+// the signal number; the poll loop reads it. One job per process at a time.
+std::atomic<int> g_sig_write_fd{-1};
+std::atomic<bool> g_job_active{false};
+
+extern "C" void on_signal(int sig) {
+  int saved = errno;
+  int fd = g_sig_write_fd.load(std::memory_order_relaxed);
+  if (fd >= 0) {
+    unsigned char b = static_cast<unsigned char>(sig);
+    ssize_t r = ::write(fd, &b, 1);
+    (void)r;
+  }
+  errno = saved;
+}
+
+class signal_guard {
+ public:
+  explicit signal_guard(bool handle_term) {
+    if (g_job_active.exchange(true)) throw std::runtime_error("nmad-run: only one job per process at a time");
+    if (::pipe2(_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+      int e = errno;
+      g_job_active = false;
+      sys_fail("pipe", e);
+    }
+    g_sig_write_fd = _pipe[1];
+    install(SIGCHLD, 0);
+    if (handle_term) {
+      install(SIGINT, 1);
+      install(SIGTERM, 2);
+    }
+  }
+  ~signal_guard() {
+    for (int i = 0; i < 3; ++i)
+      if (_installed[i]) ::sigaction(_signo[i], &_old[i], nullptr);
+    g_sig_write_fd = -1;
+    ::close(_pipe[0]);
+    ::close(_pipe[1]);
+    g_job_active = false;
+  }
+  int read_fd() const { return _pipe[0]; }
+
+ private:
+  void install(int sig, int slot) {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
+    ::sigaction(sig, &sa, &_old[slot]);
+    _signo[slot] = sig;
+    _installed[slot] = true;
+  }
+  int _pipe[2] = {-1, -1};
+  struct sigaction _old[3] {};
+  int _signo[3] = {0, 0, 0};
+  bool _installed[3] = {false, false, false};
+};
+
+// ---------------------------------------------------------------------------
+struct rank_state {
+  rank_result res;
+  bool running = false;
+  bool failure_reported = false;
+};
+
+enum class phase { running, grace, terminating, killing };
+
+class job {
+ public:
+  explicit job(const job_options& o) : _o(o) {}
+  job_result run();
+
+ private:
+  void report(const std::string& text) {
+    if (_o.report) _o.report(text);
+    else {
+      std::string line = "nmad-run: " + text + "\n";
+      ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
+      (void)r;
+    }
+  }
+  std::vector<std::string> build_env(int rank, const std::string& pmi_fd_or_port) const;
+  void spawn_all(const std::string& path);
+  void kill_started(int sig);
+  void reap();
+  void on_exit(rank_state& r, int status);
+  void on_abort(int rank, int code, const std::string& msg);
+  void failure();
+  void terminate_running(int sig);
+  int running_count() const;
+
+  const job_options& _o;
+  std::vector<rank_state> _ranks;
+  std::unique_ptr<pmi_server> _server;
+  std::string _port_spec;
+  phase _phase = phase::running;
+  steady::time_point _grace_deadline{};
+  steady::time_point _kill_deadline{};
+  bool _timed_out = false;
+  int _interrupted = 0;
+};
+
+int job::running_count() const {
+  int n = 0;
+  for (const auto& r : _ranks) n += r.running;
+  return n;
+}
+
+std::vector<std::string> job::build_env(int rank, const std::string& pmi) const {
+  std::vector<std::string> env;
+  auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
+  auto set = [&](const std::string& entry) {
+    std::string_view n = name_of(entry);
+    std::erase_if(env, [&](const std::string& e) { return name_of(e) == n; });
+    env.push_back(entry);
+  };
+  static const char* const dropped[] = {"PMI_FD", "PMI_PORT", "PMI_ID", "PMI_RANK", "PMI_SIZE", "PMI_DEBUG",
+                                        "PMI_SPAWNED", "PMI_TOTALVIEW"};
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view n = name_of(*e);
+    if (std::find(std::begin(dropped), std::end(dropped), n) != std::end(dropped)) continue;
+    env.emplace_back(*e);
+  }
+  set("NMAD_JOB_KEY=" + _o.job_key);
+  set("NMAD_RUN_SIZE=" + std::to_string(_o.nprocs));
+  for (const auto& e : _o.env_set) set(e);
+  if (_o.pmi_port) {
+    set("PMI_PORT=" + pmi);
+    set("PMI_ID=" + std::to_string(rank));
+  } else {
+    set("PMI_FD=" + pmi);
+  }
+  set("PMI_RANK=" + std::to_string(rank));
+  set("PMI_SIZE=" + std::to_string(_o.nprocs));
+  return env;
+}
+
+void job::kill_started(int sig) {
+  for (auto& r : _ranks)
+    if (r.running) ::kill(r.res.pid, sig);
+  for (auto& r : _ranks)
+    if (r.running) {
+      int st;
+      while (::waitpid(r.res.pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      r.running = false;
+    }
+}
+
+void job::spawn_all(const std::string& path) {
+  const pid_t parent = ::getpid();
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0) sys_fail("nmad-run: cannot open /dev/null", errno);
+  std::vector<char*> argv;
+  for (const auto& a : _o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  for (int rank = 0; rank < _o.nprocs; ++rank) {
+    int sv[2] = {-1, -1};
+    std::string pmi = _port_spec;
+    if (!_o.pmi_port) {
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        int e = errno;
+        ::close(devnull);
+        kill_started(SIGKILL);
+        sys_fail("nmad-run: socketpair", e);
+      }
+      pmi = std::to_string(sv[1]);
+    }
+    std::vector<std::string> env = build_env(rank, pmi);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    int errpipe[2];
+    if (::pipe2(errpipe, O_CLOEXEC) != 0) {
+      int e = errno;
+      ::close(devnull);
+      if (sv[0] >= 0) ::close(sv[0]), ::close(sv[1]);
+      kill_started(SIGKILL);
+      sys_fail("nmad-run: pipe", e);
+    }
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      // Child: async-signal-safe calls only.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      for (int s = 1; s < NSIG; ++s)
+        if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (sv[1] >= 0) ::fcntl(sv[1], F_SETFD, 0);
+      if (rank != 0) ::dup2(devnull, STDIN_FILENO);
+      ::execve(path.c_str(), argv.data(), envp.data());
+      int e = errno;
+      ssize_t w = ::write(errpipe[1], &e, sizeof e);
+      (void)w;
+      ::_exit(127);
+    }
+    int fork_errno = errno;
+    ::close(errpipe[1]);
+    if (sv[1] >= 0) ::close(sv[1]);
+    if (pid < 0) {
+      ::close(errpipe[0]);
+      if (sv[0] >= 0) ::close(sv[0]);
+      ::close(devnull);
+      kill_started(SIGKILL);
+      sys_fail("nmad-run: fork", fork_errno);
+    }
+    _ranks[rank].res.pid = pid;
+    _ranks[rank].running = true;
+    int exec_errno = 0;
+    ssize_t n;
+    do n = ::read(errpipe[0], &exec_errno, sizeof exec_errno);
+    while (n < 0 && errno == EINTR);
+    ::close(errpipe[0]);
+    if (n > 0) {
+      if (sv[0] >= 0) ::close(sv[0]);
+      ::close(devnull);
+      kill_started(SIGKILL);
+      throw usage_error("cannot execute '" + path + "': " + errno_text(exec_errno));
+    }
+    if (sv[0] >= 0) _server->add_connection(sv[0], rank);
+  }
+  ::close(devnull);
+}
+
+void job::terminate_running(int sig) {
+  for (auto& r : _ranks)
+    if (r.running) {
+      r.res.ended_by_launcher = true;
+      ::kill(r.res.pid, sig);
+    }
+}
+
+void job::failure() {
+  if (_phase != phase::running) return;
+  _phase = phase::grace;
+  _grace_deadline = steady::now() + to_duration(_o.kill_grace_s);
+}
+
+void job::on_abort(int rank, int code, const std::string& msg) {
+  auto& r = _ranks[rank];
+  if (r.res.aborted) return;
+  r.res.aborted = true;
+  r.res.abort_code = code;
+  if (!r.res.ended_by_launcher) {
+    report("rank " + std::to_string(rank) + " (pid " + std::to_string(r.res.pid) + ") called abort (exit code " +
+           std::to_string(code) + ")" + (msg.empty() ? "" : ": " + msg));
+    r.failure_reported = true;
+  }
+  failure();
+}
+
+void job::on_exit(rank_state& r, int status) {
+  r.running = false;
+  r.res.wait_status = status;
+  if (r.res.ended_by_launcher || r.res.code() == 0) {
+    _server->rank_exited(r.res.rank);
+    return;
+  }
+  if (!r.failure_reported) {
+    std::string who = "rank " + std::to_string(r.res.rank) + " (pid " + std::to_string(r.res.pid) + ")";
+    if (WIFSIGNALED(status)) {
+      int sig = WTERMSIG(status);
+      report(who + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")" +
+             (WCOREDUMP(status) ? " (core dumped)" : ""));
+    } else {
+      report(who + " exited with status " + std::to_string(WEXITSTATUS(status)));
+    }
+    r.failure_reported = true;
+  }
+  failure();
+  _server->rank_exited(r.res.rank);  // after the report: may fail a pending barrier
+}
+
+void job::reap() {
+  for (auto& r : _ranks) {
+    if (!r.running) continue;
+    int st = 0;
+    pid_t p;
+    do p = ::waitpid(r.res.pid, &st, WNOHANG);
+    while (p < 0 && errno == EINTR);
+    if (p == r.res.pid) on_exit(r, st);
+    else if (p < 0 && errno == ECHILD) on_exit(r, 0);  // reaped elsewhere: nothing known
+  }
+}
+
+job_result job::run() {
+  if (_o.nprocs < 1) throw usage_error("the number of processes must be at least 1");
+  if (_o.argv.empty() || _o.argv[0].empty()) throw usage_error("missing program to run");
+  if (_o.kill_grace_s < 0 || _o.kill_escalation_s < 0) throw usage_error("negative kill delay");
+  if (_o.timeout_s && !(*_o.timeout_s > 0)) throw usage_error("the timeout must be positive");
+  const std::string path = resolve_program(_o.argv[0]);
+
+  const auto start = steady::now();
+  signal_guard sig(_o.handle_signals);
+  _ranks.resize(static_cast<std::size_t>(_o.nprocs));
+  for (int i = 0; i < _o.nprocs; ++i) _ranks[i].res.rank = i;
+
+  static std::atomic<int> job_counter{0};
+  std::string kvsname = "nmad_kvs_" + std::to_string(::getpid()) + "_" + std::to_string(job_counter++);
+  pmi_server::limits lim;
+  lim.keylen_max = _o.keylen_max;
+  lim.vallen_max = _o.vallen_max;
+  _server = std::make_unique<pmi_server>(_o.nprocs, kvsname, lim);
+  _server->on_abort = [this](int rank, int code, const std::string& msg) { on_abort(rank, code, msg); };
+  _server->on_report = [this](const std::string& text) { report(text); };
+
+  if (_o.pmi_port) {
+    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0) sys_fail("nmad-run: socket", errno);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(lfd, 1024) != 0 ||
+        ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      int e = errno;
+      ::close(lfd);
+      sys_fail("nmad-run: cannot listen on 127.0.0.1", e);
+    }
+    _port_spec = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    _server->add_listener(lfd);
+  }
+
+  spawn_all(path);
+
+  bool check_children = true;
+  std::vector<pollfd> fds;
+  while (running_count() > 0) {
+    if (check_children) {
+      check_children = false;
+      reap();
+      if (running_count() == 0) break;
+    }
+    const auto now = steady::now();
+    if (_phase == phase::running && _o.timeout_s && now >= start + to_duration(*_o.timeout_s)) {
+      _timed_out = true;
+      std::string still;
+      for (const auto& r : _ranks)
+        if (r.running) still += " " + std::to_string(r.res.rank);
+      report("job timed out after " + format_seconds(*_o.timeout_s) + " s; ranks still running:" + still);
+      terminate_running(SIGTERM);
+      _phase = phase::terminating;
+      _kill_deadline = now + to_duration(_o.kill_escalation_s);
+    }
+    if (_phase == phase::grace && now >= _grace_deadline) {
+      terminate_running(SIGTERM);
+      _phase = phase::terminating;
+      _kill_deadline = now + to_duration(_o.kill_escalation_s);
+    }
+    if (_phase == phase::terminating && now >= _kill_deadline) {
+      terminate_running(SIGKILL);
+      _phase = phase::killing;
+    }
+
+    std::optional<steady::time_point> wake;
+    if (_phase == phase::running && _o.timeout_s) wake = start + to_duration(*_o.timeout_s);
+    if (_phase == phase::grace) wake = _grace_deadline;
+    if (_phase == phase::terminating) wake = _kill_deadline;
+    int timeout_ms = -1;
+    if (wake) {
+      auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
+      timeout_ms = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
+    }
+
+    fds.clear();
+    fds.push_back(pollfd{sig.read_fd(), POLLIN, 0});
+    _server->fill_pollfds(fds);
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      terminate_running(SIGKILL);
+      kill_started(SIGKILL);
+      sys_fail("nmad-run: poll", e);
+    }
+    if (n == 0) continue;
+    _server->handle(fds, 1);  // before reaping: read what exiting ranks wrote
+    if (fds[0].revents & POLLIN) {
+      unsigned char buf[64];
+      ssize_t got;
+      while ((got = ::read(sig.read_fd(), buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < got; ++i) {
+          int s = buf[i];
+          if (s == SIGCHLD) {
+            check_children = true;
+          } else if (s == SIGINT || s == SIGTERM) {
+            if (_interrupted == 0) {
+              _interrupted = s;
+              report(std::string("received ") + (s == SIGINT ? "SIGINT" : "SIGTERM") +
+                     "; terminating the ranks");
+            }
+            if (_phase == phase::running || _phase == phase::grace) {
+              terminate_running(SIGTERM);
+              _phase = phase::terminating;
+              _kill_deadline = steady::now() + to_duration(_o.kill_escalation_s);
+            } else if (_phase == phase::terminating && s != _interrupted) {
+              terminate_running(SIGKILL);
+              _phase = phase::killing;
+            }
+          }
+        }
+      }
+    }
+  }
+  _server->close_all();
+
+  job_result res;
+  res.timed_out = _timed_out;
+  res.interrupted_by = _interrupted;
+  int worst = 0;
+  for (const auto& r : _ranks) {
+    res.ranks.push_back(r.res);
+    if (!r.res.ended_by_launcher) worst = std::max(worst, r.res.code());
+    if (r.res.aborted) worst = std::max(worst, r.res.abort_code > 0 && r.res.abort_code < 256 ? r.res.abort_code : 1);
+  }
+  if (_timed_out) res.exit_code = 124;
+  else if (_interrupted) res.exit_code = 128 + _interrupted;
+  else res.exit_code = std::min(worst, 255);
+  return res;
+}
+
+}  // namespace
+
+int rank_result::code() const {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+std::string random_hex(std::size_t nchars) {
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) sys_fail("nmad-run: cannot open /dev/urandom", errno);
+  std::string bytes((nchars + 1) / 2, '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = n == 0 ? EIO : errno;
+      ::close(fd);
+      sys_fail("nmad-run: cannot read /dev/urandom", e);
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  out.resize(nchars);
+  return out;
+}
+
+std::string resolve_program(const std::string& prog) {
+  if (prog.empty()) throw usage_error("missing program to run");
+  auto check = [](const std::string& p, std::string* why) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) {
+      *why = errno_text(errno);
+      return false;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      *why = "is a directory";
+      return false;
+    }
+    if (!S_ISREG(st.st_mode) || ::access(p.c_str(), X_OK) != 0) {
+      *why = "not executable (permission denied)";
+      return false;
+    }
+    return true;
+  };
+  std::string why;
+  if (prog.find('/') != std::string::npos) {
+    if (check(prog, &why)) return prog;
+    throw usage_error("cannot execute '" + prog + "': " + why);
+  }
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::string first_problem;
+  std::size_t i = 0;
+  for (;;) {
+    std::size_t j = path.find(':', i);
+    std::string dir = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (dir.empty()) dir = ".";
+    std::string cand = dir + "/" + prog;
+    if (check(cand, &why)) return cand;
+    if (first_problem.empty() && why.find("No such file") == std::string::npos)
+      first_problem = "'" + cand + "': " + why;
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  if (!first_problem.empty()) throw usage_error("cannot execute " + first_problem);
+  throw usage_error("'" + prog + "': command not found (searched PATH)");
+}
+
+std::string usage_text() {
+  return "Usage: nmad-run -n N [--timeout SECONDS] [--kill-grace SECONDS] [-x VAR[=VALUE]]... [--] program "
+         "[args...]\n"
+         "  -n, -np N             number of processes (ranks) to start, N >= 1\n"
+         "  --timeout SECONDS     end the job after SECONDS (exit 124); default $NMAD_RUN_TIMEOUT or none\n"
+         "  --kill-grace SECONDS  after a rank fails, time the others get before SIGTERM;\n"
+         "                        default $NMAD_RUN_KILL_GRACE or 2\n"
+         "  -x VAR=VALUE          set VAR in the ranks' environment (-x VAR: forward VAR)\n"
+         "  --pmi-port            serve PMI over TCP (PMI_PORT) instead of inherited sockets (PMI_FD)\n"
+         "  -h, --help            this help\n";
+}
+
+job_options parse_command_line(int argc, const char* const* argv, bool* help) {
+  job_options o;
+  if (help) *help = false;
+  if (const char* t = std::getenv("NMAD_RUN_TIMEOUT"); t && *t) {
+    auto v = parse_seconds(t);
+    if (!v) throw usage_error(std::string("NMAD_RUN_TIMEOUT='") + t + "' is not a number of seconds");
+    if (*v > 0) o.timeout_s = *v;
+  }
+  if (const char* g = std::getenv("NMAD_RUN_KILL_GRACE"); g && *g) {
+    auto v = parse_seconds(g);
+    if (!v) throw usage_error(std::string("NMAD_RUN_KILL_GRACE='") + g + "' is not a number of seconds");
+    o.kill_grace_s = *v;
+  }
+  bool have_n = false;
+  int i = 1;
+  auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
+    if (arg.size() > prefix) {
+      std::string_view rest = arg.substr(prefix);
+      if (rest.front() == '=') rest.remove_prefix(1);
+      return std::string(rest);
+    }
+    if (i + 1 >= argc) throw usage_error("option " + opt + " needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-' || a == "-") break;
+    if (a == "-h" || a == "--help") {
+      if (help) *help = true;
+      return o;
+    }
+    if (a == "-np" || a.starts_with("-np=") || a == "--np" || a.starts_with("--np=") || a == "-n" ||
+        (a.starts_with("-n") && !a.starts_with("--"))) {
+      std::size_t prefix = a.starts_with("--np") ? 4 : a.starts_with("-np") ? 3 : 2;
+      std::string v = value_of("-n", a, prefix);
+      char* end = nullptr;
+      errno = 0;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || errno || n < 1 || n > 100000)
+        throw usage_error("-n needs a number of processes >= 1, got '" + v + "'");
+      o.nprocs = static_cast<int>(n);
+      have_n = true;
+    } else if (a == "--timeout" || a.starts_with("--timeout=")) {
+      std::string v = value_of("--timeout", a, 9);
+      auto s = parse_seconds(v);
+      if (!s || *s <= 0) throw usage_error("--timeout needs a positive number of seconds, got '" + v + "'");
+      o.timeout_s = *s;
+    } else if (a == "--kill-grace" || a.starts_with("--kill-grace=")) {
+      std::string v = value_of("--kill-grace", a, 12);
+      auto s = parse_seconds(v);
+      if (!s) throw usage_error("--kill-grace needs a number of seconds >= 0, got '" + v + "'");
+      o.kill_grace_s = *s;
+    } else if (a == "-x" || a == "--export" || a.starts_with("--export=")) {
+      std::string v = value_of("-x", a, a == "-x" ? 2 : 8);
+      auto eq = v.find('=');
+      std::string name = v.substr(0, eq);
+      if (name.empty()) throw usage_error("-x needs VAR or VAR=VALUE, got '" + v + "'");
+      if (eq != std::string::npos) {
+        o.env_set.push_back(v);
+      } else if (const char* cur = std::getenv(name.c_str())) {
+        o.env_set.push_back(name + "=" + cur);
+      }  // else: VAR unset here, nothing to forward
+    } else if (a == "--pmi-port") {
+      o.pmi_port = true;
+    } else {
+      throw usage_error("unknown option '" + std::string(a) + "'");
+    }
+  }
+  for (; i < argc; ++i) o.argv.emplace_back(argv[i]);
+  if (!have_n) throw usage_error("missing -n N (the number of processes)");
+  if (o.argv.empty()) throw usage_error("missing program to run");
+  return o;
+}
+
+job_result run_job(const job_options& opts) {
+  job_options o = opts;
+  if (o.job_key.empty()) o.job_key = random_hex(32);
+  job j(o);
+  return j.run();
+}
+
+}  // namespace nmad::launcher

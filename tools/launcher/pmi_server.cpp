@@ -1,0 +1,330 @@
+#include "tools/launcher/pmi_server.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/bootstrap/pmi_wire.hpp"
+
+namespace nmad::launcher {
+
+struct pmi_server::conn {
+  int fd = -1;
+  int rank = -1;
+  std::string in;
+  std::string out;
+};
+
+namespace {
+void set_nonblocking(int fd) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+bool parse_int(const std::string* s, long& out) {
+  if (!s || s->empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(s->c_str(), &end, 10);
+  if (errno || *end) return false;
+  out = v;
+  return true;
+}
+}  // namespace
+
+pmi_server::pmi_server(int size, std::string kvsname, limits lim)
+    : _size(size),
+      _kvsname(std::move(kvsname)),
+      _limits(lim),
+      _in_barrier(size, 0),
+      _gone(size, 0),
+      _finalized(size, 0),
+      _connected(size, 0) {}
+
+pmi_server::~pmi_server() { close_all(); }
+
+void pmi_server::add_connection(int fd, int rank) {
+  set_nonblocking(fd);
+  auto c = std::make_unique<conn>();
+  c->fd = fd;
+  c->rank = rank;
+  if (rank >= 0 && rank < _size) _connected[rank] = 1;
+  _conns.push_back(std::move(c));
+}
+
+void pmi_server::add_listener(int fd) {
+  set_nonblocking(fd);
+  _listen_fd = fd;
+}
+
+bool pmi_server::finalized(int rank) const { return rank >= 0 && rank < _size && _finalized[rank]; }
+
+void pmi_server::fill_pollfds(std::vector<pollfd>& fds) {
+  // Drop closed connections first so indices match handle().
+  std::erase_if(_conns, [](const std::unique_ptr<conn>& c) { return c->fd < 0; });
+  fds.push_back(pollfd{_listen_fd, POLLIN, 0});  // fd -1 is ignored by poll
+  _npolled = _conns.size();
+  for (auto& c : _conns) {
+    short ev = POLLIN;
+    if (!c->out.empty()) ev |= POLLOUT;
+    fds.push_back(pollfd{c->fd, ev, 0});
+  }
+}
+
+void pmi_server::handle(const std::vector<pollfd>& fds, std::size_t first) {
+  if (fds[first].fd >= 0 && fds[first].revents & POLLIN) {
+    for (;;) {
+      int fd = ::accept4(_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) break;
+      add_connection(fd, -1);
+    }
+  }
+  // Connections added by accept() above come after the polled ones.
+  std::vector<conn*> polled;
+  for (std::size_t i = 0; i < _npolled && i < _conns.size(); ++i) polled.push_back(_conns[i].get());
+  for (std::size_t i = 0; i < polled.size(); ++i) {
+    const pollfd& p = fds[first + 1 + i];
+    conn* c = polled[i];
+    if (c->fd >= 0 && c->fd == p.fd && p.revents) handle_conn(*c, p.revents);
+  }
+}
+
+void pmi_server::handle_conn(conn& c, short revents) {
+  if (revents & POLLOUT) flush(c);
+  if (c.fd < 0) return;
+  if (!(revents & (POLLIN | POLLHUP | POLLERR))) return;
+  for (;;) {
+    char buf[8192];
+    ssize_t n = ::read(c.fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      close_conn(c);  // ECONNRESET & co: the rank is gone
+      return;
+    }
+    if (n == 0) {
+      close_conn(c);
+      return;
+    }
+    c.in.append(buf, static_cast<std::size_t>(n));
+    std::size_t pos;
+    while (c.fd >= 0 && (pos = c.in.find('\n')) != std::string::npos) {
+      std::string line = c.in.substr(0, pos);
+      c.in.erase(0, pos + 1);
+      process_line(c, line);
+    }
+    if (c.fd < 0) return;
+    if (c.in.size() > pmi::max_line_length) {
+      protocol_error(c, "line longer than " + std::to_string(pmi::max_line_length) + " bytes");
+      return;
+    }
+  }
+}
+
+std::string pmi_server::rank_name(const conn& c) const {
+  if (c.rank >= 0) return "rank " + std::to_string(c.rank);
+  return "an unidentified PMI client";
+}
+
+void pmi_server::protocol_error(conn& c, const std::string& what) {
+  if (on_report) on_report(rank_name(c) + ": PMI protocol error: " + what + "; closing its PMI connection");
+  close_conn(c);
+}
+
+void pmi_server::reply(conn& c, std::string text) {
+  c.out += text;
+  flush(c);
+}
+
+void pmi_server::flush(conn& c) {
+  while (c.fd >= 0 && !c.out.empty()) {
+    ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out.erase(0, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close_conn(c);  // peer gone
+    return;
+  }
+}
+
+void pmi_server::close_conn(conn& c) {
+  if (c.fd < 0) return;
+  ::close(c.fd);
+  c.fd = -1;
+  c.in.clear();
+  c.out.clear();
+  // Not "gone" yet: the job tells rank_exited() when the process has ended
+  // (a rank may close its PMI connection and go on; its exit status decides).
+}
+
+void pmi_server::rank_exited(int rank) {
+  if (rank < 0 || rank >= _size) return;
+  // Drain what the rank wrote before it died, then forget it.
+  for (auto& c : _conns)
+    if (c->fd >= 0 && c->rank == rank) handle_conn(*c, POLLIN);
+  _gone[rank] = 1;
+  check_barrier();
+}
+
+void pmi_server::close_all() {
+  for (auto& c : _conns)
+    if (c->fd >= 0) {
+      ::close(c->fd);
+      c->fd = -1;
+    }
+  _conns.clear();
+  if (_listen_fd >= 0) ::close(_listen_fd);
+  _listen_fd = -1;
+}
+
+void pmi_server::check_barrier() {
+  if (_barrier_count == 0) return;
+  if (_barrier_count == _size) {
+    _barrier_count = 0;
+    std::fill(_in_barrier.begin(), _in_barrier.end(), 0);
+    for (auto& c : _conns)
+      if (c->fd >= 0 && c->rank >= 0) reply(*c, pmi::format_line("barrier_out"));
+    return;
+  }
+  std::string gone;
+  for (int r = 0; r < _size; ++r)
+    if (_gone[r] && !_in_barrier[r]) gone += (gone.empty() ? "" : " ") + std::to_string(r);
+  if (gone.empty()) return;
+  // The barrier can never complete: make the waiting ranks' fence fail
+  // (they see their PMI connection close) instead of hanging.
+  std::string waiting;
+  std::vector<conn*> victims;
+  for (auto& c : _conns)
+    if (c->fd >= 0 && c->rank >= 0 && _in_barrier[c->rank]) {
+      victims.push_back(c.get());
+      waiting += (waiting.empty() ? "" : " ") + std::to_string(c->rank);
+    }
+  _barrier_count = 0;
+  std::fill(_in_barrier.begin(), _in_barrier.end(), 0);
+  if (on_report && !victims.empty() && !_barrier_failure_reported) {
+    // Once a rank is gone, every later barrier fails too: say it once.
+    _barrier_failure_reported = true;
+    on_report("PMI barrier cannot complete: rank(s) " + gone +
+              " left the job without entering it; closing the PMI connection of waiting rank(s) " + waiting);
+  }
+  for (conn* c : victims) close_conn(*c);
+}
+
+void pmi_server::process_line(conn& c, const std::string& line) {
+  std::string err;
+  auto parsed = pmi::parse_line(line, &err);
+  if (!parsed) {
+    protocol_error(c, "malformed line '" + line.substr(0, 200) + "' (" + err + ")");
+    return;
+  }
+  const pmi::command& m = *parsed;
+  const std::string& cmd = m.cmd;
+
+  if (cmd == "initack") {
+    long id;
+    if (!parse_int(m.find("pmiid"), id) || id < 0 || id >= _size) {
+      protocol_error(c, "initack with a bad pmiid in '" + line + "'");
+      return;
+    }
+    if (c.rank >= 0 && c.rank != id) {
+      protocol_error(c, "initack pmiid=" + std::to_string(id) + " on the connection of rank " + std::to_string(c.rank));
+      return;
+    }
+    if (c.rank < 0) {
+      if (_connected[id]) {
+        protocol_error(c, "initack: rank " + std::to_string(id) + " is already connected");
+        return;
+      }
+      c.rank = static_cast<int>(id);
+      _connected[id] = 1;
+    }
+    reply(c, "cmd=initack\ncmd=set size=" + std::to_string(_size) + "\ncmd=set rank=" + std::to_string(id) +
+                 "\ncmd=set debug=0\n");
+    return;
+  }
+  if (c.rank < 0) {
+    protocol_error(c, "'" + cmd + "' before initack");
+    return;
+  }
+  const int rank = c.rank;
+
+  if (cmd == "init") {
+    const std::string* v = m.find("pmi_version");
+    if (v && *v != "1") {
+      reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=unsupported_pmi_version\n");
+      return;
+    }
+    reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n");
+  } else if (cmd == "get_maxes") {
+    reply(c, "cmd=maxes kvsname_max=" + std::to_string(_limits.kvsname_max) +
+                 " keylen_max=" + std::to_string(_limits.keylen_max) +
+                 " vallen_max=" + std::to_string(_limits.vallen_max) + "\n");
+  } else if (cmd == "get_my_kvsname") {
+    reply(c, pmi::format_line("my_kvsname", {{"kvsname", _kvsname}}));
+  } else if (cmd == "get_universe_size") {
+    reply(c, "cmd=universe_size size=" + std::to_string(_size) + "\n");
+  } else if (cmd == "get_appnum") {
+    reply(c, "cmd=appnum appnum=0\n");
+  } else if (cmd == "put") {
+    const std::string* kvs = m.find("kvsname");
+    const std::string* key = m.find("key");
+    const std::string* value = m.find("value");
+    if (!kvs || *kvs != _kvsname) reply(c, "cmd=put_result rc=-1 msg=unknown_kvsname\n");
+    else if (!key || key->empty() || !value) reply(c, "cmd=put_result rc=-1 msg=missing_key_or_value\n");
+    else if (key->size() > _limits.keylen_max) reply(c, "cmd=put_result rc=-1 msg=key_too_long\n");
+    else if (value->size() > _limits.vallen_max) reply(c, "cmd=put_result rc=-1 msg=value_too_long\n");
+    else {
+      _kvs[*key] = *value;
+      reply(c, "cmd=put_result rc=0 msg=success\n");
+    }
+  } else if (cmd == "get") {
+    const std::string* kvs = m.find("kvsname");
+    const std::string* key = m.find("key");
+    if (!kvs || *kvs != _kvsname) {
+      reply(c, "cmd=get_result rc=-1 msg=unknown_kvsname value=unknown\n");
+    } else if (!key) {
+      reply(c, "cmd=get_result rc=-1 msg=missing_key value=unknown\n");
+    } else if (auto it = _kvs.find(*key); it == _kvs.end()) {
+      reply(c, "cmd=get_result rc=-1 msg=key_" + *key + "_not_found value=unknown\n");
+    } else {
+      reply(c, "cmd=get_result rc=0 msg=success value=" + it->second + "\n");
+    }
+  } else if (cmd == "barrier_in") {
+    if (_in_barrier[rank]) {
+      protocol_error(c, "barrier_in twice");
+      return;
+    }
+    _in_barrier[rank] = 1;
+    ++_barrier_count;
+    check_barrier();
+  } else if (cmd == "finalize") {
+    _finalized[rank] = 1;
+    reply(c, "cmd=finalize_ack\n");
+    _gone[rank] = 1;
+    check_barrier();
+  } else if (cmd == "abort") {
+    long code = 1;
+    if (!parse_int(m.find("exitcode"), code)) code = 1;
+    std::string msg;
+    if (const std::string* em = m.find("message")) {
+      auto d = pmi::unescape(*em);
+      msg = d ? *d : *em;
+    }
+    _gone[rank] = 1;
+    if (on_abort) on_abort(rank, static_cast<int>(code), msg);
+    check_barrier();
+  } else {
+    if (on_report) on_report("rank " + std::to_string(rank) + " sent an unsupported PMI command '" + cmd + "'");
+    reply(c, "cmd=" + cmd + "_result rc=-1 msg=unsupported_command\n");
+  }
+}
+
+}  // namespace nmad::launcher
