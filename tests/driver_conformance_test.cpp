@@ -46,13 +46,17 @@ struct recorder final : nmad::driver_events {
   std::vector<std::pair<void*, std::size_t>> recvs_done;
   std::vector<std::pair<connection_id, std::string>> failed;
   std::function<void(connection_id, std::span<const std::byte>)> packet_hook;
+  std::function<void(void*)> send_hook;
 
   void on_connected(connection_id c, int rank) override { connected.emplace_back(c, rank); }
   void on_packet(connection_id c, std::span<const std::byte> p) override {
     packets.emplace_back(c, std::vector<std::byte>(p.begin(), p.end()));
     if (packet_hook) packet_hook(c, p);
   }
-  void on_send_done(void* token) override { sends_done.push_back(token); }
+  void on_send_done(void* token) override {
+    sends_done.push_back(token);
+    if (send_hook) send_hook(token);
+  }
   void on_recv_data_done(void* token, std::size_t n) override { recvs_done.emplace_back(token, n); }
   void on_connection_failed(connection_id c, std::string_view why) override {
     failed.emplace_back(c, std::string(why));
@@ -435,6 +439,28 @@ TEST_CASE("several cookies posted out of order, mixed with packets") {
       CHECK(std::equal(src[i].begin(), src[i].end(), dst[i].begin()));
     }
     CHECK(p.ea.failed.empty());
+  }
+}
+
+TEST_CASE("a chain of sends posted from on_send_done never stalls on the in-flight limit") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    // The engine posts its next packet from the completion of the previous
+    // one; reported sends must not count as in flight any more.
+    constexpr int chain = 500;
+    int posted = 1, refused = 0;
+    std::uint32_t value = 0;
+    iovec v = iov_of(&value, sizeof value);
+    p.eb.send_hook = [&](void*) {
+      if (posted == chain) return;
+      if (p.b->post_send_packet(p.b2a, {&v, 1}, tok(posted)) == post_result::posted) ++posted;
+      else ++refused;
+    };
+    REQUIRE(p.b->post_send_packet(p.b2a, {&v, 1}, tok(0)) == post_result::posted);
+    REQUIRE(poll_until(p.both(), [&] { return static_cast<int>(p.ea.packets.size()) == chain || refused > 0; }));
+    CHECK(refused == 0);
+    CHECK(p.ea.packets.size() == chain);
   }
 }
 
