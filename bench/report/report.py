@@ -605,6 +605,28 @@ def make_plots(data, outdir):
 # Everything at once
 # --------------------------------------------------------------------------
 
+DOCS_BEGIN = "<!-- bench/compare report: begin -->"
+DOCS_END = "<!-- bench/compare report: end -->"
+
+
+def write_docs(path, md):
+    """Writes md to path; if path already holds the begin/end markers, only
+    the text between them is replaced (so docs/BENCHMARKS.md can embed the
+    latest report among hand-written sections)."""
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if old and DOCS_BEGIN in old and DOCS_END in old:
+        head, rest = old.split(DOCS_BEGIN, 1)
+        _, tail = rest.split(DOCS_END, 1)
+        text = head + DOCS_BEGIN + "\n" + md.rstrip("\n") + "\n" + DOCS_END + tail
+    else:
+        text = md
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def write_all(data, outdir, docs_md=None):
     """results.json, the PNG plots and report.md in outdir (and, if docs_md,
     the report without embedded images at that path). Returns the paths."""
@@ -627,8 +649,7 @@ def write_all(data, outdir, docs_md=None):
     paths = {"json": jpath, "markdown": mpath, "plots": [os.path.join(outdir, p) for p in plots]}
     if docs_md:
         os.makedirs(os.path.dirname(os.path.abspath(docs_md)), exist_ok=True)
-        with open(docs_md, "w") as f:
-            f.write(render_markdown(data, plots, embed=False))
+        write_docs(docs_md, render_markdown(data, plots, embed=False))
         paths["docs"] = docs_md
     return paths
 

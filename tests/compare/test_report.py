@@ -222,6 +222,20 @@ class OutputTest(unittest.TestCase):
             st = agg[("pingpong", "latency_us")]["openmpi-vader"][8]
             self.assertIn(report.fmt_cell(st), md)
 
+    def test_docs_markers_keep_hand_written_sections(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "BENCHMARKS.md")
+            with open(path, "w") as f:
+                f.write("# Mine\nintro\n%s\nold report\n%s\nafter\n" % (report.DOCS_BEGIN, report.DOCS_END))
+            report.write_docs(path, "# new report\n")
+            with open(path) as f:
+                text = f.read()
+            self.assertEqual(text, "# Mine\nintro\n%s\n# new report\n%s\nafter\n" % (report.DOCS_BEGIN, report.DOCS_END))
+            fresh = os.path.join(d, "fresh.md")
+            report.write_docs(fresh, "# only\n")
+            with open(fresh) as f:
+                self.assertEqual(f.read(), "# only\n")
+
 
 if __name__ == "__main__":
     unittest.main()
