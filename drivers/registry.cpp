@@ -1,5 +1,6 @@
 // The explicit list of drivers this build has. A new driver adds one line.
 #include "core/transfer/driver.hpp"
+#include "drivers/shm/shm_driver.hpp"
 #include "drivers/tcp/tcp_driver.hpp"
 
 namespace nmad {
@@ -7,6 +8,7 @@ namespace {
 
 constexpr driver_descriptor kDrivers[] = {
     {"tcp", "TCP sockets (IPv4), one connection per peer", &make_tcp_driver},
+    {"shm", "shared-memory rings + single-copy cross-memory attach (same host)", &make_shm_driver},
 };
 
 }  // namespace

@@ -770,3 +770,25 @@ TEST_CASE("tcp: malformed frames after a valid handshake fail the connection onc
   CHECK(ea.recvs_done.empty());
   CHECK(a->post_send_packet(c, {&r, 1}, nullptr) == post_result::failed);
 }
+
+TEST_CASE("shm: without cross-memory attach, data streams through the ring intact") {
+  const auto* shm = nmad::find_driver("shm");
+  REQUIRE(shm != nullptr);
+  ::setenv("NMAD_SHM_CMA", "0", 1);
+  pair_fixture p(*shm);
+  ::unsetenv("NMAD_SHM_CMA");
+  const std::size_t n = (8 << 20) + 3;
+  auto src = make_bytes(n, 61);
+  std::vector<std::byte> d1(1000), d2(n - 1000 - 5), d3(5 + 7);
+  iovec r[3] = {iov_of(d1.data(), d1.size()), iov_of(d2.data(), d2.size()), iov_of(d3.data(), d3.size())};
+  iovec s = iov_of(src.data(), n);
+  REQUIRE(p.a->post_recv_data(p.a2b, 9, {r, 3}, tok(1)) == post_result::posted);
+  REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, 9, {&s, 1}, tok(2)); }));
+  REQUIRE(poll_until(p.both(), [&] { return !p.ea.recvs_done.empty() && !p.eb.sends_done.empty(); }));
+  CHECK(p.ea.recvs_done[0] == std::pair<void*, std::size_t>(tok(1), n));
+  std::vector<std::byte> got(d1);
+  got.insert(got.end(), d2.begin(), d2.end());
+  got.insert(got.end(), d3.begin(), d3.begin() + 5);
+  CHECK(got == src);
+  CHECK(p.ea.failed.empty());
+}

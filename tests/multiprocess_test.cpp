@@ -5,6 +5,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -120,4 +121,39 @@ TEST_CASE("two threads per process exchange concurrently through one session") {
   auto r = run_job({2, {"threads", "300"}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "exchanges ok") == 2);
+}
+
+// The same scenarios over the shm driver.
+TEST_CASE("shm: 4 processes exchange 10,200 messages of random sizes and tags (aggreg)") {
+  auto r = run_job({4, {"stress", "850", "4"}, {{"NMAD_DRIVER", "shm"}, {"NMAD_STRATEGY", "aggreg"}}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "in order") == 4);
+}
+
+TEST_CASE("shm: 2 processes, 10,000 messages, data through the ring (no cross-memory attach)") {
+  auto r = run_job({2, {"stress", "5000", "5"}, {{"NMAD_DRIVER", "shm"}, {"NMAD_SHM_CMA", "0"}}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "in order") == 2);
+}
+
+TEST_CASE("shm: pack/unpack, truncation and threads") {
+  for (const char* scenario : {"pack", "truncate", "threads"}) {
+    INFO(scenario);
+    auto r = run_job({2, {scenario}, {{"NMAD_DRIVER", "shm"}}});
+    CHECK(r.status == 0);
+  }
+}
+
+TEST_CASE("shm: a rank killed mid-run is detected and named") {
+  auto r = run_job({3, {"killed"}, {{"NMAD_DRIVER", "shm"}, {"NMAD_RUN_KILL_GRACE", "20"}}, 60});
+  CHECK(r.status != 0);
+  CHECK(contains(r.err, "rank 1"));
+  // nmad-run removes the shared-memory segments the killed rank left.
+  const auto at = r.err.find("rank 1 (pid ");
+  REQUIRE(at != std::string::npos);
+  const std::string pid = r.err.substr(at + 12, r.err.find(')', at) - at - 12);
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    CHECK(e.path().filename().string().find("-" + pid + "-") == std::string::npos);
+  CHECK(count(r.out, "saw: rank 1 failed") == 2);
+  CHECK(count(r.out, "survivors still exchange messages") == 2);
 }

@@ -1,6 +1,8 @@
 #include "tools/launcher/launcher.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -319,9 +321,27 @@ void job::on_abort(int rank, int code, const std::string& msg) {
   failure();
 }
 
+// Shared-memory segments a rank's shm driver left behind (it unlinks them
+// itself when it closes normally; a killed rank cannot). Their names carry
+// the creator's pid: /dev/shm/nmad-<what>-<pid>-...
+void remove_shm_leftovers(pid_t pid) {
+  DIR* d = ::opendir("/dev/shm");
+  if (!d) return;
+  const std::string infix = "-" + std::to_string(pid) + "-";
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name.substr(0, 5) != "nmad-") continue;
+    const auto dash = name.find('-', 5);
+    if (dash == std::string_view::npos || name.substr(dash, infix.size()) != infix) continue;
+    ::shm_unlink(("/" + std::string(name)).c_str());
+  }
+  ::closedir(d);
+}
+
 void job::on_exit(rank_state& r, int status) {
   r.running = false;
   r.res.wait_status = status;
+  remove_shm_leftovers(r.res.pid);
   if (r.res.ended_by_launcher || r.res.code() == 0) {
     _server->rank_exited(r.res.rank);
     return;
