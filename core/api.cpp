@@ -35,9 +35,10 @@ int session::size() const { return _impl->size(); }
 std::string_view session::strategy_name() const { return _impl->strategy_name(); }
 errc session::set_strategy(std::string_view name) { return _impl->set_strategy(name); }
 
-errc session::isend(int dest, tag_t tag, const void* buf, std::size_t len, request& req) {
+errc session::isend(int dest, tag_t tag, const void* buf, std::size_t len, request& req,
+                    send_flags flags) {
   req._state.owner = &req;
-  return _impl->isend(dest, tag, buf, len, req._state);
+  return _impl->isend(dest, tag, buf, len, req._state, flags);
 }
 
 errc session::irecv(int source, tag_t tag, void* buf, std::size_t len, request& req, tag_t mask) {
@@ -60,11 +61,27 @@ recv_status session::probe(int source, tag_t tag, tag_t mask) {
   return st;
 }
 
+bool session::improbe(int source, tag_t tag, recv_status& st, message_handle& msg, tag_t mask) {
+  msg._msg = _impl->improbe(source, tag, mask, st);
+  return msg._msg != nullptr;
+}
+
+errc session::imrecv(message_handle& msg, void* buf, std::size_t len, request& req) {
+  req._state.owner = &req;
+  errc e = _impl->imrecv(msg._msg, buf, len, req._state);
+  if (e == errc::ok) msg._msg = nullptr;
+  return e;
+}
+
+int session::add_progress_task(int (*fn)(void*), void* arg) { return _impl->add_progress_task(fn, arg); }
+void session::remove_progress_task(int id) { _impl->remove_progress_task(id); }
+void session::abort(int exit_code, const std::string& message) { _impl->abort(exit_code, message); }
+
 bool session::cancel(request& req) { return _impl->cancel(req._state); }
 int session::progress() { return _impl->progress(); }
 session_stats session::stats() const { return _impl->stats(); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
-std::string session::local_address() const { return _impl->local_address(); }
+std::string session::local_address(std::string_view driver) const { return _impl->local_address(driver); }
 std::string session::driver_name() const { return _impl->driver_name(); }
 
 // ---- pack / unpack ---------------------------------------------------------------

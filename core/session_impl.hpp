@@ -75,7 +75,8 @@ class session_impl {
   errc set_strategy(std::string_view name);
 
   // Send side.
-  errc isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r);
+  errc isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r,
+             send_flags flags = send_flags::none);
   errc pack_begin(int dest, tag_t tag, request_state& r);
   errc pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode);
   errc pack_end(request_state& r);
@@ -86,6 +87,13 @@ class session_impl {
   errc unpack_piece(request_state& r, void* buf, std::size_t len, pack_mode mode);
   errc unpack_end(request_state& r);
   bool iprobe(int source, tag_t tag, tag_t mask, recv_status& st);
+  // Matched probe: detaches the first matching unexpected message whose
+  // length is known; imrecv binds a receive to it.
+  unexpected_message* improbe(int source, tag_t tag, tag_t mask, recv_status& st);
+  errc imrecv(unexpected_message* u, void* buf, std::size_t len, request_state& r);
+  int add_progress_task(int (*fn)(void*), void* arg);
+  void remove_progress_task(int id);
+  [[noreturn]] void abort(int exit_code, const std::string& message);
   bool cancel(request_state& r);
 
   bool test(request_state& r);
@@ -94,8 +102,8 @@ class session_impl {
   int progress();
   session_stats stats() const;
   bool peer_alive(int rank) const;
-  std::string local_address() const { return _slots[1]->drv->local_address(); }
-  std::string driver_name() const { return _slots[1]->drv->caps().name; }
+  std::string local_address(std::string_view driver = {}) const;
+  std::string driver_name() const;
   std::recursive_mutex& lock() { return _lock; }
 
   // Driver events (called from driver_slot, lock held by the poller).
@@ -108,6 +116,8 @@ class session_impl {
  private:
   // Set-up.
   void open_drivers(const session_options& opts);
+  static std::string address_key(const driver& d, int rank);
+  driver_slot* choose_slot(int peer);
   void connect_all(int timeout_ms);
   void shutdown();
 
@@ -141,6 +151,9 @@ class session_impl {
   void note_arrivals(gate& g, message_state& m);
   void finish_recv_if_done(request_state& r);
   bool matches(const request_state& r, int source, tag_t tag) const;
+  void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
+                  bool sealed);
+  void take_unexpected(request_state& r, unexpected_message& u);
   void protocol_violation(gate& g, const std::string& what);
 
   // Completion and failure.
@@ -159,7 +172,7 @@ class session_impl {
   tag_t _ordering_mask = full_mask;
   int _spin_before_yield = 1000;
 
-  std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, [1] = network
+  std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
   posted_list _posted;
   unexpected_list _unexpected;
@@ -168,6 +181,13 @@ class session_impl {
   session_stats _stats;
   std::vector<gate*> _retry_gates;  // a track answered `retry`: re-driven by progress
   bool _finalizing = false;
+  struct progress_task {
+    int id;
+    int (*fn)(void*);
+    void* arg;
+  };
+  std::vector<progress_task> _tasks;  // run by progress_locked
+  int _next_task_id = 1;
 };
 
 }  // namespace nmad

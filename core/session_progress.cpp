@@ -2,6 +2,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "core/common/log.hpp"
@@ -65,6 +66,8 @@ int session_impl::progress() {
 int session_impl::progress_locked() {
   int work = 0;
   for (auto& slot : _slots) work += slot->drv->poll();
+  // Index loop: a task may add or remove tasks.
+  for (std::size_t i = 0; i < _tasks.size(); ++i) work += _tasks[i].fn(_tasks[i].arg);
   // Operations a driver refused with `retry` are offered again.
   if (!_retry_gates.empty()) {
     std::vector<gate*> gates;
@@ -119,6 +122,29 @@ int session_impl::wait_any(std::span<request* const> reqs) {
     if (work > 0) idle = 0;
     else if (++idle > _spin_before_yield) sched_yield();
   }
+}
+
+int session_impl::add_progress_task(int (*fn)(void*), void* arg) {
+  std::lock_guard guard(_lock);
+  const int id = _next_task_id++;
+  _tasks.push_back({id, fn, arg});
+  return id;
+}
+
+void session_impl::remove_progress_task(int id) {
+  std::lock_guard guard(_lock);
+  std::erase_if(_tasks, [id](const progress_task& t) { return t.id == id; });
+}
+
+void session_impl::abort(int exit_code, const std::string& message) {
+  {
+    std::lock_guard guard(_lock);
+    try {
+      _boot->abort(exit_code, message);
+    } catch (...) {
+    }
+  }
+  std::_Exit(exit_code);
 }
 
 // ---- the NIC-driven scheduler --------------------------------------------------

@@ -220,6 +220,20 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
   if (g.failed) return;
   track& t = g.tracks[0];
   for (auto& p : m.rdvs) {
+    if (p.len == 0) {
+      // An empty synchronous send: it only waits to hear it was matched.
+      chunk_entry* e = _entry_pool.get();
+      *e = chunk_entry{};
+      e->pooled = true;
+      e->kind = chunk_kind::rtr;
+      e->flags = chunk_flag::discard;
+      e->priority = 2;
+      e->offset = p.offset;
+      e->len = 0;
+      e->cookie = p.sender_cookie;
+      g.collect.push_front(*e);
+      continue;
+    }
     while (p.len > 0) {
       if (p.offset < r.capacity) {
         const std::uint64_t n = std::min(p.len, r.capacity - p.offset);
@@ -321,16 +335,8 @@ void session_impl::finish_recv_if_done(request_state& r) {
 
 // ---- posting receives ------------------------------------------------------------------
 
-errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
-                         request_state& r, bool sealed) {
-  std::lock_guard guard(_lock);
-  if (!r.is_complete()) return errc::invalid_argument;
-  if ((source != any_source && (source < 0 || source >= _size)) || (!buf && len > 0)) {
-    r.error = errc::invalid_argument;
-    r.error_message = (!buf && len > 0) ? "irecv: null buffer with length " + std::to_string(len)
-                                        : "irecv: source rank " + std::to_string(source) + " out of range";
-    return r.error;
-  }
+void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf,
+                              std::size_t len, bool sealed) {
   r.type = request_state::kind::recv;
   r.error = errc::ok;
   r.error_message.clear();
@@ -347,18 +353,37 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
   }
   r.recv_sealed = sealed;
   r.msg = message_state{};
+}
+
+// Binds r to an unexpected message already off the unexpected list, and
+// frees the entry.
+void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
+  gate& g = *_gates[u.msg.source];
+  const bool still_arriving = g.active.count({u.msg.tag, u.msg.seq}) > 0;
+  bind(r, std::move(u.msg));
+  delete &u;
+  if (still_arriving) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
+  drain_buffered(r);
+  ask_rdvs(g, r);
+  finish_recv_if_done(r);
+}
+
+errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
+                         request_state& r, bool sealed) {
+  std::lock_guard guard(_lock);
+  if (!r.is_complete()) return errc::invalid_argument;
+  if ((source != any_source && (source < 0 || source >= _size)) || (!buf && len > 0)) {
+    r.error = errc::invalid_argument;
+    r.error_message = (!buf && len > 0) ? "irecv: null buffer with length " + std::to_string(len)
+                                        : "irecv: source rank " + std::to_string(source) + " out of range";
+    return r.error;
+  }
+  setup_recv(r, source, tag, mask, buf, len, sealed);
   // An unexpected message that matches is taken first (arrival order).
   for (unexpected_message& u : _unexpected) {
     if (!matches(r, u.msg.source, u.msg.tag)) continue;
     _unexpected.erase(_unexpected.iterator_to(u));
-    gate& g = *_gates[u.msg.source];
-    const bool still_arriving = g.active.count({u.msg.tag, u.msg.seq}) > 0;
-    bind(r, std::move(u.msg));
-    delete &u;
-    if (still_arriving) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
-    drain_buffered(r);
-    ask_rdvs(g, r);
-    finish_recv_if_done(r);
+    take_unexpected(r, u);
     return errc::ok;
   }
   if (source != any_source && _gates[source]->failed) {
@@ -366,6 +391,42 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     return errc::peer_failed;
   }
   _posted.push_back(r);
+  return errc::ok;
+}
+
+unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, recv_status& st) {
+  std::lock_guard guard(_lock);
+  progress_locked();
+  request_state probe;
+  probe.source_filter = source;
+  probe.tag_filter = tag;
+  probe.tag_mask = mask;
+  for (unexpected_message& u : _unexpected) {
+    if (!matches(probe, u.msg.source, u.msg.tag)) continue;
+    if (u.msg.total == message_state::unknown) return nullptr;  // length not known yet
+    st.source = u.msg.source;
+    st.tag = u.msg.tag;
+    st.length = u.msg.total;
+    st.error = errc::ok;
+    // Detached: chunks still arriving keep landing in u->msg through the
+    // gate's `active` map, exactly as while it was on the list.
+    _unexpected.erase(_unexpected.iterator_to(u));
+    return &u;
+  }
+  return nullptr;
+}
+
+errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, request_state& r) {
+  std::lock_guard guard(_lock);
+  if (!u || !r.is_complete() || (!buf && len > 0)) {
+    r.error = errc::invalid_argument;
+    r.error_message = !u ? "imrecv: no message (already received?)"
+                         : (!buf && len > 0) ? "imrecv: null buffer with length " + std::to_string(len)
+                                             : "imrecv: request still pending";
+    return errc::invalid_argument;
+  }
+  setup_recv(r, u->msg.source, u->msg.tag, full_mask, buf, len, true);
+  take_unexpected(r, *u);
   return errc::ok;
 }
 

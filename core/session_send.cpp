@@ -29,7 +29,8 @@ static bool start_request(request_state& r, request_state::kind k) {
   return true;
 }
 
-errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r) {
+errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r,
+                         send_flags flags) {
   std::lock_guard guard(_lock);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size || (!buf && len > 0)) {
@@ -52,7 +53,12 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   }
   chunk_entry& e = r.first_piece;
   e = chunk_entry{};
-  e.kind = len >= _rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  // A synchronous send always goes through the rendezvous: its completion
+  // (all data asked for by the receiver's rtr) then means it was matched.
+  // An empty one waits for a zero-length rtr (see ask_rdvs).
+  const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
+  e.kind = (sync || len >= _rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
+  e.awaiting_ack = sync && len == 0;
   e.flags = chunk_flag::last;
   e.tag = tag;
   e.seq = next_send_seq(g, tag);
@@ -154,7 +160,7 @@ void session_impl::entry_progress(chunk_entry& e) {
       if (e.len > 0) return;
       break;
     case chunk_kind::rdv_req:
-      if (e.rdv_left > 0) return;
+      if (e.rdv_left > 0 || e.awaiting_ack) return;
       break;
   }
   request_state* r = e.req;
@@ -182,6 +188,7 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
     return;
   }
   e.rdv_left -= h.len;
+  e.awaiting_ack = false;
   if (e.rdv_left == 0) g.rdv_out.erase(it);
   if (!(h.flags & chunk_flag::discard) && h.len > 0) {
     e.wrappers++;  // released when the data wrapper completes

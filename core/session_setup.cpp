@@ -1,4 +1,5 @@
 // Session set-up and tear-down: bootstrap, drivers, wiring the gates.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -15,7 +16,7 @@ namespace {
 // docs/CONFIGURATION.md and printed by nmad-info).
 struct core_tunables {
   std::string strategy = "default";      // NMAD_STRATEGY
-  std::string driver = "tcp";            // NMAD_DRIVER
+  std::string driver = "auto";           // NMAD_DRIVER: a name, or auto = per peer
   std::size_t rdv_threshold = 32 * 1024; // NMAD_RDV_THRESHOLD (bytes)
   std::size_t copy_threshold = 256;      // NMAD_COPY_THRESHOLD (bytes)
   int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
@@ -79,13 +80,20 @@ session_impl::session_impl(const session_options& opts) {
   if (o.driver.empty()) o.driver = t.driver;
   open_drivers(o);
 
-  // The rendezvous threshold must leave room for a chunk header in a packet.
-  std::size_t max_eager = _slots[1]->drv->caps().max_packet_size - sizeof(wire::packet_header) -
-                          sizeof(wire::chunk_header);
+  // The rendezvous threshold must leave room for a chunk header in a packet
+  // of every driver in use.
+  std::size_t max_packet = ~std::size_t{0};
+  for (std::size_t i = 1; i < _slots.size(); ++i)
+    max_packet = std::min(max_packet, _slots[i]->drv->caps().max_packet_size);
+  std::size_t max_eager = max_packet - sizeof(wire::packet_header) - sizeof(wire::chunk_header);
   _rdv_threshold = opts.rdv_threshold ? opts.rdv_threshold : t.rdv_threshold;
   if (_rdv_threshold > max_eager + 1) _rdv_threshold = max_eager + 1;
   if (_rdv_threshold == 0) _rdv_threshold = 1;
 
+  // Publish every network driver's address, then pick one driver per peer.
+  for (std::size_t i = 1; i < _slots.size(); ++i)
+    _boot->put(address_key(*_slots[i]->drv, _rank), _slots[i]->drv->local_address());
+  _boot->fence();
   _gates.resize(_size);
   for (int r = 0; r < _size; ++r) {
     auto g = std::make_unique<gate>();
@@ -94,7 +102,7 @@ session_impl::session_impl(const session_options& opts) {
     g->tracks.reserve(1);
     g->tracks.emplace_back();
     track& tr = g->tracks.back();
-    tr.slot = (r == _rank) ? _slots[0].get() : _slots[1].get();
+    tr.slot = (r == _rank) ? _slots[0].get() : choose_slot(r);
     tr.rail = 0;
     tr.window = static_cast<std::uint32_t>(
         std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
@@ -118,23 +126,56 @@ void session_impl::open_drivers(const session_options& opts) {
     _slots.push_back(std::move(slot));
   };
   open_one(make_self_driver());
-  const driver_descriptor* d = find_driver(opts.driver);
-  if (!d)
-    throw std::runtime_error("nmad: unknown driver '" + opts.driver +
-                             "' (available: " + list_names(driver_registry()) + ")");
-  open_one(d->create());
+  if (opts.driver != "auto") {
+    const driver_descriptor* d = find_driver(opts.driver);
+    if (!d)
+      throw std::runtime_error("nmad: unknown driver '" + opts.driver +
+                               "' (available: auto, " + list_names(driver_registry()) + ")");
+    open_one(d->create());
+    return;
+  }
+  // auto: every driver that opens here; per peer, the lowest-latency one
+  // that can reach it (decided in choose_slot).
+  for (const auto& d : driver_registry()) {
+    try {
+      open_one(d.create());
+    } catch (const std::exception& e) {
+      log_write(log_level::info, "session", std::string(d.name) + " unavailable: " + e.what());
+    }
+  }
+  if (_slots.size() == 1) throw std::runtime_error("nmad: no network driver could be opened");
+  std::stable_sort(_slots.begin() + 1, _slots.end(), [](const auto& a, const auto& b) {
+    return a->drv->caps().latency_us < b->drv->caps().latency_us;
+  });
+}
+
+std::string session_impl::address_key(const driver& d, int rank) {
+  return "nmad.addr." + std::string(d.caps().name) + "." + std::to_string(rank);
+}
+
+driver_slot* session_impl::choose_slot(int peer) {
+  std::string tried;
+  for (std::size_t i = 1; i < _slots.size(); ++i) {
+    driver& d = *_slots[i]->drv;
+    std::string addr;
+    try {
+      addr = _boot->get(address_key(d, peer));
+    } catch (const std::exception&) {
+      continue;  // the peer does not have this driver
+    }
+    if (d.reachable(addr)) return _slots[i].get();
+    tried += " " + std::string(d.caps().name);
+  }
+  throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " has no driver that reaches rank " +
+                           std::to_string(peer) + " (tried:" + tried + ")");
 }
 
 void session_impl::connect_all(int timeout_ms) {
   std::lock_guard guard(_lock);
-  driver& net = *_slots[1]->drv;
-  _boot->put("nmad.addr." + std::string(net.caps().name) + "." + std::to_string(_rank),
-             net.local_address());
-  _boot->fence();
   // Lower ranks listen, higher ranks connect: exactly one connection a pair.
   for (int p = 0; p < _rank; ++p) {
-    std::string addr = _boot->get("nmad.addr." + std::string(net.caps().name) + "." + std::to_string(p));
-    net.connect(p, addr);
+    driver& d = *_gates[p]->tracks[0].slot->drv;
+    d.connect(p, _boot->get(address_key(d, p)));
   }
   _slots[0]->drv->connect(_rank, "self");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -158,8 +199,8 @@ void session_impl::connect_all(int timeout_ms) {
       throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " failed to connect to " +
                                peer_name(*g) + ": " + g->fail_reason);
   log_write(log_level::info, "session",
-            "connected to " + std::to_string(_size - 1) + " peer(s) over " +
-                std::string(net.caps().name) + ", strategy " + _strategy_name);
+            "connected to " + std::to_string(_size - 1) + " peer(s) over " + driver_name() + ", strategy " +
+                _strategy_name);
 }
 
 void session_impl::shutdown() {
@@ -241,6 +282,26 @@ errc session_impl::set_strategy(std::string_view name) {
   for (auto& g : _gates) g->strat = d->create();
   _strategy_name = std::string(name);
   return errc::ok;
+}
+
+std::string session_impl::local_address(std::string_view driver) const {
+  for (std::size_t i = 1; i < _slots.size(); ++i)
+    if (driver.empty() || _slots[i]->drv->caps().name == driver) return _slots[i]->drv->local_address();
+  return {};
+}
+
+std::string session_impl::driver_name() const {
+  // The drivers the gates to other processes use, e.g. "shm" or "shm+tcp".
+  std::vector<std::string> names;
+  for (const auto& g : _gates) {
+    if (g->rank == _rank) continue;
+    std::string n = g->tracks[0].slot->drv->caps().name;
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  if (names.empty()) return _slots.size() > 1 ? std::string(_slots[1]->drv->caps().name) : "self";
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
+  return out;
 }
 
 std::string session_impl::peer_name(const gate& g) const { return "rank " + std::to_string(g.rank); }

@@ -179,6 +179,8 @@ TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {
     CHECK(c.overhead_us >= 0);
     CHECK(!p.a->local_address().empty());
     CHECK(p.a->local_address() != p.b->local_address());
+    CHECK(p.a->reachable(p.b->local_address()));
+    CHECK(p.b->reachable(p.a->local_address()));
 
     if (c.gather_scatter) {
       // A packet of max_iov one-byte entries is accepted and arrives whole.
@@ -769,6 +771,20 @@ TEST_CASE("tcp: malformed frames after a valid handshake fail the connection onc
   CHECK(ea.failed[0].second.find("protocol error") != std::string::npos);
   CHECK(ea.recvs_done.empty());
   CHECK(a->post_send_packet(c, {&r, 1}, nullptr) == post_result::failed);
+}
+
+TEST_CASE("shm: peers on another host are not reachable, and connecting to one fails") {
+  const auto* shm = nmad::find_driver("shm");
+  REQUIRE(shm != nullptr);
+  recorder ea;
+  auto a = open_driver(*shm, 1, 2, ea);
+  const std::string other = "shm:some-other-host/12345678:/nmad-db-1-0-00000000";
+  CHECK_FALSE(a->reachable(other));
+  CHECK_FALSE(a->reachable("127.0.0.1:5000"));
+  connection_id c = a->connect(0, other);
+  REQUIRE(poll_until({a.get()}, [&] { return !ea.failed.empty(); }));
+  CHECK(ea.failed[0].first == c);
+  CHECK(ea.failed[0].second.find("another host") != std::string::npos);
 }
 
 TEST_CASE("shm: without cross-memory attach, data streams through the ring intact") {

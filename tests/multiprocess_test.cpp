@@ -44,56 +44,56 @@ int count(const std::string& hay, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("2 processes exchange 10,000 messages of random sizes and tags (default strategy)") {
-  auto r = run_job({2, {"stress", "5000", "1"}, {{"NMAD_STRATEGY", "default"}}});
+  auto r = run_job({2, {"stress", "5000", "1"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "default"}}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "in order") == 2);
 }
 
 TEST_CASE("3 processes exchange 10,200 messages with any-source receives (aggreg strategy)") {
-  auto r = run_job({3, {"stress", "1700", "2"}, {{"NMAD_STRATEGY", "aggreg"}}});
+  auto r = run_job({3, {"stress", "1700", "2"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "in order") == 3);
 }
 
 TEST_CASE("4 processes, small rendezvous threshold: 10,200 messages, mostly rendezvous") {
-  auto r = run_job({4, {"stress", "850", "3"}, {{"NMAD_RDV_THRESHOLD", "512"}, {"NMAD_STRATEGY", "aggreg"}}});
+  auto r = run_job({4, {"stress", "850", "3"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_RDV_THRESHOLD", "512"}, {"NMAD_STRATEGY", "aggreg"}}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "in order") == 4);
 }
 
 TEST_CASE("2 processes ping-pong 2000 times") {
-  auto r = run_job({2, {"pingpong", "2000"}});
+  auto r = run_job({2, {"pingpong", "2000"}, {{"NMAD_DRIVER", "tcp"}}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "round trips ok") == 2);
 }
 
 TEST_CASE("aggregation: sends queued behind a busy track leave in N packets with default") {
-  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_STRATEGY", "default"}}});
+  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "default"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "strategy default sent 200 messages in 200 packets"));
 }
 
 TEST_CASE("aggregation: the same sends leave in fewer packets with aggreg") {
-  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_STRATEGY", "aggreg"}}});
+  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "strategy aggreg sent 200 messages in"));
   CHECK_FALSE(contains(r.out, "in 200 packets"));
 }
 
 TEST_CASE("pack/unpack request/answer exchange: express readable at once, cheaper after end") {
-  auto r = run_job({2, {"pack", "30"}});
+  auto r = run_job({2, {"pack", "30"}, {{"NMAD_DRIVER", "tcp"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "30 calls answered correctly"));
 }
 
 TEST_CASE("pack/unpack with aggregation and a small rendezvous threshold") {
-  auto r = run_job({2, {"pack", "20"}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "64"}}});
+  auto r = run_job({2, {"pack", "20"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "64"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "20 calls answered correctly"));
 }
 
 TEST_CASE("a receive buffer too small: error on that request, sender unaffected, process goes on") {
-  auto r = run_job({2, {"truncate"}});
+  auto r = run_job({2, {"truncate"}, {{"NMAD_DRIVER", "tcp"}}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "truncated to the") == 2);
   CHECK(contains(r.out, "the process went on"));
@@ -101,7 +101,7 @@ TEST_CASE("a receive buffer too small: error on that request, sender unaffected,
 }
 
 TEST_CASE("a rank killed mid-run: the others' requests fail naming it, nmad-run names the rank") {
-  auto r = run_job({3, {"killed"}, {{"NMAD_RUN_KILL_GRACE", "20"}}, 60});
+  auto r = run_job({3, {"killed"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_RUN_KILL_GRACE", "20"}}, 60});
   CHECK(r.status != 0);
   CHECK(contains(r.err, "rank 1"));
   CHECK(contains(r.err, "signal 9"));
@@ -110,7 +110,7 @@ TEST_CASE("a rank killed mid-run: the others' requests fail naming it, nmad-run 
 }
 
 TEST_CASE("foreign connections (wrong key, random bytes, duplicate rank) are refused; the job finishes") {
-  auto r = run_job({2, {"intruder"}}); 
+  auto r = run_job({2, {"intruder"}, {{"NMAD_DRIVER", "tcp"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "three foreign connections were refused"));
   CHECK(count(r.out, "job unaffected") == 2);
@@ -118,7 +118,7 @@ TEST_CASE("foreign connections (wrong key, random bytes, duplicate rank) are ref
 }
 
 TEST_CASE("two threads per process exchange concurrently through one session") {
-  auto r = run_job({2, {"threads", "300"}});
+  auto r = run_job({2, {"threads", "300"}, {{"NMAD_DRIVER", "tcp"}}});
   CHECK(r.status == 0);
   CHECK(count(r.out, "exchanges ok") == 2);
 }
@@ -156,4 +156,13 @@ TEST_CASE("shm: a rank killed mid-run is detected and named") {
     CHECK(e.path().filename().string().find("-" + pid + "-") == std::string::npos);
   CHECK(count(r.out, "saw: rank 1 failed") == 2);
   CHECK(count(r.out, "survivors still exchange messages") == 2);
+}
+
+TEST_CASE("auto driver choice: peers on this host use shm, the job runs and a stranger on tcp is still refused") {
+  auto r = run_job({3, {"stress", "400", "6"}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "in order") == 3);
+  auto i = run_job({2, {"intruder"}});
+  CHECK(i.status == 0);
+  CHECK(count(i.out, "job unaffected") == 2);
 }

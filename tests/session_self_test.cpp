@@ -310,3 +310,72 @@ TEST_CASE("self: with a busy track, aggreg sends fewer packets than default") {
     else CHECK(packets < n);
   }
 }
+
+TEST_CASE("self: a synchronous send completes only once a receive matched it") {
+  auto s = make();
+  for (std::size_t len : {std::size_t{0}, std::size_t{8}, std::size_t{100000}}) {
+    auto out = pattern(len, 9);
+    std::vector<unsigned char> in(len);
+    request rs, rr;
+    CHECK(s->isend(0, 21, out.data(), out.size(), rs, send_flags::synchronous) == errc::ok);
+    for (int i = 0; i < 50; ++i) s->progress();
+    CHECK_FALSE(rs.completed());  // no receive yet: even an empty one waits
+    CHECK(s->irecv(0, 21, in.data(), in.size(), rr) == errc::ok);
+    CHECK(s->wait(rs) == errc::ok);
+    CHECK(s->wait(rr) == errc::ok);
+    CHECK(in == out);
+    CHECK(rr.status().length == len);
+  }
+}
+
+TEST_CASE("self: matched probe detaches a message that only imrecv can receive") {
+  auto s = make();
+  for (std::size_t len : {std::size_t{16}, std::size_t{200000}}) {
+    auto out = pattern(len, 4);
+    request rs;
+    CHECK(s->isend(0, 31, out.data(), out.size(), rs) == errc::ok);
+    recv_status st;
+    message_handle m;
+    while (!s->improbe(any_source, 31, st, m)) {
+    }
+    CHECK(m.valid());
+    CHECK(st.length == len);
+    CHECK(st.tag == 31);
+    // Invisible to probes and receives now.
+    recv_status st2;
+    CHECK_FALSE(s->iprobe(any_source, 31, st2));
+    int other = 0;
+    request rother;
+    CHECK(s->irecv(0, 31, &other, sizeof other, rother) == errc::ok);
+    std::vector<unsigned char> in(len);
+    request rr;
+    CHECK(s->imrecv(m, in.data(), in.size(), rr) == errc::ok);
+    CHECK_FALSE(m.valid());
+    CHECK(s->wait(rr) == errc::ok);
+    CHECK(in == out);
+    CHECK_FALSE(rother.completed());
+    CHECK(s->cancel(rother));
+    s->wait(rs);
+    request again;
+    CHECK(s->imrecv(m, in.data(), in.size(), again) == errc::invalid_argument);
+  }
+}
+
+TEST_CASE("self: progress tasks run on every progress round until removed") {
+  auto s = make();
+  int runs = 0;
+  int id = s->add_progress_task([](void* a) { ++*static_cast<int*>(a); return 0; }, &runs);
+  for (int i = 0; i < 10; ++i) s->progress();
+  CHECK(runs == 10);
+  // Also from inside blocking calls.
+  int v = 1, got = 0;
+  request rs, rr;
+  CHECK(s->isend(0, 41, &v, sizeof v, rs) == errc::ok);
+  CHECK(s->irecv(0, 41, &got, sizeof got, rr) == errc::ok);
+  s->wait(rr);
+  s->wait(rs);
+  s->remove_progress_task(id);
+  const int before = runs;
+  for (int i = 0; i < 10; ++i) s->progress();
+  CHECK(runs == before);
+}

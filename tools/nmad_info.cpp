@@ -60,13 +60,15 @@ void print_config() {
     const char* what;
   };
   static const knob knobs[] = {
-      {"NMAD_DRIVER", "tcp", "network driver"},
+      {"NMAD_DRIVER", "auto", "network driver, or auto: per peer (shm here, tcp elsewhere)"},
       {"NMAD_STRATEGY", "default", "packet scheduling strategy"},
       {"NMAD_RDV_THRESHOLD", "32768", "bytes from which messages go by rendezvous"},
       {"NMAD_COPY_THRESHOLD", "256", "payloads up to this size are copied into the packet"},
       {"NMAD_CONNECT_TIMEOUT_MS", "30000", "time allowed to connect to every peer"},
       {"NMAD_FINALIZE_TIMEOUT_MS", "30000", "time allowed to flush sends at finalize"},
       {"NMAD_SPIN", "1000", "idle polls before a waiting thread yields"},
+      {"NMAD_SHM_RING", "1048576", "shm: bytes per ring"},
+      {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},

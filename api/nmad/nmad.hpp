@@ -38,6 +38,27 @@ constexpr tag_t full_mask = ~tag_t{0};
 
 class session_impl;
 class session;
+struct unexpected_message;
+
+// Options of a send.
+enum class send_flags : unsigned {
+  none = 0,
+  // The send completes only once the receiver matched it (MPI_Ssend): the
+  // message always takes the rendezvous path, even when empty or small.
+  synchronous = 1,
+};
+
+// A message taken off the unexpected queue by session::improbe (matched
+// probe, MPI_Mprobe): no other receive or probe can see it any more; it
+// must be received with session::imrecv (exactly once).
+class message_handle {
+ public:
+  bool valid() const { return _msg != nullptr; }
+
+ private:
+  friend class session;
+  unexpected_message* _msg = nullptr;
+};
 
 // What a completed receive (or a probe) found.
 struct recv_status {
@@ -89,7 +110,7 @@ struct session_stats {
 
 struct session_options {
   std::string strategy;          // "" = $NMAD_STRATEGY or "default"
-  std::string driver;            // "" = $NMAD_DRIVER or "tcp"
+  std::string driver;            // "" = $NMAD_DRIVER or "auto" (per peer: shm on this host, else tcp)
   std::size_t rdv_threshold = 0; // 0 = $NMAD_RDV_THRESHOLD or driver default
   tag_t ordering_mask = full_mask;
   int connect_timeout_ms = 0;    // 0 = $NMAD_CONNECT_TIMEOUT_MS or 30000
@@ -111,7 +132,7 @@ class session {
   // Starts sending len bytes at buf to `dest` with `tag`. The buffer must
   // stay untouched until the request completes.
   errc isend(int dest, tag_t tag, const void* buf, std::size_t len,
-             request& req);
+             request& req, send_flags flags = send_flags::none);
   // Starts receiving into buf (capacity len) a message from `source` (or
   // any_source) whose tag matches `tag` on the bits of `mask`.
   errc irecv(int source, tag_t tag, void* buf, std::size_t len, request& req,
@@ -125,16 +146,35 @@ class session {
   // Looks for a matching message not yet received; fills st if found.
   bool iprobe(int source, tag_t tag, recv_status& st, tag_t mask = full_mask);
   recv_status probe(int source, tag_t tag, tag_t mask = full_mask);
+  // Matched probe: like iprobe, but the message found is detached from the
+  // unexpected queue into `msg` (only messages whose length is known).
+  bool improbe(int source, tag_t tag, recv_status& st, message_handle& msg,
+               tag_t mask = full_mask);
+  // Receives a message detached by improbe into buf (capacity len); msg is
+  // consumed (invalid afterwards). Truncation is reported as by irecv.
+  errc imrecv(message_handle& msg, void* buf, std::size_t len, request& req);
   // Cancels a receive that has not matched yet; true if cancelled.
   bool cancel(request& req);
 
   int progress();                    // one round of progress; work done
+  // Progress tasks: fn(arg) runs on every round of progress (from any
+  // thread that progresses, with the session lock held, so it may start
+  // requests but must not wait); it returns the amount of work it did
+  // (0 = nothing). For layers above the engine (e.g. non-blocking
+  // collectives) that must advance without their owner calling them.
+  // Returns an id for remove_progress_task.
+  int add_progress_task(int (*fn)(void* arg), void* arg);
+  void remove_progress_task(int id);
+  // Ends the whole job: tells the launcher (which ends every rank) and
+  // exits this process with exit_code. Never returns.
+  [[noreturn]] void abort(int exit_code, const std::string& message);
   session_stats stats() const;
   // Per-peer liveness: false once the peer's connection failed.
   bool peer_alive(int rank) const;
-  // Address peers use to reach this process's network driver.
-  std::string local_address() const;
-  // Name of the network driver in use ("tcp", ...).
+  // Address peers use to reach this process through `driver` (default: the
+  // preferred network driver); empty if that driver is not open.
+  std::string local_address(std::string_view driver = {}) const;
+  // The drivers the gates to other processes use ("shm", "tcp", "shm+tcp").
   std::string driver_name() const;
 
   session_impl& impl() { return *_impl; }

@@ -51,6 +51,8 @@ struct chunk_entry {
   std::uint64_t cookie2 = 0;      // rtr: receiver's data cookie
   std::uint64_t rdv_left = 0;     // rdv_req: bytes not yet asked for by rtr
   std::uint32_t wrappers = 0;     // packet/data wrappers still carrying it
+  bool awaiting_ack = false;      // rdv_req of an empty synchronous send:
+                                  // done only once the receiver's rtr came
 
   static constexpr std::uint64_t unknown_length = ~std::uint64_t{0};
 };

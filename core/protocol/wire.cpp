@@ -54,7 +54,8 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
     case chunk_kind::rdv_req:
     case chunk_kind::rtr:
       if (c.payload != 0) { error = "control chunk with payload"; return false; }
-      if (c.len == 0 && kind == chunk_kind::rdv_req) { error = "empty rendezvous"; return false; }
+      // An empty rendezvous is legal: it is an empty synchronous send
+      // asking to be told when it matched (answered by an empty rtr).
       break;
     default:
       error = "unknown chunk kind " + std::to_string(c.kind);

@@ -97,6 +97,10 @@ class driver {
   virtual const driver_caps& caps() const = 0;
   // Address peers use to connect, published through the bootstrap.
   virtual std::string local_address() const = 0;
+  // Whether the peer that published `address` can be reached through this
+  // driver from here (shm: only on the same host). Symmetric: two processes
+  // agree on it, so both pick the same driver for their pair.
+  virtual bool reachable(std::string_view address) const { return !address.empty(); }
 
   // Starts connecting to `peer_rank` at `address` (from its local_address).
   // Returns at once; on_connected() (or on_connection_failed()) follows

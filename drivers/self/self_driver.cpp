@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -89,15 +88,22 @@ class self_driver final : public driver {
       ++work;
     }
     // Deliver what is queued now; callbacks may queue more for next time.
-    std::deque<void*> sends;
-    sends.swap(_send_done);
-    for (void* t : sends) { _config.events->on_send_done(t); ++work; }
-    std::deque<std::pair<void*, std::size_t>> recvs;
-    recvs.swap(_recv_done);
-    for (auto& [t, n] : recvs) { _config.events->on_recv_data_done(t, n); ++work; }
-    std::deque<std::vector<std::byte>> packets;
-    packets.swap(_packets);
-    for (auto& p : packets) { _config.events->on_packet(0, p); ++work; }
+    // The batches are members so the idle poll allocates nothing.
+    if (!_send_done.empty()) {
+      _sends_batch.swap(_send_done);
+      for (void* t : _sends_batch) { _config.events->on_send_done(t); ++work; }
+      _sends_batch.clear();
+    }
+    if (!_recv_done.empty()) {
+      _recvs_batch.swap(_recv_done);
+      for (auto& [t, n] : _recvs_batch) { _config.events->on_recv_data_done(t, n); ++work; }
+      _recvs_batch.clear();
+    }
+    if (!_packets.empty()) {
+      _packets_batch.swap(_packets);
+      for (auto& p : _packets_batch) { _config.events->on_packet(0, p); ++work; }
+      _packets_batch.clear();
+    }
     return work;
   }
 
@@ -112,9 +118,9 @@ class self_driver final : public driver {
   driver_caps _caps;
   bool _pending_connect = false;
   bool _closed = false;
-  std::deque<std::vector<std::byte>> _packets;
-  std::deque<void*> _send_done;
-  std::deque<std::pair<void*, std::size_t>> _recv_done;
+  std::vector<std::vector<std::byte>> _packets, _packets_batch;
+  std::vector<void*> _send_done, _sends_batch;
+  std::vector<std::pair<void*, std::size_t>> _recv_done, _recvs_batch;
   std::unordered_map<std::uint64_t, posted_recv> _recvs;
 };
 

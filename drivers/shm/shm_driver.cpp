@@ -178,6 +178,10 @@ class shm_driver final : public driver {
   void open(const driver_config& config) override;
   const driver_caps& caps() const override { return _caps; }
   std::string local_address() const override { return "shm:" + _host + ":" + _doorbell_name; }
+  bool reachable(std::string_view address) const override {
+    const std::string prefix = "shm:" + _host + ":";
+    return address.substr(0, prefix.size()) == prefix;
+  }
   connection_id connect(int peer_rank, std::string_view address) override;
   post_result post_send_packet(connection_id c, std::span<const iovec> iov, void* token) override;
   post_result post_send_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,

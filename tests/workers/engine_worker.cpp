@@ -504,7 +504,7 @@ int intruder(session& s) {
   char addr[256] = {};
   request r;
   if (s.rank() == 1) {
-    std::string a = s.local_address();
+    std::string a = s.local_address("tcp");
     std::snprintf(addr, sizeof addr, "%s", a.c_str());
     expect_ok(s.isend(0, 1, addr, sizeof addr, r), r, "address");
     expect_ok(s.wait(r), r, "address");
