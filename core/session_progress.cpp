@@ -32,7 +32,8 @@ void session_impl::connected(driver_slot& slot, connection_id conn, int peer_ran
   }
   gate& g = *_gates[peer_rank];
   track& t = g.tracks[0];
-  if (t.slot != &slot || t.connected) {
+  auto known = slot.gates.find(conn);  // our own connect() to that peer
+  if (t.slot != &slot || t.connected || (known != slot.gates.end() && known->second != &g)) {
     log_write(log_level::warn, "session",
               "refused a second connection claiming to be " + peer_name(g));
     slot.drv->close_connection(conn);

@@ -174,16 +174,21 @@ void session_impl::connect_all(int timeout_ms) {
   std::lock_guard guard(_lock);
   // Lower ranks listen, higher ranks connect: exactly one connection a pair.
   for (int p = 0; p < _rank; ++p) {
-    driver& d = *_gates[p]->tracks[0].slot->drv;
-    d.connect(p, _boot->get(address_key(d, p)));
+    track& t = _gates[p]->tracks[0];
+    driver& d = *t.slot->drv;
+    // Known at once, so a refused or dead peer fails its gate (and this
+    // wait) right away instead of at the timeout.
+    t.slot->gates[d.connect(p, _boot->get(address_key(d, p)))] = _gates[p].get();
   }
   _slots[0]->drv->connect(_rank, "self");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    bool all = true;
-    for (auto& g : _gates)
+    bool all = true, failed = false;
+    for (auto& g : _gates) {
       if (!g->tracks[0].connected && !g->failed) all = false;
-    if (all) break;
+      failed |= g->failed;
+    }
+    if (all || failed) break;
     if (std::chrono::steady_clock::now() > deadline) {
       std::string missing;
       for (auto& g : _gates)

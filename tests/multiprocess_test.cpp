@@ -5,6 +5,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -115,6 +116,16 @@ TEST_CASE("foreign connections (wrong key, random bytes, duplicate rank) are ref
   CHECK(contains(r.out, "three foreign connections were refused"));
   CHECK(count(r.out, "job unaffected") == 2);
   CHECK(contains(r.err, "refused"));
+}
+
+TEST_CASE("a rank with the wrong job key is refused at start-up, fails fast and is named") {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_job({2, {"wrongkey"}, {{"NMAD_DRIVER", "tcp"}}, 60});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.status != 0);
+  CHECK(contains(r.err, "refused"));
+  CHECK(contains(r.err, "rank 1"));
+  CHECK(s < 20);  // not the 30 s connect timeout
 }
 
 TEST_CASE("two threads per process exchange concurrently through one session") {

@@ -11,6 +11,7 @@
 //   engine_worker killed                      rank 1 dies; others see errors
 //   engine_worker intruder                    strangers knock on rank 1's port
 //   engine_worker threads ITERS               two threads per process
+//   engine_worker wrongkey                    rank 1 presents another job key
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -566,6 +567,9 @@ int main(int argc, char** argv) {
   }
   const std::string scenario = argv[1];
   auto arg = [&](int i, long def) { return argc > i ? std::atol(argv[i]) : def; };
+  // `wrongkey`: rank 1 joins with another job key, so its peers refuse it.
+  if (scenario == "wrongkey" && std::getenv("PMI_RANK") && std::string(std::getenv("PMI_RANK")) == "1")
+    ::setenv("NMAD_JOB_KEY", "not-this-job", 1);
   try {
     auto s = session::create();
     g_rank = s->rank();
@@ -577,6 +581,7 @@ int main(int argc, char** argv) {
     else if (scenario == "truncate") rc = truncate(*s);
     else if (scenario == "killed") rc = killed(*s);
     else if (scenario == "intruder") rc = intruder(*s);
+    else if (scenario == "wrongkey") rc = pingpong(*s, 10);
     else if (scenario == "threads") rc = threads(*s, static_cast<int>(arg(2, 200)));
     else std::fprintf(stderr, "engine_worker: unknown scenario '%s'\n", scenario.c_str());
     std::fflush(stdout);
