@@ -151,6 +151,8 @@ class session_impl {
   void note_arrivals(gate& g, message_state& m);
   void finish_recv_if_done(request_state& r);
   bool matches(const request_state& r, int source, tag_t tag) const;
+  static bool matches(int source_filter, tag_t tag_filter, tag_t mask, int source, tag_t tag);
+  unexpected_message* find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st);
   void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                   bool sealed);
   void take_unexpected(request_state& r, unexpected_message& u);

@@ -12,9 +12,13 @@ namespace {
 bool seq_before(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; }
 }  // namespace
 
+bool session_impl::matches(int source_filter, tag_t tag_filter, tag_t mask, int source, tag_t tag) {
+  if (source_filter != any_source && source_filter != source) return false;
+  return ((tag ^ tag_filter) & mask) == 0;
+}
+
 bool session_impl::matches(const request_state& r, int source, tag_t tag) const {
-  if (r.source_filter != any_source && r.source_filter != source) return false;
-  return ((tag ^ r.tag_filter) & r.tag_mask) == 0;
+  return matches(r.source_filter, r.tag_filter, r.tag_mask, source, tag);
 }
 
 // ---- arrival ---------------------------------------------------------------
@@ -397,23 +401,11 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
 unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, recv_status& st) {
   std::lock_guard guard(_lock);
   progress_locked();
-  request_state probe;
-  probe.source_filter = source;
-  probe.tag_filter = tag;
-  probe.tag_mask = mask;
-  for (unexpected_message& u : _unexpected) {
-    if (!matches(probe, u.msg.source, u.msg.tag)) continue;
-    if (u.msg.total == message_state::unknown) return nullptr;  // length not known yet
-    st.source = u.msg.source;
-    st.tag = u.msg.tag;
-    st.length = u.msg.total;
-    st.error = errc::ok;
-    // Detached: chunks still arriving keep landing in u->msg through the
-    // gate's `active` map, exactly as while it was on the list.
-    _unexpected.erase(_unexpected.iterator_to(u));
-    return &u;
-  }
-  return nullptr;
+  unexpected_message* u = find_unexpected(source, tag, mask, st);
+  // Detached: chunks still arriving keep landing in u->msg through the
+  // gate's `active` map, exactly as while it was on the list.
+  if (u) _unexpected.erase(_unexpected.iterator_to(*u));
+  return u;
 }
 
 errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, request_state& r) {
@@ -497,20 +489,22 @@ errc session_impl::unpack_end(request_state& r) {
 bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
   std::lock_guard guard(_lock);
   progress_locked();
-  request_state probe;
-  probe.source_filter = source;
-  probe.tag_filter = tag;
-  probe.tag_mask = mask;
+  return find_unexpected(source, tag, mask, st) != nullptr;
+}
+
+// The first unexpected message matching (source, tag/mask) whose length is
+// known, in arrival order; fills st. Lock held.
+unexpected_message* session_impl::find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st) {
   for (unexpected_message& u : _unexpected) {
-    if (!matches(probe, u.msg.source, u.msg.tag)) continue;
-    if (u.msg.total == message_state::unknown) return false;  // length not known yet
+    if (!matches(source, tag, mask, u.msg.source, u.msg.tag)) continue;
+    if (u.msg.total == message_state::unknown) return nullptr;  // length not known yet
     st.source = u.msg.source;
     st.tag = u.msg.tag;
     st.length = u.msg.total;
     st.error = errc::ok;
-    return true;
+    return &u;
   }
-  return false;
+  return nullptr;
 }
 
 bool session_impl::cancel(request_state& r) {

@@ -32,6 +32,7 @@
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/pmi_wire.hpp"
 #include "core/common/log.hpp"
+#include "core/common/random.hpp"
 
 namespace nmad {
 namespace {
@@ -87,31 +88,6 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return s + " s";
 }
 
-std::string random_hex(std::size_t nchars) {
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open /dev/urandom: " + errno_text(errno));
-  std::string bytes((nchars + 1) / 2, '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      fail("cannot read /dev/urandom: " + (n == 0 ? std::string("EOF") : errno_text(err)));
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  out.resize(nchars);
-  return out;
-}
 
 // ---------------------------------------------------------------------------
 class singleton_bootstrap final : public bootstrap {
@@ -512,7 +488,11 @@ std::string bootstrap::job_key() {
   }
   std::string key;
   if (rank() == 0) {
-    key = random_hex(32);
+    try {
+      key = nmad::random_hex(32);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
     if (size() > 1) put(kJobKeyName, key);
   }
   if (size() > 1) {

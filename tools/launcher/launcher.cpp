@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/common/random.hpp"
 #include "tools/launcher/pmi_server.hpp"
 
 extern char** environ;
@@ -517,31 +518,6 @@ int rank_result::code() const {
   return 1;
 }
 
-std::string random_hex(std::size_t nchars) {
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) sys_fail("nmad-run: cannot open /dev/urandom", errno);
-  std::string bytes((nchars + 1) / 2, '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = n == 0 ? EIO : errno;
-      ::close(fd);
-      sys_fail("nmad-run: cannot read /dev/urandom", e);
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  out.resize(nchars);
-  return out;
-}
 
 std::string resolve_program(const std::string& prog) {
   if (prog.empty()) throw usage_error("missing program to run");
@@ -673,6 +649,14 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
   if (!have_n) throw usage_error("missing -n N (the number of processes)");
   if (o.argv.empty()) throw usage_error("missing program to run");
   return o;
+}
+
+std::string random_hex(std::size_t n) {
+  try {
+    return nmad::random_hex(n);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("nmad-run: ") + e.what());
+  }
 }
 
 job_result run_job(const job_options& opts) {
