@@ -55,11 +55,15 @@ class ring {
     const std::uint64_t cap = _c->capacity;
     const std::size_t need = sizeof(record_header) + align8(len);
     const std::uint64_t tail = _c->tail.load(std::memory_order_relaxed);
-    const std::uint64_t head = _c->head.load(std::memory_order_acquire);
     std::uint64_t pos = tail % cap;
     std::size_t waste = 0;
     if (pos + need > cap) waste = cap - pos;  // wrap record fills the end
-    if (cap - (tail - head) < need + waste) return false;
+    // The consumer's position is re-read only when the cached one says the
+    // ring is full: that keeps its cache line where it is most of the time.
+    if (cap - (tail - _head_cache) < need + waste) {
+      _head_cache = _c->head.load(std::memory_order_acquire);
+      if (cap - (tail - _head_cache) < need + waste) return false;
+    }
     if (waste) {
       record_header w{static_cast<std::uint32_t>(waste - sizeof(record_header)), kind_wrap, 0};
       std::memcpy(_data + pos, &w, sizeof w);
@@ -102,6 +106,7 @@ class ring {
  private:
   ring_control* _c = nullptr;
   std::byte* _data = nullptr;
+  std::uint64_t _head_cache = 0;  // producer's last look at `head` (<= the real one)
 };
 
 }  // namespace nmad::shm
