@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "core/common/random.hpp"
+#include "tools/launcher/hosts.hpp"
 #include "tools/launcher/pmi_server.hpp"
 
 extern char** environ;
@@ -127,6 +128,8 @@ struct rank_state {
   rank_result res;
   bool running = false;
   bool failure_reported = false;
+  std::string host;   // empty: this machine
+  int stdin_fd = -1;  // remote ranks: the pipe to ssh's stdin
 };
 
 enum class phase { running, grace, terminating, killing };
@@ -147,6 +150,9 @@ class job {
   }
   std::vector<std::string> build_env(int rank, const std::string& pmi_fd_or_port) const;
   void spawn_all(const std::string& path);
+  void spawn_remote(int rank, const std::string& path);
+  std::string remote_command(int rank, const std::string& path) const;
+  std::string who(const rank_state& r) const;
   void kill_started(int sig);
   void reap();
   void on_exit(rank_state& r, int status);
@@ -159,6 +165,7 @@ class job {
   std::vector<rank_state> _ranks;
   std::unique_ptr<pmi_server> _server;
   std::string _port_spec;
+  std::string _remote_port_spec;  // PMI address for ranks on other hosts
   phase _phase = phase::running;
   steady::time_point _grace_deadline{};
   steady::time_point _kill_deadline{};
@@ -222,6 +229,10 @@ void job::spawn_all(const std::string& path) {
   argv.push_back(nullptr);
 
   for (int rank = 0; rank < _o.nprocs; ++rank) {
+    if (!_ranks[rank].host.empty()) {
+      spawn_remote(rank, path);
+      continue;
+    }
     int sv[2] = {-1, -1};
     std::string pmi = _port_spec;
     if (!_o.pmi_port) {
@@ -295,6 +306,108 @@ void job::spawn_all(const std::string& path) {
   ::close(devnull);
 }
 
+std::string job::who(const rank_state& r) const {
+  return "rank " + std::to_string(r.res.rank) + (r.host.empty() ? "" : " on " + r.host) + " (pid " +
+         std::to_string(r.res.pid) + ")";
+}
+
+// The shell command ssh runs on the remote host: read the job key from
+// stdin, set the PMI environment, start the program, and end it when stdin
+// closes (the launcher went away or ended the job). Exits with the
+// program's status (128+signal if it was killed).
+std::string job::remote_command(int rank, const std::string& path) const {
+  std::string env = "PMI_PORT=" + _remote_port_spec + " PMI_ID=" + std::to_string(rank) +
+                    " PMI_RANK=" + std::to_string(rank) + " PMI_SIZE=" + std::to_string(_o.nprocs) +
+                    " NMAD_RUN_SIZE=" + std::to_string(_o.nprocs);
+  bool tcp_host_set = false;
+  auto add = [&](const std::string& entry) {
+    env += " " + shell_quote(entry);
+    tcp_host_set |= entry.rfind("NMAD_TCP_HOST=", 0) == 0;
+  };
+  // The launcher's NMAD_* settings travel with the job, as do -x variables.
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view v = *e;
+    if (v.rfind("NMAD_", 0) == 0 && v.rfind("NMAD_JOB_KEY=", 0) != 0 && v.rfind("NMAD_RUN_", 0) != 0)
+      add(std::string(v));
+  }
+  for (const auto& e : _o.env_set) add(e);
+  const std::string& host = _ranks[rank].host;
+  if (!tcp_host_set) {
+    const std::string ip = ipv4_of(host);
+    if (!ip.empty()) env += " NMAD_TCP_HOST=" + ip;  // listen where peers can reach it
+  }
+  std::string prog;
+  for (std::size_t i = 0; i < _o.argv.size(); ++i) prog += " " + shell_quote(i == 0 ? path : _o.argv[i]);
+  char cwd[4096] = {};
+  const std::string dir = ::getcwd(cwd, sizeof cwd) ? shell_quote(cwd) : "~";
+  // (An asynchronous list's stdin is /dev/null in a non-interactive shell,
+  // so the watcher reads the channel through fd 3.)
+  // Run by sh whatever the remote login shell is (bash would print job
+  // status lines for a killed rank).
+  const std::string script =
+      "cd " + dir + " 2>/dev/null; IFS= read -r NMAD_JOB_KEY || exit 126; export NMAD_JOB_KEY; exec 3<&0; env " +
+      env + prog + " </dev/null 3<&- & p=$!; (cat <&3 >/dev/null; kill -TERM $p 2>/dev/null) & w=$!; "
+      "exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s";
+  return "exec sh -c " + shell_quote(script);
+}
+
+void job::spawn_remote(int rank, const std::string& path) {
+  std::vector<std::string> words;
+  {
+    std::string w;
+    for (char c : _o.ssh_command + " ") {
+      if (c == ' ' || c == '\t') {
+        if (!w.empty()) words.push_back(w);
+        w.clear();
+      } else {
+        w += c;
+      }
+    }
+  }
+  if (words.empty()) throw usage_error("empty ssh command (NMAD_RUN_SSH)");
+  words.push_back(_ranks[rank].host);
+  words.push_back(remote_command(rank, path));
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int in[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) {
+    int e = errno;
+    kill_started(SIGKILL);
+    sys_fail("nmad-run: pipe", e);
+  }
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int sg = 1; sg < NSIG; ++sg)
+      if (sg != SIGKILL && sg != SIGSTOP) ::sigaction(sg, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(in[0], STDIN_FILENO);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::close(in[0]);
+  if (pid < 0) {
+    ::close(in[1]);
+    kill_started(SIGKILL);
+    sys_fail("nmad-run: fork", fork_errno);
+  }
+  const std::string key_line = _o.job_key + "\n";
+  ssize_t n = ::write(in[1], key_line.data(), key_line.size());  // fits in the pipe buffer
+  (void)n;
+  _ranks[rank].res.pid = pid;
+  _ranks[rank].running = true;
+  _ranks[rank].stdin_fd = in[1];
+}
+
 void job::terminate_running(int sig) {
   for (auto& r : _ranks)
     if (r.running) {
@@ -342,13 +455,17 @@ void remove_shm_leftovers(pid_t pid) {
 void job::on_exit(rank_state& r, int status) {
   r.running = false;
   r.res.wait_status = status;
+  if (r.stdin_fd >= 0) {
+    ::close(r.stdin_fd);
+    r.stdin_fd = -1;
+  }
   remove_shm_leftovers(r.res.pid);
   if (r.res.ended_by_launcher || r.res.code() == 0) {
     _server->rank_exited(r.res.rank);
     return;
   }
   if (!r.failure_reported) {
-    std::string who = "rank " + std::to_string(r.res.rank) + " (pid " + std::to_string(r.res.pid) + ")";
+    const std::string who = this->who(r);
     if (WIFSIGNALED(status)) {
       int sig = WTERMSIG(status);
       report(who + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")" +
@@ -409,6 +526,41 @@ job_result job::run() {
       sys_fail("nmad-run: cannot listen on 127.0.0.1", e);
     }
     _port_spec = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    _server->add_listener(lfd);
+  }
+
+  for (int i = 0; i < _o.nprocs; ++i)
+    if (i < static_cast<int>(_o.rank_hosts.size()) && !is_local_host(_o.rank_hosts[i])) _ranks[i].host = _o.rank_hosts[i];
+  if (std::any_of(_ranks.begin(), _ranks.end(), [](const rank_state& r) { return !r.host.empty(); })) {
+    // Ranks on other hosts reach the PMI server over TCP. Loopback-range
+    // hosts (tests) use 127.0.0.1; otherwise this machine's address.
+    std::string bind_host = _o.pmi_host;
+    if (bind_host.empty()) {
+      bool all_loopback = true;
+      for (const auto& r : _ranks)
+        if (!r.host.empty()) all_loopback &= ipv4_of(r.host).rfind("127.", 0) == 0;
+      char name[256] = {};
+      ::gethostname(name, sizeof name - 1);
+      bind_host = all_loopback ? "127.0.0.1" : ipv4_of(name);
+      if (bind_host.empty())
+        throw usage_error("cannot find an address of this machine for remote ranks; set NMAD_RUN_PMI_HOST");
+    }
+    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0) sys_fail("nmad-run: socket", errno);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, bind_host.c_str(), &a.sin_addr) != 1) {
+      ::close(lfd);
+      throw usage_error("NMAD_RUN_PMI_HOST='" + bind_host + "' is not an IPv4 address");
+    }
+    socklen_t len = sizeof a;
+    if (::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(lfd, 1024) != 0 ||
+        ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      int e = errno;
+      ::close(lfd);
+      sys_fail("nmad-run: cannot listen on " + bind_host, e);
+    }
+    _remote_port_spec = bind_host + ":" + std::to_string(ntohs(a.sin_port));
     _server->add_listener(lfd);
   }
 
@@ -570,6 +722,10 @@ std::string usage_text() {
          "                        default $NMAD_RUN_KILL_GRACE or 2\n"
          "  -x VAR=VALUE          set VAR in the ranks' environment (-x VAR: forward VAR)\n"
          "  --pmi-port            serve PMI over TCP (PMI_PORT) instead of inherited sockets (PMI_FD)\n"
+         "  --host H[:N],...      run ranks on these hosts, N slots each (default 1); -n defaults to the\n"
+         "                        total; hosts other than this machine are started with $NMAD_RUN_SSH\n"
+         "                        (default 'ssh -o BatchMode=yes'); their PMI address is $NMAD_RUN_PMI_HOST\n"
+         "  --hostfile FILE       the same from a file: 'host', 'host:N' or 'host slots=N' per line\n"
          "  -h, --help            this help\n";
 }
 
@@ -587,6 +743,9 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
     o.kill_grace_s = *v;
   }
   bool have_n = false;
+  std::vector<host_slot> hosts;
+  if (const char* v = std::getenv("NMAD_RUN_SSH"); v && *v) o.ssh_command = v;
+  if (const char* v = std::getenv("NMAD_RUN_PMI_HOST"); v && *v) o.pmi_host = v;
   int i = 1;
   auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
     if (arg.size() > prefix) {
@@ -641,12 +800,21 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
       }  // else: VAR unset here, nothing to forward
     } else if (a == "--pmi-port") {
       o.pmi_port = true;
+    } else if (a == "--host" || a.starts_with("--host=") || a == "-H") {
+      for (auto& h : parse_host_list(value_of("--host", a, a == "-H" ? 2 : 6))) hosts.push_back(h);
+    } else if (a == "--hostfile" || a.starts_with("--hostfile=") || a == "-f") {
+      for (auto& h : parse_hostfile(value_of("--hostfile", a, a == "-f" ? 2 : 10))) hosts.push_back(h);
     } else {
       throw usage_error("unknown option '" + std::string(a) + "'");
     }
   }
   for (; i < argc; ++i) o.argv.emplace_back(argv[i]);
+  if (!have_n && !hosts.empty()) {
+    o.nprocs = total_slots(hosts);  // one rank per slot
+    have_n = true;
+  }
   if (!have_n) throw usage_error("missing -n N (the number of processes)");
+  if (!hosts.empty()) o.rank_hosts = place_ranks(hosts, o.nprocs);
   if (o.argv.empty()) throw usage_error("missing program to run");
   return o;
 }

@@ -36,6 +36,13 @@ struct job_options {
   double kill_grace_s = 2.0;          // after a failure, before SIGTERM
   double kill_escalation_s = 2.0;     // after SIGTERM, before SIGKILL
   bool pmi_port = false;              // PMI_PORT=127.0.0.1:P + PMI_ID instead of PMI_FD
+  // Host of each rank (--host/--hostfile); empty: all on this machine. Ranks
+  // on other hosts are started with `ssh_command HOST sh -c ...`, reach the
+  // PMI server over TCP at pmi_host, and get NMAD_JOB_KEY on their stdin
+  // (never on a command line). Closing that stdin ends the remote rank.
+  std::vector<std::string> rank_hosts;
+  std::string ssh_command = "ssh -o BatchMode=yes";  // $NMAD_RUN_SSH
+  std::string pmi_host;               // $NMAD_RUN_PMI_HOST; default: chosen from the hosts
   std::size_t keylen_max = 256;       // PMI limits advertised by get_maxes
   std::size_t vallen_max = 1024;
   std::string job_key;                // empty: 32 random hex chars
