@@ -1,5 +1,6 @@
 // The public nmad:: API: thin wrappers over session_impl.
 #include <stdexcept>
+#include <thread>
 
 #include "api/nmad/nmad.hpp"
 #include "core/common/log.hpp"
@@ -56,7 +57,16 @@ bool session::iprobe(int source, tag_t tag, recv_status& st, tag_t mask) {
 
 recv_status session::probe(int source, tag_t tag, tag_t mask) {
   recv_status st;
+  int idle = 0;
   while (!_impl->iprobe(source, tag, mask, st)) {
+    // A message from a failed peer can only be one that already arrived.
+    if (source != any_source && !_impl->peer_alive(source)) {
+      st = recv_status{};
+      st.source = source;
+      st.error = errc::peer_failed;
+      return st;
+    }
+    if (++idle > 1000) std::this_thread::yield();
   }
   return st;
 }

@@ -145,13 +145,16 @@ class session {
   int wait_any(std::span<request* const> reqs);
   // Looks for a matching message not yet received; fills st if found.
   bool iprobe(int source, tag_t tag, recv_status& st, tag_t mask = full_mask);
+  // Blocking probe. If `source` failed and no matching message of it is
+  // here, returns with error peer_failed instead of waiting forever.
   recv_status probe(int source, tag_t tag, tag_t mask = full_mask);
   // Matched probe: like iprobe, but the message found is detached from the
   // unexpected queue into `msg` (only messages whose length is known).
   bool improbe(int source, tag_t tag, recv_status& st, message_handle& msg,
                tag_t mask = full_mask);
   // Receives a message detached by improbe into buf (capacity len); msg is
-  // consumed (invalid afterwards). Truncation is reported as by irecv.
+  // consumed (invalid afterwards). Truncation is reported as by irecv. A
+  // detached message never received is freed with the session.
   errc imrecv(message_handle& msg, void* buf, std::size_t len, request& req);
   // Cancels a receive that has not matched yet; true if cancelled.
   bool cancel(request& req);

@@ -452,6 +452,7 @@ int killed(session& s) {
   expect(!s.peer_alive(1), "peer_alive(1) must be false");
   // New operations towards the dead rank fail at once.
   expect(s.isend(1, 4, &token, sizeof token, r) == errc::peer_failed, "isend to a dead rank");
+  expect(s.probe(1, 77).error == errc::peer_failed, "a blocking probe of a dead rank returns an error");
   std::printf("rank %d saw: %s\n", me, rr.error_message().c_str());
   // The survivors can still talk to each other.
   if (s.size() > 2 && me != 1) {
