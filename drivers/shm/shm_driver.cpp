@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "core/common/log.hpp"
+#include "drivers/shm/shm_names.hpp"
 #include "drivers/shm/shm_ring.hpp"
 
 namespace nmad {
@@ -265,10 +266,10 @@ class shm_driver final : public driver {
   unsigned _names = 0;
 };
 
-std::string unique_name(const char* what, unsigned& counter) {
+std::string unique_name(const std::string& prefix, const char* what, unsigned& counter) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[60];
-  std::snprintf(buf, sizeof buf, "/nmad-%s-%d-%u-%08x", what, static_cast<int>(::getpid()), counter++,
+  std::snprintf(buf, sizeof buf, "/%s%s-%d-%u-%08x", prefix.c_str(), what, static_cast<int>(::getpid()), counter++,
                 static_cast<unsigned>(rng()));
   return buf;
 }
@@ -287,7 +288,7 @@ void shm_driver::open(const driver_config& config) {
   _caps.latency_us = 0.3;       // estimates until sampled
   _caps.bandwidth_mbps = 8000;
   _caps.overhead_us = 0.1;
-  _doorbell_name = unique_name("db", _names);
+  _doorbell_name = unique_name(shm::segment_prefix(_cfg.job_key), "db", _names);
   int fd = ::shm_open(_doorbell_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw std::runtime_error("shm driver: cannot create " + _doorbell_name + ": " + std::strerror(errno));
   if (::ftruncate(fd, sizeof(doorbell)) != 0) {
@@ -377,7 +378,7 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   c.peer_doorbell.len = sizeof(doorbell);
   c.peer_pid = static_cast<doorbell*>(p)->pid;
   // The pair segment, offered to the peer.
-  c.seg_name = unique_name("pair", _names);
+  c.seg_name = unique_name(shm::segment_prefix(_cfg.job_key), "pair", _names);
   fd = ::shm_open(c.seg_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   const std::size_t len = segment_bytes(_tun.ring_bytes);
   if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(len)) != 0) {

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "core/common/random.hpp"
+#include "drivers/shm/shm_names.hpp"
 #include "tools/launcher/hosts.hpp"
 #include "tools/launcher/pmi_server.hpp"
 
@@ -436,19 +437,13 @@ void job::on_abort(int rank, int code, const std::string& msg) {
 }
 
 // Shared-memory segments a rank's shm driver left behind (it unlinks them
-// itself when it closes normally; a killed rank cannot). Their names carry
-// the creator's pid: /dev/shm/nmad-<what>-<pid>-...
-void remove_shm_leftovers(pid_t pid) {
+// itself when it closes normally; a killed rank cannot). Only this job's
+// (the names carry a hash of the job key) and only that rank's (its pid).
+void remove_shm_leftovers(const std::string& job_key, pid_t pid) {
   DIR* d = ::opendir("/dev/shm");
   if (!d) return;
-  const std::string infix = "-" + std::to_string(pid) + "-";
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name.substr(0, 5) != "nmad-") continue;
-    const auto dash = name.find('-', 5);
-    if (dash == std::string_view::npos || name.substr(dash, infix.size()) != infix) continue;
-    ::shm_unlink(("/" + std::string(name)).c_str());
-  }
+  while (dirent* e = ::readdir(d))
+    if (shm::segment_of(e->d_name, job_key, pid)) ::shm_unlink(("/" + std::string(e->d_name)).c_str());
   ::closedir(d);
 }
 
@@ -459,7 +454,7 @@ void job::on_exit(rank_state& r, int status) {
     ::close(r.stdin_fd);
     r.stdin_fd = -1;
   }
-  remove_shm_leftovers(r.res.pid);
+  if (r.host.empty()) remove_shm_leftovers(_o.job_key, r.res.pid);
   if (r.res.ended_by_launcher || r.res.code() == 0) {
     _server->rank_exited(r.res.rank);
     return;
