@@ -178,6 +178,7 @@ class session_impl {
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
   posted_list _posted;
   unexpected_list _unexpected;
+  unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
   object_pool<chunk_entry> _entry_pool;
   object_pool<packet_wrapper> _wrapper_pool;
   session_stats _stats;

@@ -404,7 +404,10 @@ unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, rec
   unexpected_message* u = find_unexpected(source, tag, mask, st);
   // Detached: chunks still arriving keep landing in u->msg through the
   // gate's `active` map, exactly as while it was on the list.
-  if (u) _unexpected.erase(_unexpected.iterator_to(*u));
+  if (u) {
+    _unexpected.erase(_unexpected.iterator_to(*u));
+    _detached.push_back(*u);
+  }
   return u;
 }
 
@@ -417,6 +420,7 @@ errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, req
                                              : "imrecv: request still pending";
     return errc::invalid_argument;
   }
+  _detached.erase(_detached.iterator_to(*u));
   setup_recv(r, u->msg.source, u->msg.tag, full_mask, buf, len, true);
   take_unexpected(r, *u);
   return errc::ok;

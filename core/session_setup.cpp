@@ -247,11 +247,12 @@ session_impl::~session_impl() {
   }
   // Drivers close their connections; then free what the engine still holds.
   for (auto& slot : _slots) slot->drv.reset();
-  while (!_unexpected.empty()) {
-    unexpected_message& u = _unexpected.front();
-    _unexpected.pop_front();
-    delete &u;
-  }
+  for (unexpected_list* l : {&_unexpected, &_detached})
+    while (!l->empty()) {
+      unexpected_message& u = l->front();
+      l->pop_front();
+      delete &u;
+    }
   for (auto& g : _gates) {
     g->collect.clear();
     for (auto& [cookie, rr] : g->rdv_in) delete rr;

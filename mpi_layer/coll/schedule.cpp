@@ -1,0 +1,209 @@
+// Schedule building and execution. See schedule.hpp.
+#include "mpi_layer/coll/schedule.hpp"
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace nmad::coll {
+
+namespace {
+// Zero-byte transfers with a null buffer still need a valid address.
+std::byte g_empty[1];
+}  // namespace
+
+// ---- schedule ---------------------------------------------------------------
+
+round& schedule::current() {
+  if (!_open || _rounds.empty()) {
+    _rounds.emplace_back();
+    _open = true;
+  }
+  return _rounds.back();
+}
+
+void schedule::new_round() {
+  if (!_rounds.empty() && !_rounds.back().empty()) _open = false;
+}
+
+void schedule::send(int peer, std::uint32_t tag, const void* buf, std::size_t bytes) {
+  round& r = current();
+  // A round's local steps run after its communication: a send added after
+  // a local step of the same round would see data not produced yet.
+  if (!r.local.empty()) throw std::logic_error("coll::schedule: send after a local step in the same round");
+  step s;
+  s.k = step::kind::send;
+  s.peer = peer;
+  s.tag = tag;
+  s.src = buf ? static_cast<const std::byte*>(buf) : g_empty;
+  s.bytes = bytes;
+  r.comm.push_back(s);
+}
+
+void schedule::recv(int peer, std::uint32_t tag, void* buf, std::size_t bytes) {
+  round& r = current();
+  if (!r.local.empty()) throw std::logic_error("coll::schedule: recv after a local step in the same round");
+  step s;
+  s.k = step::kind::recv;
+  s.peer = peer;
+  s.tag = tag;
+  s.dst = buf ? static_cast<std::byte*>(buf) : g_empty;
+  s.bytes = bytes;
+  r.comm.push_back(s);
+}
+
+void schedule::reduce(reducer& red, const void* in, void* inout, std::size_t count) {
+  if (count == 0) return;
+  step s;
+  s.k = step::kind::reduce;
+  s.src = static_cast<const std::byte*>(in);
+  s.dst = static_cast<std::byte*>(inout);
+  s.count = count;
+  s.red = &red;
+  current().local.push_back(s);
+}
+
+void schedule::copy(const void* src, void* dst, std::size_t bytes) {
+  if (bytes == 0 || src == dst) return;
+  step s;
+  s.k = step::kind::copy;
+  s.src = static_cast<const std::byte*>(src);
+  s.dst = static_cast<std::byte*>(dst);
+  s.bytes = bytes;
+  current().local.push_back(s);
+}
+
+std::byte* schedule::temp(std::size_t bytes) {
+  _temps.push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
+  _temp_bytes += bytes;
+  return _temps.back().get();
+}
+
+std::uint32_t schedule::tag_block() {
+  const std::uint32_t b = _next_block++;
+  if (b >= (1u << (tag_bits_local - tag_step_bits)))
+    throw std::length_error("coll::schedule: too many algorithm phases for the local tag space");
+  return b;
+}
+
+std::uint32_t schedule::make_tag(std::uint32_t block, std::size_t i) {
+  // Step numbers wrap: messages of one phase between a pair are posted in
+  // the same order on both sides, so equal tags still match in order.
+  return (block << tag_step_bits) | static_cast<std::uint32_t>(i & ((std::size_t{1} << tag_step_bits) - 1));
+}
+
+std::size_t schedule::max_comm_per_round() const {
+  std::size_t m = 0;
+  for (const auto& r : _rounds) m = std::max(m, r.comm.size());
+  return m;
+}
+
+std::string schedule::describe() const {
+  std::ostringstream o;
+  for (std::size_t i = 0; i < _rounds.size(); ++i) {
+    o << "round " << i << ":";
+    for (const auto& s : _rounds[i].comm)
+      o << (s.k == step::kind::send ? " send(" : " recv(") << s.peer << ",t" << s.tag << "," << s.bytes << ")";
+    for (const auto& s : _rounds[i].local)
+      o << (s.k == step::kind::reduce ? " reduce(" : " copy(") << (s.k == step::kind::reduce ? s.count : s.bytes)
+        << ")";
+    o << "\n";
+  }
+  return o.str();
+}
+
+// ---- executor -----------------------------------------------------------------
+
+executor::executor(schedule&& s, transport& t, std::uint64_t seq) : _sched(std::move(s)), _t(t), _seq(seq) {
+  const std::size_t m = _sched.max_comm_per_round();
+  if (m) _reqs = std::make_unique<request[]>(m);
+  _pending.assign(m, 0);
+  if (_sched.rounds().empty()) _done.store(true, std::memory_order_release);
+}
+
+executor::~executor() {
+  // Requests must not be destroyed while in flight: finish first.
+  while (!advance()) {
+  }
+}
+
+tag_t executor::full_tag(std::uint32_t local) const {
+  const tag_t seq = static_cast<tag_t>(_seq) & ((tag_t{1} << tag_bits_seq) - 1);
+  return (seq << tag_bits_local) | (static_cast<tag_t>(local) & ((tag_t{1} << tag_bits_local) - 1));
+}
+
+void executor::fail(errc e, std::string msg) {
+  if (_error != errc::ok) return;
+  _error = e;
+  _error_message = std::move(msg);
+  // Receives that did not match would never complete: cancel them.
+  const auto& comm = _sched.rounds()[_round].comm;
+  for (std::size_t i = 0; i < comm.size(); ++i)
+    if (_pending[i] && comm[i].k == step::kind::recv) _t.cancel(_reqs[i]);
+}
+
+bool executor::advance() {
+  if (_done.load(std::memory_order_acquire)) return true;
+  if (_busy.exchange(true, std::memory_order_acquire)) return false;  // another thread advances it
+  const bool finished = advance_locked();
+  if (finished) _done.store(true, std::memory_order_release);
+  _busy.store(false, std::memory_order_release);
+  return finished;
+}
+
+bool executor::advance_locked() {
+  const auto& rounds = _sched.rounds();
+  while (_round < rounds.size()) {
+    const round& r = rounds[_round];
+    if (!_posted) {
+      _posted = true;
+      for (std::size_t i = 0; i < r.comm.size() && _error == errc::ok; ++i) {
+        const step& s = r.comm[i];
+        errc e;
+        if (s.k == step::kind::send) e = _t.isend(s.peer, full_tag(s.tag), s.src, s.bytes, _reqs[i]);
+        else e = _t.irecv(s.peer, full_tag(s.tag), s.dst, s.bytes, _reqs[i]);
+        if (e != errc::ok) {
+          std::string what = std::string(s.k == step::kind::send ? "send to" : "receive from") + " group rank " +
+                             std::to_string(s.peer) + " failed to start: " + std::string(to_string(e));
+          if (!_reqs[i].error_message().empty()) what += " (" + _reqs[i].error_message() + ")";
+          fail(e, what);
+          break;
+        }
+        _pending[i] = 1;
+        ++_npending;
+      }
+    }
+    for (std::size_t i = 0; i < r.comm.size() && _npending; ++i) {
+      if (!_pending[i] || !_t.test(_reqs[i])) continue;
+      _pending[i] = 0;
+      --_npending;
+      const errc e = _reqs[i].error();
+      if (e != errc::ok && !(e == errc::cancelled && _error != errc::ok)) {
+        const step& s = r.comm[i];
+        std::string what = std::string(s.k == step::kind::send ? "send to" : "receive from") + " group rank " +
+                           std::to_string(s.peer) + " failed: " + std::string(to_string(e));
+        if (!_reqs[i].error_message().empty()) what += " (" + _reqs[i].error_message() + ")";
+        fail(e, what);
+      }
+    }
+    if (_npending) return false;
+    if (_error != errc::ok) return true;  // everything drained
+    for (const step& s : r.local) {
+      if (s.k == step::kind::reduce) s.red->apply(s.src, s.dst, s.count);
+      else std::memmove(s.dst, s.src, s.bytes);
+    }
+    ++_round;
+    _posted = false;
+  }
+  return true;
+}
+
+errc run(schedule&& s, transport& t, std::uint64_t seq, std::string* error_message) {
+  executor ex(std::move(s), t, seq);
+  while (!ex.advance()) {
+  }
+  if (error_message) *error_message = ex.error_message();
+  return ex.error();
+}
+
+}  // namespace nmad::coll

@@ -1,0 +1,211 @@
+#pragma once
+// nmad::coll — collective operations as *schedules*.
+//
+// A schedule is a list of ROUNDS; each round holds
+//   * communication steps (send / receive of a byte range to / from a group
+//     rank, with a small per-algorithm tag), all posted together when the
+//     round starts, and
+//   * local steps (reduce / copy), run in the order they were added once
+//     every communication step of the round has completed.
+// Round k+1 starts only when round k is entirely finished: that is the one
+// dependency rule ("a step may depend on anything of the previous rounds";
+// a receive followed by a reduce of what it received goes in ONE round).
+//
+// A schedule is BUILT once (see algorithms.hpp: build_allreduce(), ...),
+// then EXECUTED by an executor, which any progress context may advance:
+//
+//   executor ex(build_allreduce(...), tr, tr.next_sequence());  // tr: a session_transport
+//   while (!ex.advance()) { /* compute, or yield */ }   // never blocks
+//   if (ex.error() != errc::ok) ... ex.error_message() ...
+//
+// Blocking collectives call coll::run() (advance until done); non-blocking
+// ones keep the executor (e.g. inside an MPI_Request) and call advance() from
+// MPI_Test/MPI_Wait or from an engine progress task.
+//
+// BUFFERS. Steps hold raw pointers: into the caller's send/receive buffers
+// (which must stay valid and untouched, as for any pending MPI operation,
+// until the executor is done) or into temporaries owned by the schedule
+// (schedule::temp(), heap blocks that never move, freed with the schedule).
+// A schedule can keep other objects alive for its lifetime (keep()): the MPI
+// binding attaches its reducer and packing buffers there.
+//
+// OWNERSHIP. The executor owns its schedule (moved in) and the transport
+// requests of the steps in flight. The transport and the reducer are
+// borrowed: they must outlive the executor (or be kept alive with keep()).
+// An executor must not be destroyed while requests are in flight: its
+// destructor completes the schedule first (after an error: cancels the
+// receives and drains the sends).
+//
+// THREAD SAFETY. One thread advances a given executor at a time. advance()
+// enforces it with a try-lock: a call made while another thread is inside
+// advance() returns false at once without doing anything, so an MPI_Wait
+// spinning on advance() and a progress thread calling advance() may race
+// safely. done()/error() may be read from any thread once advance() returned
+// true (release/acquire on the done flag). Distinct executors are
+// independent; they share the transport, which must be thread-safe (the
+// session transport is: nmad::session is).
+//
+// TAGS. Each communication step carries a local tag (tag_bits_local bits)
+// that the algorithm chooses identically on sender and receiver; the
+// executor combines it with the collective's SEQUENCE number (tag_bits_seq
+// bits) into a collective tag of tag_bits_total bits, which the transport
+// maps into its own tag space. Two messages between the same pair with the
+// same collective tag match in posting order (per-(peer, tag) ordering of
+// the engine). Collectives with different sequence numbers never cross-match,
+// so consecutive (or concurrent, non-blocking) collectives are independent as
+// long as every member gives the same collective the same sequence number
+// (MPI's rule that all members call collectives in the same order gives it).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/nmad/nmad.hpp"
+
+namespace nmad::coll {
+
+using nmad::errc;
+using nmad::request;
+using nmad::tag_t;
+
+constexpr unsigned tag_bits_local = 20;  // algorithm-chosen tag per step
+constexpr unsigned tag_bits_seq = 20;    // sequence number of the collective
+constexpr unsigned tag_bits_total = tag_bits_local + tag_bits_seq;  // 40
+
+// Reduction of `count` elements: inout[k] = in[k] (op) inout[k] — the
+// operand order of MPI_User_function / MPI_Reduce_local. Schedules always
+// pass the operand from LOWER group ranks as `in`, so non-commutative ops
+// get the MPI order r0 op r1 op ... op r(n-1). apply() may be called from
+// any thread that advances a schedule (one at a time per schedule).
+class reducer {
+ public:
+  virtual ~reducer() = default;
+  virtual void apply(const void* in, void* inout, std::size_t count) = 0;
+  // Commutative ops allow algorithms that reorder operands (Rabenseifner,
+  // pairwise reduce-scatter); non-commutative ones never get them.
+  virtual bool commutative() const { return true; }
+};
+
+// Point-to-point over group ranks 0..size()-1. `tag` is a collective tag
+// (< 2^tag_bits_total, see TAGS above). Requests are nmad::request (caller
+// owned, must not move while pending); test() returns true once complete
+// (success or error: read req.error()). Implementations must be
+// thread-safe if several executors may run on different threads.
+class transport {
+ public:
+  virtual ~transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual errc isend(int peer, tag_t tag, const void* ptr, std::size_t len, request& req) = 0;
+  virtual errc irecv(int peer, tag_t tag, void* ptr, std::size_t len, request& req) = 0;
+  virtual bool test(request& req) = 0;
+  // Cancels a receive that has not matched (used after an error); true if
+  // cancelled. Default: not supported.
+  virtual bool cancel(request& req) { return false; }
+};
+
+struct step {
+  enum class kind : std::uint8_t { send, recv, reduce, copy };
+  kind k = kind::send;
+  int peer = -1;              // send/recv: group rank
+  std::uint32_t tag = 0;      // send/recv: local tag (< 2^tag_bits_local)
+  const std::byte* src = nullptr;  // send: data; reduce: `in`; copy: source
+  std::byte* dst = nullptr;        // recv: buffer; reduce: `inout`; copy: target
+  std::size_t bytes = 0;           // send/recv/copy: length in bytes
+  std::size_t count = 0;           // reduce: element count
+  reducer* red = nullptr;          // reduce
+};
+
+struct round {
+  std::vector<step> comm;    // posted together when the round starts
+  std::vector<step> local;   // run in order once every comm step completed
+  bool empty() const { return comm.empty() && local.empty(); }
+};
+
+class schedule {
+ public:
+  schedule() = default;
+  schedule(schedule&&) = default;
+  schedule& operator=(schedule&&) = default;
+  schedule(const schedule&) = delete;
+  schedule& operator=(const schedule&) = delete;
+
+  // --- building ---------------------------------------------------------
+  // Ends the current round: later steps wait for everything added so far.
+  // (No-op when the current round is still empty.)
+  void new_round();
+  void send(int peer, std::uint32_t tag, const void* buf, std::size_t bytes);
+  void recv(int peer, std::uint32_t tag, void* buf, std::size_t bytes);
+  // inout = in (op) inout, after this round's communication.
+  void reduce(reducer& r, const void* in, void* inout, std::size_t count);
+  // Skipped when bytes == 0 or src == dst.
+  void copy(const void* src, void* dst, std::size_t bytes);
+  // A schedule-owned buffer (stable address, lives as long as the schedule).
+  std::byte* temp(std::size_t bytes);
+  // Keeps any object alive as long as the schedule (reducer, pack buffers).
+  void keep(std::shared_ptr<void> obj) { _kept.push_back(std::move(obj)); }
+  // Reserves a block of 2^tag_step_bits local tags for one algorithm phase;
+  // every member must build the same phases in the same order.
+  static constexpr unsigned tag_step_bits = 14;
+  std::uint32_t tag_block();
+  // Tag of step `i` in block `block` (i wraps modulo 2^tag_step_bits).
+  static std::uint32_t make_tag(std::uint32_t block, std::size_t i);
+
+  // --- inspection -------------------------------------------------------
+  const std::vector<round>& rounds() const { return _rounds; }
+  std::size_t max_comm_per_round() const;
+  std::size_t temp_bytes() const { return _temp_bytes; }
+  std::string describe() const;  // one line per round, for debugging/tests
+
+ private:
+  round& current();
+  std::vector<round> _rounds;
+  bool _open = false;  // current round accepts more steps
+  std::vector<std::unique_ptr<std::byte[]>> _temps;
+  std::size_t _temp_bytes = 0;
+  std::vector<std::shared_ptr<void>> _kept;
+  std::uint32_t _next_block = 0;
+};
+
+class executor {
+ public:
+  // seq: the collective's sequence number (same on every member; see TAGS).
+  executor(schedule&& s, transport& t, std::uint64_t seq);
+  executor(const executor&) = delete;
+  executor& operator=(const executor&) = delete;
+  ~executor();
+
+  // Posts what is ready, tests what is pending, runs local steps whose
+  // round completed; never blocks. Returns true once the whole schedule is
+  // done (successfully or not). See THREAD SAFETY above.
+  bool advance();
+  bool done() const { return _done.load(std::memory_order_acquire); }
+  errc error() const { return _error; }                 // valid once done
+  const std::string& error_message() const { return _error_message; }
+  const schedule& sched() const { return _sched; }
+  std::uint64_t sequence() const { return _seq; }
+
+ private:
+  bool advance_locked();
+  void fail(errc e, std::string msg);
+  tag_t full_tag(std::uint32_t local) const;
+  schedule _sched;
+  transport& _t;
+  std::uint64_t _seq;
+  std::unique_ptr<request[]> _reqs;
+  std::vector<std::uint8_t> _pending;  // per comm step of the current round
+  std::size_t _npending = 0;
+  std::size_t _round = 0;
+  bool _posted = false;
+  std::atomic<bool> _busy{false};
+  std::atomic<bool> _done{false};
+  errc _error = errc::ok;
+  std::string _error_message;
+};
+
+// Runs a schedule to completion (blocking collective). Returns its status.
+errc run(schedule&& s, transport& t, std::uint64_t seq, std::string* error_message = nullptr);
+
+}  // namespace nmad::coll

@@ -1,0 +1,202 @@
+// Error classes, strings and handlers (MPI_ERRORS_ARE_FATAL by default).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "mpi_layer/mpi_impl.hpp"
+
+namespace nmad::mpi {
+namespace {
+struct error_entry {
+  int code;
+  const char* name;
+  const char* text;
+};
+constexpr error_entry kErrors[] = {
+    {MPI_SUCCESS, "MPI_SUCCESS", "no error"},
+    {MPI_ERR_BUFFER, "MPI_ERR_BUFFER", "invalid buffer or buffer too small"},
+    {MPI_ERR_COUNT, "MPI_ERR_COUNT", "invalid count"},
+    {MPI_ERR_TYPE, "MPI_ERR_TYPE", "invalid datatype"},
+    {MPI_ERR_TAG, "MPI_ERR_TAG", "invalid tag"},
+    {MPI_ERR_COMM, "MPI_ERR_COMM", "invalid communicator"},
+    {MPI_ERR_RANK, "MPI_ERR_RANK", "invalid rank"},
+    {MPI_ERR_REQUEST, "MPI_ERR_REQUEST", "invalid request"},
+    {MPI_ERR_ROOT, "MPI_ERR_ROOT", "invalid root"},
+    {MPI_ERR_GROUP, "MPI_ERR_GROUP", "invalid group"},
+    {MPI_ERR_OP, "MPI_ERR_OP", "invalid reduction operation"},
+    {MPI_ERR_TOPOLOGY, "MPI_ERR_TOPOLOGY", "invalid topology"},
+    {MPI_ERR_DIMS, "MPI_ERR_DIMS", "invalid dimensions"},
+    {MPI_ERR_ARG, "MPI_ERR_ARG", "invalid argument"},
+    {MPI_ERR_UNKNOWN, "MPI_ERR_UNKNOWN", "unknown error"},
+    {MPI_ERR_TRUNCATE, "MPI_ERR_TRUNCATE", "message truncated"},
+    {MPI_ERR_OTHER, "MPI_ERR_OTHER", "other error"},
+    {MPI_ERR_INTERN, "MPI_ERR_INTERN", "internal error"},
+    {MPI_ERR_IN_STATUS, "MPI_ERR_IN_STATUS", "error code is in the status"},
+    {MPI_ERR_PENDING, "MPI_ERR_PENDING", "request pending"},
+    {MPI_ERR_NO_MEM, "MPI_ERR_NO_MEM", "out of memory"},
+    {MPI_ERR_PROC_FAILED, "MPI_ERR_PROC_FAILED", "a peer process failed"},
+};
+const error_entry* find_error(int code) {
+  for (const auto& e : kErrors)
+    if (e.code == code) return &e;
+  return nullptr;
+}
+}  // namespace
+
+const char* error_name(int code) {
+  const error_entry* e = find_error(code);
+  return e ? e->name : "MPI_ERR_UNKNOWN";
+}
+const char* error_text(int code) {
+  const error_entry* e = find_error(code);
+  return e ? e->text : "unknown error code";
+}
+
+int from_errc(nmad::errc e) {
+  switch (e) {
+    case nmad::errc::ok: return MPI_SUCCESS;
+    case nmad::errc::truncated: return MPI_ERR_TRUNCATE;
+    case nmad::errc::size_mismatch: return MPI_ERR_TRUNCATE;
+    case nmad::errc::peer_failed: return MPI_ERR_PROC_FAILED;
+    case nmad::errc::invalid_argument: return MPI_ERR_ARG;
+    case nmad::errc::protocol_error: return MPI_ERR_OTHER;
+    case nmad::errc::cancelled: return MPI_SUCCESS;  // reported by MPI_Test_cancelled
+    case nmad::errc::no_resource: return MPI_ERR_NO_MEM;
+    case nmad::errc::internal: return MPI_ERR_INTERN;
+  }
+  return MPI_ERR_OTHER;
+}
+
+[[noreturn]] static void fatal(const std::string& line) {
+  state& s = st();
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  if (s.session) s.session->abort(1, line);
+  std::_Exit(1);
+}
+
+bool check_initialized(const char* fn) {
+  state& s = st();
+  if (s.initialized.load() && !s.finalized.load()) return true;
+  fatal(std::string(fn) + ": MPI_ERR_OTHER: " +
+        (s.finalized.load() ? "called after MPI_Finalize" : "called before MPI_Init"));
+}
+
+int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) {
+  if (code == MPI_SUCCESS) return code;
+  state& s = st();
+  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+  MPI_Comm handle = MPI_COMM_WORLD;
+  MPI_Comm_errhandler_function* user = nullptr;
+  {
+    std::lock_guard g(s.mu);
+    if (!c && s.comms.size() > MPI_COMM_WORLD) c = s.comms[MPI_COMM_WORLD].get();
+    if (c) {
+      h = c->errhandler;
+      handle = c->handle;
+    }
+    if (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size()) user = s.errhandlers[h - 3];
+  }
+  if (h == MPI_ERRORS_RETURN) return code;
+  if (user) {
+    int e = code;
+    user(&handle, &e);
+    return code;
+  }
+  std::string line = "nmad MPI (rank " + std::to_string(s.world_rank) + "): " + fn + ": " + error_name(code) +
+                     ": " + error_text(code);
+  if (!detail.empty()) line += " (" + detail + ")";
+  fatal(line);
+}
+
+int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail) {
+  return mpi_raise(fn, lookup_comm(c), code, detail);
+}
+
+}  // namespace nmad::mpi
+
+using namespace nmad::mpi;
+
+extern "C" {
+
+int PMPI_Error_string(int errorcode, char* string, int* resultlen) {
+  if (!string || !resultlen) return MPI_ERR_ARG;
+  std::string s = std::string(error_name(errorcode)) + ": " + error_text(errorcode);
+  if (s.size() >= MPI_MAX_ERROR_STRING) s.resize(MPI_MAX_ERROR_STRING - 1);
+  std::memcpy(string, s.c_str(), s.size() + 1);
+  *resultlen = static_cast<int>(s.size());
+  return find_error(errorcode) ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+int PMPI_Error_class(int errorcode, int* errorclass) {
+  if (!errorclass) return MPI_ERR_ARG;
+  if (!find_error(errorcode)) return mpi_raise("MPI_Error_class", nullptr, MPI_ERR_ARG,
+                                           "unknown error code " + std::to_string(errorcode));
+  *errorclass = errorcode;  // every code is its own class
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler* errhandler) {
+  if (!check_initialized("MPI_Comm_create_errhandler")) return MPI_ERR_OTHER;
+  if (!fn || !errhandler) return mpi_raise("MPI_Comm_create_errhandler", nullptr, MPI_ERR_ARG, "null argument");
+  state& s = st();
+  std::lock_guard g(s.mu);
+  s.errhandlers.push_back(fn);
+  *errhandler = static_cast<MPI_Errhandler>(s.errhandlers.size() - 1 + 3);
+  return MPI_SUCCESS;
+}
+
+static bool valid_errhandler(MPI_Errhandler h) {
+  state& s = st();
+  std::lock_guard g(s.mu);
+  return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN ||
+         (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size() && s.errhandlers[h - 3]);
+}
+
+int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
+  if (!check_initialized("MPI_Comm_set_errhandler")) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise("MPI_Comm_set_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator");
+  if (!valid_errhandler(errhandler))
+    return mpi_raise("MPI_Comm_set_errhandler", c, MPI_ERR_ARG, "invalid error handler");
+  std::lock_guard g(st().mu);
+  c->errhandler = errhandler;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
+  if (!check_initialized("MPI_Comm_get_errhandler")) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise("MPI_Comm_get_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator");
+  if (!errhandler) return mpi_raise("MPI_Comm_get_errhandler", c, MPI_ERR_ARG, "null errhandler");
+  std::lock_guard g(st().mu);
+  *errhandler = c->errhandler;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
+  if (!check_initialized("MPI_Comm_call_errhandler")) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise("MPI_Comm_call_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator");
+  mpi_raise("MPI_Comm_call_errhandler", c, errorcode);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Errhandler_free(MPI_Errhandler* errhandler) {
+  if (!errhandler) return MPI_ERR_ARG;
+  // User handlers stay registered while a communicator may still use them
+  // (MPI semantics: freeing only drops the caller's reference).
+  *errhandler = MPI_ERRHANDLER_NULL;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
+
+// The public names: weak aliases, so profiling tools can interpose.
+#pragma weak MPI_Error_string = PMPI_Error_string
+#pragma weak MPI_Error_class = PMPI_Error_class
+#pragma weak MPI_Comm_create_errhandler = PMPI_Comm_create_errhandler
+#pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
+#pragma weak MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler
+#pragma weak MPI_Comm_call_errhandler = PMPI_Comm_call_errhandler
+#pragma weak MPI_Errhandler_free = PMPI_Errhandler_free

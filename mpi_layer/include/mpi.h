@@ -1,0 +1,329 @@
+/* mpi.h: the MPI interface of nmad (MPI 3.1 subset over the nmad engine).
+ *
+ * Only what is implemented is declared here: environment management, error
+ * handling, point-to-point (every send mode, blocking and non-blocking,
+ * probes including matched probes, persistent requests, completion calls),
+ * communicator duplication/splitting and the basic C datatypes (contiguous).
+ * Handles are ints (like MPICH); predefined handles are constants. Usable
+ * from C and C++. Every MPI_X is also available as PMPI_X (profiling).
+ */
+#ifndef NMAD_MPI_H
+#define NMAD_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+#define NMAD_MPI 1
+
+/* ---- handles ---------------------------------------------------------- */
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Request;
+typedef int MPI_Errhandler;
+typedef int MPI_Message;
+typedef ptrdiff_t MPI_Aint;
+typedef long long MPI_Count;
+
+#define MPI_COMM_NULL ((MPI_Comm)0)
+#define MPI_COMM_WORLD ((MPI_Comm)1)
+#define MPI_COMM_SELF ((MPI_Comm)2)
+
+#define MPI_REQUEST_NULL ((MPI_Request)0)
+
+#define MPI_MESSAGE_NULL ((MPI_Message)0)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)-1)
+
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
+#define MPI_ERRORS_RETURN ((MPI_Errhandler)2)
+
+/* Basic datatypes (contiguous, C types). */
+#define MPI_DATATYPE_NULL ((MPI_Datatype)0)
+#define MPI_CHAR ((MPI_Datatype)1)
+#define MPI_SIGNED_CHAR ((MPI_Datatype)2)
+#define MPI_UNSIGNED_CHAR ((MPI_Datatype)3)
+#define MPI_BYTE ((MPI_Datatype)4)
+#define MPI_SHORT ((MPI_Datatype)5)
+#define MPI_UNSIGNED_SHORT ((MPI_Datatype)6)
+#define MPI_INT ((MPI_Datatype)7)
+#define MPI_UNSIGNED ((MPI_Datatype)8)
+#define MPI_LONG ((MPI_Datatype)9)
+#define MPI_UNSIGNED_LONG ((MPI_Datatype)10)
+#define MPI_LONG_LONG_INT ((MPI_Datatype)11)
+#define MPI_LONG_LONG MPI_LONG_LONG_INT
+#define MPI_UNSIGNED_LONG_LONG ((MPI_Datatype)12)
+#define MPI_FLOAT ((MPI_Datatype)13)
+#define MPI_DOUBLE ((MPI_Datatype)14)
+#define MPI_LONG_DOUBLE ((MPI_Datatype)15)
+#define MPI_WCHAR ((MPI_Datatype)16)
+#define MPI_C_BOOL ((MPI_Datatype)17)
+#define MPI_INT8_T ((MPI_Datatype)18)
+#define MPI_INT16_T ((MPI_Datatype)19)
+#define MPI_INT32_T ((MPI_Datatype)20)
+#define MPI_INT64_T ((MPI_Datatype)21)
+#define MPI_UINT8_T ((MPI_Datatype)22)
+#define MPI_UINT16_T ((MPI_Datatype)23)
+#define MPI_UINT32_T ((MPI_Datatype)24)
+#define MPI_UINT64_T ((MPI_Datatype)25)
+#define MPI_AINT ((MPI_Datatype)26)
+#define MPI_COUNT ((MPI_Datatype)27)
+
+/* ---- special values ---------------------------------------------------- */
+#define MPI_ANY_SOURCE (-1)
+#define MPI_PROC_NULL (-2)
+#define MPI_ANY_TAG (-1)
+#define MPI_UNDEFINED (-32766)
+#define MPI_TAG_UB_VALUE 0x7fffffff /* largest tag accepted */
+
+#define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_LIBRARY_VERSION_STRING 8192
+#define MPI_BSEND_OVERHEAD 64
+
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+
+/* Results of MPI_Comm_compare. */
+#define MPI_IDENT 0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR 2
+#define MPI_UNEQUAL 3
+
+/* ---- error classes (error codes are the classes) ------------------------ */
+#define MPI_SUCCESS 0
+#define MPI_ERR_BUFFER 1
+#define MPI_ERR_COUNT 2
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_TAG 4
+#define MPI_ERR_COMM 5
+#define MPI_ERR_RANK 6
+#define MPI_ERR_REQUEST 7
+#define MPI_ERR_ROOT 8
+#define MPI_ERR_GROUP 9
+#define MPI_ERR_OP 10
+#define MPI_ERR_TOPOLOGY 11
+#define MPI_ERR_DIMS 12
+#define MPI_ERR_ARG 13
+#define MPI_ERR_UNKNOWN 14
+#define MPI_ERR_TRUNCATE 15
+#define MPI_ERR_OTHER 16
+#define MPI_ERR_INTERN 17
+#define MPI_ERR_IN_STATUS 18
+#define MPI_ERR_PENDING 19
+#define MPI_ERR_NO_MEM 20
+#define MPI_ERR_PROC_FAILED 21 /* a peer process died (ULFM name) */
+#define MPI_ERR_LASTCODE 21
+
+/* ---- status --------------------------------------------------------------- */
+typedef struct MPI_Status {
+  int MPI_SOURCE;
+  int MPI_TAG;
+  int MPI_ERROR;
+  int nmad_cancelled;      /* private */
+  long long nmad_count;    /* private: bytes received */
+} MPI_Status;
+
+#define MPI_STATUS_IGNORE ((MPI_Status*)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status*)0)
+
+/* ---- environment ----------------------------------------------------------- */
+int MPI_Init(int* argc, char*** argv);
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided);
+int MPI_Finalize(void);
+int MPI_Initialized(int* flag);
+int MPI_Finalized(int* flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+int MPI_Query_thread(int* provided);
+int MPI_Is_thread_main(int* flag);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+int MPI_Get_processor_name(char* name, int* resultlen);
+int MPI_Get_version(int* version, int* subversion);
+int MPI_Get_library_version(char* version, int* resultlen);
+
+/* ---- errors ------------------------------------------------------------------ */
+typedef void MPI_Comm_errhandler_function(MPI_Comm* comm, int* error_code, ...);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler* errhandler);
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Errhandler_free(MPI_Errhandler* errhandler);
+int MPI_Error_string(int errorcode, char* string, int* resultlen);
+int MPI_Error_class(int errorcode, int* errorclass);
+
+/* ---- datatypes ------------------------------------------------------------------ */
+int MPI_Type_size(MPI_Datatype datatype, int* size);
+int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count);
+int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count);
+
+/* ---- point-to-point ----------------------------------------------------------------- */
+int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request* request);
+int MPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request);
+int MPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request);
+int MPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request);
+int MPI_Buffer_attach(void* buffer, int size);
+int MPI_Buffer_detach(void* buffer_addr, int* size);
+int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status* status);
+int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request* request);
+int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status* status);
+int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status* status);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
+                MPI_Status* status);
+int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status);
+int MPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
+               MPI_Request* request);
+
+/* ---- requests ------------------------------------------------------------------------ */
+int MPI_Wait(MPI_Request* request, MPI_Status* status);
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status);
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]);
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status);
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status);
+int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]);
+int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]);
+int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status);
+int MPI_Cancel(MPI_Request* request);
+int MPI_Test_cancelled(const MPI_Status* status, int* flag);
+int MPI_Request_free(MPI_Request* request);
+int MPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request);
+int MPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request);
+int MPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request);
+int MPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request);
+int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request* request);
+int MPI_Start(MPI_Request* request);
+int MPI_Startall(int count, MPI_Request requests[]);
+
+/* ---- communicators ------------------------------------------------------------------ */
+int MPI_Comm_size(MPI_Comm comm, int* size);
+int MPI_Comm_rank(MPI_Comm comm, int* rank);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
+int MPI_Comm_free(MPI_Comm* comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
+
+/* ---- profiling interface: every MPI_X is a weak alias of PMPI_X, so a
+ * tool may define MPI_X itself and call PMPI_X. ---------------------------- */
+int PMPI_Init(int* argc, char*** argv);
+int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided);
+int PMPI_Finalize(void);
+int PMPI_Initialized(int* flag);
+int PMPI_Finalized(int* flag);
+int PMPI_Abort(MPI_Comm comm, int errorcode);
+int PMPI_Query_thread(int* provided);
+int PMPI_Is_thread_main(int* flag);
+double PMPI_Wtime(void);
+double PMPI_Wtick(void);
+int PMPI_Get_processor_name(char* name, int* resultlen);
+int PMPI_Get_version(int* version, int* subversion);
+int PMPI_Get_library_version(char* version, int* resultlen);
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler* errhandler);
+int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler);
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int PMPI_Errhandler_free(MPI_Errhandler* errhandler);
+int PMPI_Error_string(int errorcode, char* string, int* resultlen);
+int PMPI_Error_class(int errorcode, int* errorclass);
+int PMPI_Type_size(MPI_Datatype datatype, int* size);
+int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count);
+int PMPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count);
+int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request* request);
+int PMPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request);
+int PMPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request);
+int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request);
+int PMPI_Buffer_attach(void* buffer, int size);
+int PMPI_Buffer_detach(void* buffer_addr, int* size);
+int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status* status);
+int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request* request);
+int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status* status);
+int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status* status);
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status);
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status);
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status);
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
+                MPI_Status* status);
+int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status);
+int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
+               MPI_Request* request);
+int PMPI_Wait(MPI_Request* request, MPI_Status* status);
+int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status);
+int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]);
+int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status);
+int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status);
+int PMPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]);
+int PMPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]);
+int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status);
+int PMPI_Cancel(MPI_Request* request);
+int PMPI_Test_cancelled(const MPI_Status* status, int* flag);
+int PMPI_Request_free(MPI_Request* request);
+int PMPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request);
+int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request);
+int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request);
+int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request);
+int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request* request);
+int PMPI_Start(MPI_Request* request);
+int PMPI_Startall(int count, MPI_Request requests[]);
+int PMPI_Comm_size(MPI_Comm comm, int* size);
+int PMPI_Comm_rank(MPI_Comm comm, int* rank);
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
+int PMPI_Comm_free(MPI_Comm* comm);
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMAD_MPI_H */

@@ -1,0 +1,164 @@
+#pragma once
+// Private state of the MPI layer (not installed).
+//
+// The layer is a thin translation onto one nmad::session per process:
+//   * engine tag = (context id << 32) | (uint32) MPI tag; MPI_ANY_TAG masks
+//     the low 32 bits out; MPI_ANY_SOURCE is nmad::any_source. The session's
+//     ordering mask keeps only the context bits, so messages are matched in
+//     send order per (peer, communicator) even with MPI_ANY_TAG, as MPI's
+//     non-overtaking rule requires.
+//   * every communicator owns a context *slot* i: p2p context 2i and
+//     collective (internal) context 2i+1. Slots are agreed at creation from
+//     the parent's members' used-slot masks (see comm.cpp).
+//   * handles are small ints indexing tables below; objects never move
+//     (unique_ptr), so a pointer looked up under `mu` stays valid without
+//     it. Blocking waits never hold `mu`. Lock order: mu, then the engine's.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/nmad/nmad.hpp"
+#include "mpi_layer/include/mpi.h"
+
+namespace nmad::mpi {
+
+constexpr int kContextSlots = 1024;
+constexpr nmad::tag_t kContextMask = 0xFFFFFFFF00000000ULL;
+
+// Internal tags on a communicator's collective context.
+constexpr int kTagGather = 1;
+constexpr int kTagBcast = 2;
+
+inline nmad::tag_t engine_tag(std::uint32_t ctx, int tag) {
+  return (static_cast<nmad::tag_t>(ctx) << 32) | static_cast<std::uint32_t>(tag);
+}
+inline nmad::tag_t engine_mask(int tag) { return tag == MPI_ANY_TAG ? kContextMask : nmad::full_mask; }
+
+struct comm_obj {
+  MPI_Comm handle = MPI_COMM_NULL;
+  int slot = -1;                 // context slot (p2p 2*slot, coll 2*slot+1)
+  std::uint32_t p2p_ctx = 0, coll_ctx = 0;
+  int rank = 0;                  // this process's rank in the communicator
+  std::vector<int> world_of;     // comm rank -> world rank
+  std::vector<int> comm_of;      // world rank -> comm rank (-1: not a member)
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  bool freed = false;
+  int size() const { return static_cast<int>(world_of.size()); }
+};
+
+enum class send_mode { standard, synchronous, ready, buffered };
+
+struct request_obj {
+  enum class kind { send, recv };
+  nmad::request engine;          // the engine operation, when one was started
+  int handle = 0;
+  kind type = kind::send;
+  send_mode mode = send_mode::standard;
+  bool persistent = false;
+  bool active = false;           // started and not yet completed by Wait/Test
+  bool local_done = false;       // completed without an engine operation
+  bool freed = false;            // MPI_Request_free'd while active
+  bool live = false;             // handle in use (not on the free list)
+  // Parameters (persistent requests restart with them).
+  const void* sbuf = nullptr;
+  void* rbuf = nullptr;
+  int count = 0;
+  MPI_Datatype type_handle = MPI_BYTE;
+  std::size_t bytes = 0;
+  int peer = 0;                  // comm rank, MPI_ANY_SOURCE or MPI_PROC_NULL
+  int tag = 0;
+  comm_obj* comm = nullptr;
+  MPI_Status local_status{};     // for local_done completions
+};
+
+struct message_obj {
+  nmad::message_handle engine;
+  comm_obj* comm = nullptr;
+  int source = 0;                // comm rank
+  int tag = 0;
+  std::size_t bytes = 0;
+  bool in_use = false;
+};
+
+struct bsend_record {
+  nmad::request req;
+  std::size_t offset = 0, len = 0;  // region of the attached buffer
+};
+
+struct state {
+  std::unique_ptr<nmad::session> session;
+  std::atomic<bool> initialized{false}, finalized{false};
+  int thread_level = MPI_THREAD_SINGLE;
+  std::thread::id main_thread;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  int world_rank = 0, world_size = 1;
+
+  std::mutex mu;  // guards every table below
+  std::vector<std::unique_ptr<comm_obj>> comms;        // index = handle
+  std::vector<std::uint32_t> used_slots = std::vector<std::uint32_t>(kContextSlots / 32, 0);
+  std::vector<std::unique_ptr<request_obj>> requests;  // index = handle - 1
+  std::vector<int> free_requests;
+  std::vector<request_obj*> zombies;                   // freed while active
+  std::vector<std::unique_ptr<message_obj>> messages;  // index = handle - 1
+  std::vector<MPI_Comm_errhandler_function*> errhandlers;  // index = handle - 3
+
+  // Buffered sends (MPI_Buffer_attach).
+  std::byte* bsend_buf = nullptr;
+  std::size_t bsend_size = 0;
+  std::list<bsend_record> bsends;  // in flight, in offset order of allocation
+};
+
+state& st();
+
+// ---- errors (errors.cpp) ----
+// Reports `code` from function `fn` on communicator c (null: MPI_COMM_WORLD's
+// handler): ERRORS_ARE_FATAL prints "fn: MPI_ERR_X: text (detail)" and ends
+// the job; ERRORS_RETURN returns code; a user handler is called first.
+int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail = {});
+int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail = {});
+const char* error_name(int code);
+const char* error_text(int code);
+int from_errc(nmad::errc e);
+// Fails (fatally: nothing can be returned to) when MPI is not initialised.
+bool check_initialized(const char* fn);
+
+// ---- datatypes (datatype.cpp) ----
+// Size of a basic datatype, or -1 if the handle is not one.
+int type_size(MPI_Datatype t);
+
+// ---- communicators (comm.cpp) ----
+comm_obj* lookup_comm(MPI_Comm c);  // null if invalid or freed
+void init_comms(int world_rank, int world_size);
+// Argument checks shared by p2p calls: 0 or an error code + detail.
+int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
+
+// ---- requests (request.cpp) ----
+request_obj* new_request();          // takes mu
+request_obj* lookup_request(MPI_Request h);
+void release_request(request_obj* r);  // takes mu
+// Starts r with its parameters (send/recv). Returns an MPI error code.
+int start_request(request_obj& r);
+// Completes an active, done request: fills status, deactivates it, frees
+// it if not persistent (and sets *handle to MPI_REQUEST_NULL).
+int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail);
+bool request_done(request_obj& r);
+void empty_status(MPI_Status* s);
+// Translates an engine receive status into an MPI status on comm c.
+void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int error);
+
+// ---- p2p helpers (p2p.cpp) ----
+int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail);
+void bsend_flush();  // waits for every buffered send (detach, finalize)
+
+// Polls with a bounded spin before yielding the CPU.
+inline void backoff(int& idle) {
+  if (++idle > 1000) std::this_thread::yield();
+}
+
+}  // namespace nmad::mpi

@@ -1,0 +1,471 @@
+// Point-to-point: every send mode (blocking and non-blocking), receives,
+// sendrecv, probes (including matched probes), buffered-send buffer.
+#include <cstring>
+#include <vector>
+
+#include "mpi_layer/mpi_impl.hpp"
+
+namespace nmad::mpi {
+
+namespace {
+
+// Reclaims the attached-buffer regions of completed buffered sends.
+void bsend_reclaim_locked(state& s) {
+  for (auto it = s.bsends.begin(); it != s.bsends.end();) {
+    if (it->req.completed()) it = s.bsends.erase(it);
+    else ++it;
+  }
+}
+
+// First fit in the attached buffer; records are kept in offset order.
+bool bsend_place_locked(state& s, std::size_t need, std::list<bsend_record>::iterator& where, std::size_t& offset) {
+  std::size_t prev_end = 0;
+  for (auto it = s.bsends.begin(); it != s.bsends.end(); ++it) {
+    if (it->offset - prev_end >= need) {
+      where = it;
+      offset = prev_end;
+      return true;
+    }
+    prev_end = it->offset + it->len;
+  }
+  if (s.bsend_size >= prev_end && s.bsend_size - prev_end >= need) {
+    where = s.bsends.end();
+    offset = prev_end;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail) {
+  state& s = st();
+  const std::size_t need = bytes + MPI_BSEND_OVERHEAD;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard g(s.mu);
+      bsend_reclaim_locked(s);
+      std::list<bsend_record>::iterator where;
+      std::size_t offset = 0;
+      if (s.bsend_buf && bsend_place_locked(s, need, where, offset)) {
+        auto rec = s.bsends.emplace(where);
+        rec->offset = offset;
+        rec->len = need;
+        std::byte* dst = s.bsend_buf + offset;
+        if (bytes) std::memcpy(dst, buf, bytes);
+        s.session->isend(world_dest, tag, dst, bytes, rec->req);
+        return MPI_SUCCESS;
+      }
+    }
+    s.session->progress();  // maybe an earlier buffered send just finished
+  }
+  std::lock_guard g(s.mu);
+  std::size_t used = 0;
+  for (auto& r : s.bsends) used += r.len;
+  detail = s.bsend_buf ? "attached buffer of " + std::to_string(s.bsend_size) + " bytes has " +
+                             std::to_string(s.bsend_size - used) + " bytes free (possibly fragmented); need " +
+                             std::to_string(need) + " (message + MPI_BSEND_OVERHEAD)"
+                       : "no buffer attached (MPI_Buffer_attach)";
+  return MPI_ERR_BUFFER;
+}
+
+void bsend_flush() {
+  state& s = st();
+  int idle = 0;
+  for (;;) {
+    {
+      std::lock_guard g(s.mu);
+      bsend_reclaim_locked(s);
+      if (s.bsends.empty()) return;
+    }
+    if (s.session->progress() > 0) idle = 0;
+    else backoff(idle);
+  }
+}
+
+}  // namespace nmad::mpi
+
+using namespace nmad::mpi;
+
+namespace {
+
+// Validates the arguments of a send or receive; 0 or an error raised on c.
+int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int count, MPI_Datatype type, int peer,
+              int tag, bool send) {
+  c = lookup_comm(comm);
+  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  std::string detail;
+  if (int e = check_buffer(count, type, buf, detail)) return mpi_raise(fn, c, e, detail);
+  if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
+    return mpi_raise(fn, c, MPI_ERR_RANK,
+                     (send ? "destination " : "source ") + std::to_string(peer) + " not in [0, " +
+                         std::to_string(c->size()) + ")");
+  if (!(tag >= 0 || (!send && tag == MPI_ANY_TAG)))
+    return mpi_raise(fn, c, MPI_ERR_TAG, "tag " + std::to_string(tag) + (send ? " is negative" : " is invalid"));
+  return MPI_SUCCESS;
+}
+
+void proc_null_status(MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  empty_status(status);
+  status->MPI_SOURCE = MPI_PROC_NULL;
+}
+
+std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t>(count) * type_size(t); }
+
+int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MPI_Datatype datatype, int dest,
+                  int tag, MPI_Comm comm) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, dest, tag, true)) return e;
+  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+  state& s = st();
+  const nmad::tag_t etag = engine_tag(c->p2p_ctx, tag);
+  if (mode == send_mode::buffered) {
+    std::string detail;
+    const int e = bsend_copy(buf, bytes_of(count, datatype), c->world_of[dest], etag, detail);
+    return e == MPI_SUCCESS ? e : mpi_raise(fn, c, e, detail);
+  }
+  nmad::request req;
+  s.session->isend(c->world_of[dest], etag, buf, bytes_of(count, datatype), req,
+                   mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
+  const nmad::errc e = s.session->wait(req);
+  if (e != nmad::errc::ok) return mpi_raise(fn, c, from_errc(e), req.error_message());
+  return MPI_SUCCESS;
+}
+
+int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void* buf, int count,
+                MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  const bool send = k == request_obj::kind::send;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, peer, tag, send)) return e;
+  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
+  request_obj* r = new_request();
+  r->type = k;
+  r->mode = mode;
+  r->persistent = false;
+  r->sbuf = buf;
+  r->rbuf = const_cast<void*>(buf);
+  r->count = count;
+  r->type_handle = datatype;
+  r->bytes = bytes_of(count, datatype);
+  r->peer = peer;
+  r->tag = tag;
+  r->comm = c;
+  const int e = start_request(*r);
+  if (e != MPI_SUCCESS) {
+    release_request(r);
+    return e;  // already raised
+  }
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return blocking_send("MPI_Send", send_mode::standard, buf, count, datatype, dest, tag, comm);
+}
+int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return blocking_send("MPI_Ssend", send_mode::synchronous, buf, count, datatype, dest, tag, comm);
+}
+// Ready mode: the receive is known to be posted; a standard send is a
+// correct (and here equally fast) implementation.
+int PMPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return blocking_send("MPI_Rsend", send_mode::ready, buf, count, datatype, dest, tag, comm);
+}
+int PMPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return blocking_send("MPI_Bsend", send_mode::buffered, buf, count, datatype, dest, tag, comm);
+}
+
+int PMPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  return nonblocking("MPI_Isend", request_obj::kind::send, send_mode::standard, buf, count, datatype, dest, tag, comm,
+                     request);
+}
+int PMPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  return nonblocking("MPI_Issend", request_obj::kind::send, send_mode::synchronous, buf, count, datatype, dest, tag,
+                     comm, request);
+}
+int PMPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  return nonblocking("MPI_Irsend", request_obj::kind::send, send_mode::ready, buf, count, datatype, dest, tag, comm,
+                     request);
+}
+int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  return nonblocking("MPI_Ibsend", request_obj::kind::send, send_mode::buffered, buf, count, datatype, dest, tag,
+                     comm, request);
+}
+
+int PMPI_Buffer_attach(void* buffer, int size) {
+  if (!check_initialized("MPI_Buffer_attach")) return MPI_ERR_OTHER;
+  if (size < 0 || (!buffer && size > 0))
+    return mpi_raise("MPI_Buffer_attach", nullptr, MPI_ERR_ARG, "bad buffer or size " + std::to_string(size));
+  state& s = st();
+  {
+    std::lock_guard g(s.mu);
+    if (!s.bsend_buf) {
+      s.bsend_buf = static_cast<std::byte*>(buffer);
+      s.bsend_size = static_cast<std::size_t>(size);
+      return MPI_SUCCESS;
+    }
+  }
+  return mpi_raise("MPI_Buffer_attach", nullptr, MPI_ERR_BUFFER, "a buffer is already attached");
+}
+
+int PMPI_Buffer_detach(void* buffer_addr, int* size) {
+  if (!check_initialized("MPI_Buffer_detach")) return MPI_ERR_OTHER;
+  if (!buffer_addr || !size) return mpi_raise("MPI_Buffer_detach", nullptr, MPI_ERR_ARG, "null argument");
+  bsend_flush();  // the buffered messages must all have left
+  state& s = st();
+  std::lock_guard g(s.mu);
+  *static_cast<void**>(buffer_addr) = s.bsend_buf;
+  *size = static_cast<int>(s.bsend_size);
+  s.bsend_buf = nullptr;
+  s.bsend_size = 0;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (!check_initialized("MPI_Recv")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Recv", c, comm, buf, count, datatype, source, tag, false)) return e;
+  if (source == MPI_PROC_NULL) {
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  state& s = st();
+  nmad::request req;
+  const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
+  s.session->irecv(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), buf, bytes_of(count, datatype), req,
+                   engine_mask(tag));
+  const nmad::errc e = s.session->wait(req);
+  const int err = from_errc(e);
+  if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
+  if (err != MPI_SUCCESS) return mpi_raise("MPI_Recv", c, err, req.error_message());
+  return MPI_SUCCESS;
+}
+
+int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  return nonblocking("MPI_Irecv", request_obj::kind::recv, send_mode::standard, buf, count, datatype, source, tag,
+                     comm, request);
+}
+
+int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  if (!check_initialized("MPI_Sendrecv")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Sendrecv", c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
+  if (int e = check_p2p("MPI_Sendrecv", c, comm, recvbuf, recvcount, recvtype, source, recvtag, false)) return e;
+  state& s = st();
+  nmad::request rr, sr;
+  if (source != MPI_PROC_NULL) {
+    const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
+    s.session->irecv(src, engine_tag(c->p2p_ctx, recvtag == MPI_ANY_TAG ? 0 : recvtag), recvbuf,
+                     bytes_of(recvcount, recvtype), rr, engine_mask(recvtag));
+  }
+  if (dest != MPI_PROC_NULL)
+    s.session->isend(c->world_of[dest], engine_tag(c->p2p_ctx, sendtag), sendbuf, bytes_of(sendcount, sendtype), sr);
+  const nmad::errc es = dest != MPI_PROC_NULL ? s.session->wait(sr) : nmad::errc::ok;
+  const nmad::errc er = source != MPI_PROC_NULL ? s.session->wait(rr) : nmad::errc::ok;
+  if (source == MPI_PROC_NULL) proc_null_status(status);
+  else if (status != MPI_STATUS_IGNORE) fill_status(status, c, rr.status(), from_errc(er));
+  if (es != nmad::errc::ok) return mpi_raise("MPI_Sendrecv", c, from_errc(es), sr.error_message());
+  if (er != nmad::errc::ok) return mpi_raise("MPI_Sendrecv", c, from_errc(er), rr.error_message());
+  return MPI_SUCCESS;
+}
+
+int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                         int recvtag, MPI_Comm comm, MPI_Status* status) {
+  if (!check_initialized("MPI_Sendrecv_replace")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, dest, sendtag, true)) return e;
+  if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, source, recvtag, false)) return e;
+  // The outgoing data is sent from a copy, so the receive can land in buf.
+  const std::size_t n = bytes_of(count, datatype);
+  std::vector<std::byte> copy(n);
+  if (n) std::memcpy(copy.data(), buf, n);
+  return PMPI_Sendrecv(copy.data(), count, datatype, dest, sendtag, buf, count, datatype, source, recvtag, comm, status);
+}
+
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  if (!check_initialized("MPI_Iprobe")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Iprobe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (!flag) return mpi_raise("MPI_Iprobe", c, MPI_ERR_ARG, "null flag");
+  if (source == MPI_PROC_NULL) {
+    *flag = 1;
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  nmad::recv_status rs;
+  const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
+  *flag = st().session->iprobe(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), rs, engine_mask(tag)) ? 1 : 0;
+  if (*flag && status != MPI_STATUS_IGNORE) fill_status(status, c, rs, MPI_SUCCESS);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  int flag = 0, idle = 0;
+  for (;;) {
+    if (int e = PMPI_Iprobe(source, tag, comm, &flag, status)) return e;
+    if (flag) return MPI_SUCCESS;
+    backoff(idle);
+  }
+}
+
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
+  if (!check_initialized("MPI_Improbe")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Improbe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (!flag || !message) return mpi_raise("MPI_Improbe", c, MPI_ERR_ARG, "null flag or message");
+  if (source == MPI_PROC_NULL) {
+    *flag = 1;
+    *message = MPI_MESSAGE_NO_PROC;
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  state& s = st();
+  nmad::recv_status rs;
+  nmad::message_handle mh;
+  const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
+  if (!s.session->improbe(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), rs, mh, engine_mask(tag))) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  *flag = 1;
+  if (status != MPI_STATUS_IGNORE) fill_status(status, c, rs, MPI_SUCCESS);
+  std::lock_guard g(s.mu);
+  message_obj* m = nullptr;
+  for (auto& p : s.messages)
+    if (!p->in_use) {
+      m = p.get();
+      break;
+    }
+  if (!m) {
+    s.messages.push_back(std::make_unique<message_obj>());
+    m = s.messages.back().get();
+  }
+  m->engine = mh;
+  m->comm = c;
+  m->in_use = true;
+  for (std::size_t i = 0; i < s.messages.size(); ++i)
+    if (s.messages[i].get() == m) *message = static_cast<MPI_Message>(i + 1);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  int flag = 0, idle = 0;
+  for (;;) {
+    if (int e = PMPI_Improbe(source, tag, comm, &flag, message, status)) return e;
+    if (flag) return MPI_SUCCESS;
+    backoff(idle);
+  }
+}
+
+namespace {
+// Takes the message out of the table (null if the handle is not a live one).
+message_obj* take_message(MPI_Message h) {
+  state& s = st();
+  std::lock_guard g(s.mu);
+  if (h <= 0 || static_cast<std::size_t>(h) > s.messages.size()) return nullptr;
+  message_obj* m = s.messages[h - 1].get();
+  return m->in_use ? m : nullptr;
+}
+void drop_message(message_obj* m) {
+  std::lock_guard g(st().mu);
+  m->in_use = false;
+  m->engine = nmad::message_handle{};
+}
+}  // namespace
+
+int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status) {
+  if (!check_initialized("MPI_Mrecv")) return MPI_ERR_OTHER;
+  if (!message) return mpi_raise("MPI_Mrecv", nullptr, MPI_ERR_ARG, "null message");
+  if (*message == MPI_MESSAGE_NO_PROC) {
+    proc_null_status(status);
+    *message = MPI_MESSAGE_NULL;
+    return MPI_SUCCESS;
+  }
+  message_obj* m = take_message(*message);
+  if (!m) return mpi_raise("MPI_Mrecv", nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
+  comm_obj* c = m->comm;
+  std::string detail;
+  if (int e = check_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Mrecv", c, e, detail);
+  state& s = st();
+  nmad::request req;
+  s.session->imrecv(m->engine, buf, bytes_of(count, datatype), req);
+  drop_message(m);
+  *message = MPI_MESSAGE_NULL;
+  const nmad::errc e = s.session->wait(req);
+  const int err = from_errc(e);
+  if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
+  if (err != MPI_SUCCESS) return mpi_raise("MPI_Mrecv", c, err, req.error_message());
+  return MPI_SUCCESS;
+}
+
+int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request) {
+  if (!check_initialized("MPI_Imrecv")) return MPI_ERR_OTHER;
+  if (!message || !request) return mpi_raise("MPI_Imrecv", nullptr, MPI_ERR_ARG, "null message or request");
+  request_obj* r = nullptr;
+  if (*message == MPI_MESSAGE_NO_PROC) {
+    r = new_request();
+    r->type = request_obj::kind::recv;
+    r->persistent = false;
+    r->comm = nullptr;
+    r->peer = MPI_PROC_NULL;
+    start_request(*r);  // completes at once with a MPI_PROC_NULL status
+    *message = MPI_MESSAGE_NULL;
+    *request = r->handle;
+    return MPI_SUCCESS;
+  }
+  message_obj* m = take_message(*message);
+  if (!m) return mpi_raise("MPI_Imrecv", nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
+  std::string detail;
+  if (int e = check_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Imrecv", m->comm, e, detail);
+  r = new_request();
+  r->type = request_obj::kind::recv;
+  r->persistent = false;
+  r->comm = m->comm;
+  r->rbuf = buf;
+  r->count = count;
+  r->type_handle = datatype;
+  r->bytes = bytes_of(count, datatype);
+  r->active = true;
+  r->local_done = false;
+  st().session->imrecv(m->engine, buf, r->bytes, r->engine);
+  drop_message(m);
+  *message = MPI_MESSAGE_NULL;
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
+
+// The public names: weak aliases, so profiling tools can interpose.
+#pragma weak MPI_Send = PMPI_Send
+#pragma weak MPI_Ssend = PMPI_Ssend
+#pragma weak MPI_Rsend = PMPI_Rsend
+#pragma weak MPI_Bsend = PMPI_Bsend
+#pragma weak MPI_Isend = PMPI_Isend
+#pragma weak MPI_Issend = PMPI_Issend
+#pragma weak MPI_Irsend = PMPI_Irsend
+#pragma weak MPI_Ibsend = PMPI_Ibsend
+#pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
+#pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
+#pragma weak MPI_Recv = PMPI_Recv
+#pragma weak MPI_Irecv = PMPI_Irecv
+#pragma weak MPI_Sendrecv = PMPI_Sendrecv
+#pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
+#pragma weak MPI_Iprobe = PMPI_Iprobe
+#pragma weak MPI_Probe = PMPI_Probe
+#pragma weak MPI_Improbe = PMPI_Improbe
+#pragma weak MPI_Mprobe = PMPI_Mprobe
+#pragma weak MPI_Mrecv = PMPI_Mrecv
+#pragma weak MPI_Imrecv = PMPI_Imrecv

@@ -1,0 +1,553 @@
+// Requests: the handle table, completion (Wait/Test and their all/any/some
+// forms), cancel, free, persistent requests (Send_init..., Start).
+#include <vector>
+
+#include "mpi_layer/mpi_impl.hpp"
+
+namespace nmad::mpi {
+
+namespace {
+
+void release_locked(state& s, request_obj* r) {
+  r->active = false;
+  r->local_done = false;
+  r->freed = false;
+  r->persistent = false;
+  r->live = false;
+  s.free_requests.push_back(r->handle);
+}
+
+// The status an active, done request completed with; returns its error
+// code and sets detail to the engine's message.
+int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
+  if (r.local_done) {
+    *out = r.local_status;
+    return r.local_status.MPI_ERROR;
+  }
+  const int err = from_errc(r.engine.error());
+  detail = r.engine.error_message();
+  if (r.type == request_obj::kind::recv) {
+    fill_status(out, r.comm, r.engine.status(), err);
+    if (r.engine.error() == nmad::errc::cancelled) {
+      out->nmad_cancelled = 1;
+      out->nmad_count = 0;
+    }
+  } else {
+    empty_status(out);
+    out->MPI_ERROR = err;
+  }
+  return err;
+}
+
+}  // namespace
+
+void empty_status(MPI_Status* s) {
+  s->MPI_SOURCE = MPI_ANY_SOURCE;
+  s->MPI_TAG = MPI_ANY_TAG;
+  s->MPI_ERROR = MPI_SUCCESS;
+  s->nmad_cancelled = 0;
+  s->nmad_count = 0;
+}
+
+void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int error) {
+  s->MPI_SOURCE = (c && rs.source >= 0 && rs.source < static_cast<int>(c->comm_of.size()))
+                      ? c->comm_of[rs.source]
+                      : MPI_ANY_SOURCE;
+  s->MPI_TAG = static_cast<int>(static_cast<std::uint32_t>(rs.tag & 0xffffffffu));
+  s->MPI_ERROR = error;
+  s->nmad_cancelled = 0;
+  s->nmad_count = static_cast<long long>(rs.length);
+}
+
+request_obj* new_request() {
+  state& s = st();
+  std::lock_guard g(s.mu);
+  // Requests freed while active are recycled once the engine is done.
+  for (std::size_t i = 0; i < s.zombies.size();) {
+    request_obj* z = s.zombies[i];
+    if (z->local_done || z->engine.completed()) {
+      release_locked(s, z);
+      s.zombies[i] = s.zombies.back();
+      s.zombies.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  if (!s.free_requests.empty()) {
+    request_obj* r = s.requests[s.free_requests.back() - 1].get();
+    s.free_requests.pop_back();
+    r->live = true;
+    return r;
+  }
+  s.requests.push_back(std::make_unique<request_obj>());
+  request_obj* r = s.requests.back().get();
+  r->handle = static_cast<int>(s.requests.size());
+  r->live = true;
+  return r;
+}
+
+request_obj* lookup_request(MPI_Request h) {
+  state& s = st();
+  std::lock_guard g(s.mu);
+  if (h <= 0 || static_cast<std::size_t>(h) > s.requests.size()) return nullptr;
+  request_obj* r = s.requests[h - 1].get();
+  return r->live && !r->freed ? r : nullptr;
+}
+
+void release_request(request_obj* r) {
+  state& s = st();
+  std::lock_guard g(s.mu);
+  release_locked(s, r);
+}
+
+bool request_done(request_obj& r) { return !r.active || r.local_done || r.engine.completed(); }
+
+int start_request(request_obj& r) {
+  state& s = st();
+  r.active = true;
+  r.local_done = false;
+  if (r.peer == MPI_PROC_NULL) {
+    r.local_done = true;
+    empty_status(&r.local_status);
+    r.local_status.MPI_SOURCE = MPI_PROC_NULL;
+    return MPI_SUCCESS;
+  }
+  if (r.type == request_obj::kind::send) {
+    const int world = r.comm->world_of[r.peer];
+    const nmad::tag_t tag = engine_tag(r.comm->p2p_ctx, r.tag);
+    if (r.mode == send_mode::buffered) {
+      // Complete as soon as the data is copied into the attached buffer.
+      std::string detail;
+      const int err = bsend_copy(r.sbuf, r.bytes, world, tag, detail);
+      r.local_done = true;
+      empty_status(&r.local_status);
+      r.local_status.MPI_ERROR = err;
+      return err == MPI_SUCCESS ? err : mpi_raise("MPI_Start", r.comm, err, detail);
+    }
+    s.session->isend(world, tag, r.sbuf, r.bytes, r.engine,
+                     r.mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
+  } else {
+    const int src = r.peer == MPI_ANY_SOURCE ? nmad::any_source : r.comm->world_of[r.peer];
+    s.session->irecv(src, engine_tag(r.comm->p2p_ctx, r.tag == MPI_ANY_TAG ? 0 : r.tag), r.rbuf, r.bytes,
+                     r.engine, engine_mask(r.tag));
+  }
+  // Errors found at start (dead peer) complete the request with that error.
+  return MPI_SUCCESS;
+}
+
+int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail) {
+  MPI_Status tmp;
+  const int err = request_status(r, &tmp, detail);
+  if (status != MPI_STATUS_IGNORE) *status = tmp;
+  r.active = false;
+  r.local_done = false;
+  if (!r.persistent) {
+    release_request(&r);
+    *handle = MPI_REQUEST_NULL;
+  }
+  return err;
+}
+
+}  // namespace nmad::mpi
+
+using namespace nmad::mpi;
+
+namespace {
+
+// Looks up every handle; false (and *bad set) if one is invalid.
+bool lookup_all(int count, const MPI_Request* reqs, std::vector<request_obj*>& out, int* bad) {
+  out.assign(count, nullptr);
+  for (int i = 0; i < count; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    out[i] = lookup_request(reqs[i]);
+    if (!out[i]) {
+      *bad = i;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_active(request_obj* r) { return r && r->active; }
+
+// Raises the first error of a multiple completion as MPI_ERR_IN_STATUS.
+int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::string& detail, bool have_statuses) {
+  return mpi_raise(fn, c, have_statuses ? MPI_ERR_IN_STATUS : first_err,
+                   std::string(error_name(first_err)) + (detail.empty() ? "" : ": " + detail));
+}
+
+}  // namespace
+
+extern "C" {
+
+int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (!check_initialized("MPI_Wait")) return MPI_ERR_OTHER;
+  if (!request) return mpi_raise("MPI_Wait", nullptr, MPI_ERR_ARG, "null request pointer");
+  if (*request == MPI_REQUEST_NULL) {
+    if (status != MPI_STATUS_IGNORE) empty_status(status);
+    return MPI_SUCCESS;
+  }
+  request_obj* r = lookup_request(*request);
+  if (!r) return mpi_raise("MPI_Wait", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
+  if (!r->active) {
+    if (status != MPI_STATUS_IGNORE) empty_status(status);
+    return MPI_SUCCESS;
+  }
+  if (!r->local_done) st().session->wait(r->engine);
+  comm_obj* c = r->comm;
+  std::string detail;
+  const int err = finish_request(*r, request, status, detail);
+  return err == MPI_SUCCESS ? err : mpi_raise("MPI_Wait", c, err, detail);
+}
+
+int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (!check_initialized("MPI_Test")) return MPI_ERR_OTHER;
+  if (!request || !flag) return mpi_raise("MPI_Test", nullptr, MPI_ERR_ARG, "null argument");
+  request_obj* r = nullptr;
+  if (*request != MPI_REQUEST_NULL) {
+    r = lookup_request(*request);
+    if (!r) return mpi_raise("MPI_Test", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
+  }
+  if (!is_active(r)) {
+    *flag = 1;
+    if (status != MPI_STATUS_IGNORE) empty_status(status);
+    return MPI_SUCCESS;
+  }
+  if (!request_done(*r)) st().session->progress();
+  if (!request_done(*r)) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  *flag = 1;
+  comm_obj* c = r->comm;
+  std::string detail;
+  const int err = finish_request(*r, request, status, detail);
+  return err == MPI_SUCCESS ? err : mpi_raise("MPI_Test", c, err, detail);
+}
+
+int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!check_initialized("MPI_Waitall")) return MPI_ERR_OTHER;
+  if (count < 0 || (count > 0 && !requests)) return mpi_raise("MPI_Waitall", nullptr, MPI_ERR_ARG, "bad count or array");
+  std::vector<request_obj*> rs;
+  int bad = -1;
+  if (!lookup_all(count, requests, rs, &bad))
+    return mpi_raise("MPI_Waitall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
+  int first_err = MPI_SUCCESS;
+  comm_obj* err_comm = nullptr;
+  std::string err_detail;
+  for (int i = 0; i < count; ++i) {
+    MPI_Status* sp = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+    if (!is_active(rs[i])) {
+      if (sp) empty_status(sp);
+      continue;
+    }
+    if (!rs[i]->local_done) st().session->wait(rs[i]->engine);
+    comm_obj* c = rs[i]->comm;
+    std::string detail;
+    const int err = finish_request(*rs[i], &requests[i], sp, detail);
+    if (err != MPI_SUCCESS && first_err == MPI_SUCCESS) {
+      first_err = err;
+      err_comm = c;
+      err_detail = detail;
+    }
+  }
+  if (first_err == MPI_SUCCESS) return MPI_SUCCESS;
+  return raise_in_status("MPI_Waitall", err_comm, first_err, err_detail, statuses != MPI_STATUSES_IGNORE);
+}
+
+int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (!check_initialized("MPI_Testall")) return MPI_ERR_OTHER;
+  if (count < 0 || !flag || (count > 0 && !requests))
+    return mpi_raise("MPI_Testall", nullptr, MPI_ERR_ARG, "bad count or array");
+  std::vector<request_obj*> rs;
+  int bad = -1;
+  if (!lookup_all(count, requests, rs, &bad))
+    return mpi_raise("MPI_Testall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
+  st().session->progress();
+  for (int i = 0; i < count; ++i)
+    if (is_active(rs[i]) && !request_done(*rs[i])) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+  *flag = 1;
+  return PMPI_Waitall(count, requests, statuses);  // every one is done: no waiting
+}
+
+int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!check_initialized("MPI_Waitany")) return MPI_ERR_OTHER;
+  if (count < 0 || !index || (count > 0 && !requests))
+    return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_ARG, "bad count or array");
+  std::vector<request_obj*> rs;
+  int bad = -1;
+  if (!lookup_all(count, requests, rs, &bad))
+    return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
+  int idle = 0;
+  for (;;) {
+    bool any_active = false;
+    for (int i = 0; i < count; ++i) {
+      if (!is_active(rs[i])) continue;
+      any_active = true;
+      if (!request_done(*rs[i])) continue;
+      *index = i;
+      comm_obj* c = rs[i]->comm;
+      std::string detail;
+      const int err = finish_request(*rs[i], &requests[i], status, detail);
+      return err == MPI_SUCCESS ? err : mpi_raise("MPI_Waitany", c, err, detail);
+    }
+    if (!any_active) {
+      *index = MPI_UNDEFINED;
+      if (status != MPI_STATUS_IGNORE) empty_status(status);
+      return MPI_SUCCESS;
+    }
+    if (st().session->progress() > 0) idle = 0;
+    else backoff(idle);
+  }
+}
+
+int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!check_initialized("MPI_Testany")) return MPI_ERR_OTHER;
+  if (count < 0 || !index || !flag || (count > 0 && !requests))
+    return mpi_raise("MPI_Testany", nullptr, MPI_ERR_ARG, "bad count or array");
+  std::vector<request_obj*> rs;
+  int bad = -1;
+  if (!lookup_all(count, requests, rs, &bad))
+    return mpi_raise("MPI_Testany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
+  st().session->progress();
+  bool any_active = false;
+  for (int i = 0; i < count; ++i) {
+    if (!is_active(rs[i])) continue;
+    any_active = true;
+    if (!request_done(*rs[i])) continue;
+    *index = i;
+    *flag = 1;
+    comm_obj* c = rs[i]->comm;
+    std::string detail;
+    const int err = finish_request(*rs[i], &requests[i], status, detail);
+    return err == MPI_SUCCESS ? err : mpi_raise("MPI_Testany", c, err, detail);
+  }
+  *index = MPI_UNDEFINED;
+  *flag = any_active ? 0 : 1;
+  if (!any_active && status != MPI_STATUS_IGNORE) empty_status(status);
+  return MPI_SUCCESS;
+}
+
+static int some_common(const char* fn, bool wait, int incount, MPI_Request requests[], int* outcount,
+                       int indices[], MPI_Status statuses[]) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (incount < 0 || !outcount || (incount > 0 && (!requests || !indices)))
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "bad count or array");
+  std::vector<request_obj*> rs;
+  int bad = -1;
+  if (!lookup_all(incount, requests, rs, &bad))
+    return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
+  int idle = 0;
+  bool first = true;
+  for (;;) {
+    if (!first || !wait) st().session->progress();
+    first = false;
+    bool any_active = false;
+    int n = 0, first_err = MPI_SUCCESS;
+    comm_obj* err_comm = nullptr;
+    std::string err_detail;
+    for (int i = 0; i < incount; ++i) {
+      if (!is_active(rs[i])) continue;
+      any_active = true;
+      if (!request_done(*rs[i])) continue;
+      comm_obj* c = rs[i]->comm;
+      std::string detail;
+      MPI_Status* sp = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
+      const int err = finish_request(*rs[i], &requests[i], sp, detail);
+      indices[n++] = i;
+      if (err != MPI_SUCCESS && first_err == MPI_SUCCESS) {
+        first_err = err;
+        err_comm = c;
+        err_detail = detail;
+      }
+    }
+    if (!any_active) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    if (n > 0 || !wait) {
+      *outcount = n;
+      if (first_err == MPI_SUCCESS) return MPI_SUCCESS;
+      return raise_in_status(fn, err_comm, first_err, err_detail, statuses != MPI_STATUSES_IGNORE);
+    }
+    backoff(idle);
+  }
+}
+
+int PMPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  return some_common("MPI_Waitsome", true, incount, requests, outcount, indices, statuses);
+}
+
+int PMPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  return some_common("MPI_Testsome", false, incount, requests, outcount, indices, statuses);
+}
+
+int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (!check_initialized("MPI_Request_get_status")) return MPI_ERR_OTHER;
+  if (!flag) return mpi_raise("MPI_Request_get_status", nullptr, MPI_ERR_ARG, "null flag");
+  request_obj* r = nullptr;
+  if (request != MPI_REQUEST_NULL) {
+    r = lookup_request(request);
+    if (!r) return mpi_raise("MPI_Request_get_status", nullptr, MPI_ERR_REQUEST, "invalid request");
+  }
+  if (!is_active(r)) {
+    *flag = 1;
+    if (status != MPI_STATUS_IGNORE) empty_status(status);
+    return MPI_SUCCESS;
+  }
+  if (!request_done(*r)) st().session->progress();
+  *flag = request_done(*r) ? 1 : 0;
+  if (*flag && status != MPI_STATUS_IGNORE) {
+    std::string detail;
+    MPI_Status tmp;
+    // The request stays active: the status is only looked at.
+    if (r->local_done) tmp = r->local_status;
+    else if (r->type == request_obj::kind::recv) {
+      fill_status(&tmp, r->comm, r->engine.status(), from_errc(r->engine.error()));
+      if (r->engine.error() == nmad::errc::cancelled) tmp.nmad_cancelled = 1;
+    } else {
+      empty_status(&tmp);
+      tmp.MPI_ERROR = from_errc(r->engine.error());
+    }
+    *status = tmp;
+  }
+  return MPI_SUCCESS;
+}
+
+int PMPI_Cancel(MPI_Request* request) {
+  if (!check_initialized("MPI_Cancel")) return MPI_ERR_OTHER;
+  if (!request || *request == MPI_REQUEST_NULL)
+    return mpi_raise("MPI_Cancel", nullptr, MPI_ERR_REQUEST, "null request");
+  request_obj* r = lookup_request(*request);
+  if (!r) return mpi_raise("MPI_Cancel", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
+  // Receives not matched yet are withdrawn. Sends are not cancelled (the
+  // standard lets a cancel fail; MPI_Test_cancelled then reports false).
+  if (r->active && !r->local_done && r->type == request_obj::kind::recv) st().session->cancel(r->engine);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Test_cancelled(const MPI_Status* status, int* flag) {
+  if (!status || !flag) return mpi_raise("MPI_Test_cancelled", nullptr, MPI_ERR_ARG, "null argument");
+  *flag = status->nmad_cancelled ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Request_free(MPI_Request* request) {
+  if (!check_initialized("MPI_Request_free")) return MPI_ERR_OTHER;
+  if (!request || *request == MPI_REQUEST_NULL)
+    return mpi_raise("MPI_Request_free", nullptr, MPI_ERR_REQUEST, "null request");
+  request_obj* r = lookup_request(*request);
+  if (!r) return mpi_raise("MPI_Request_free", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
+  state& s = st();
+  {
+    std::lock_guard g(s.mu);
+    if (r->active && !r->local_done && !r->engine.completed()) {
+      r->freed = true;  // completes in the background; recycled afterwards
+      s.zombies.push_back(r);
+    } else {
+      release_locked(s, r);
+    }
+  }
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, const void* buf, int count,
+                           MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
+  std::string detail;
+  if (int e = check_buffer(count, datatype, buf, detail)) return mpi_raise(fn, c, e, detail);
+  const bool send = k == request_obj::kind::send;
+  if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
+    return mpi_raise(fn, c, MPI_ERR_RANK, "rank " + std::to_string(peer) + " not in [0, " + std::to_string(c->size()) + ")");
+  if (!(tag >= 0 || (!send && tag == MPI_ANY_TAG)))
+    return mpi_raise(fn, c, MPI_ERR_TAG, "tag " + std::to_string(tag));
+  request_obj* r = new_request();
+  r->type = k;
+  r->mode = mode;
+  r->persistent = true;
+  r->active = false;
+  r->sbuf = buf;
+  r->rbuf = const_cast<void*>(buf);
+  r->count = count;
+  r->type_handle = datatype;
+  r->bytes = static_cast<std::size_t>(count) * type_size(datatype);
+  r->peer = peer;
+  r->tag = tag;
+  r->comm = c;
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request) {
+  return make_persistent("MPI_Send_init", request_obj::kind::send, send_mode::standard, buf, count, datatype, dest,
+                         tag, comm, request);
+}
+int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return make_persistent("MPI_Ssend_init", request_obj::kind::send, send_mode::synchronous, buf, count, datatype,
+                         dest, tag, comm, request);
+}
+int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return make_persistent("MPI_Rsend_init", request_obj::kind::send, send_mode::ready, buf, count, datatype, dest,
+                         tag, comm, request);
+}
+int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return make_persistent("MPI_Bsend_init", request_obj::kind::send, send_mode::buffered, buf, count, datatype,
+                         dest, tag, comm, request);
+}
+int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request* request) {
+  return make_persistent("MPI_Recv_init", request_obj::kind::recv, send_mode::standard, buf, count, datatype,
+                         source, tag, comm, request);
+}
+
+int PMPI_Start(MPI_Request* request) {
+  if (!check_initialized("MPI_Start")) return MPI_ERR_OTHER;
+  if (!request) return mpi_raise("MPI_Start", nullptr, MPI_ERR_ARG, "null request");
+  request_obj* r = lookup_request(*request);
+  if (!r || !r->persistent)
+    return mpi_raise("MPI_Start", nullptr, MPI_ERR_REQUEST, "not a persistent request: " + std::to_string(*request));
+  if (r->active) return mpi_raise("MPI_Start", r->comm, MPI_ERR_REQUEST, "request already active");
+  return start_request(*r);
+}
+
+int PMPI_Startall(int count, MPI_Request requests[]) {
+  if (!check_initialized("MPI_Startall")) return MPI_ERR_OTHER;
+  if (count < 0 || (count > 0 && !requests)) return mpi_raise("MPI_Startall", nullptr, MPI_ERR_ARG, "bad count or array");
+  for (int i = 0; i < count; ++i)
+    if (int e = PMPI_Start(&requests[i])) return e;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
+
+// The public names: weak aliases, so profiling tools can interpose.
+#pragma weak MPI_Wait = PMPI_Wait
+#pragma weak MPI_Test = PMPI_Test
+#pragma weak MPI_Waitall = PMPI_Waitall
+#pragma weak MPI_Testall = PMPI_Testall
+#pragma weak MPI_Waitany = PMPI_Waitany
+#pragma weak MPI_Testany = PMPI_Testany
+#pragma weak MPI_Waitsome = PMPI_Waitsome
+#pragma weak MPI_Testsome = PMPI_Testsome
+#pragma weak MPI_Request_get_status = PMPI_Request_get_status
+#pragma weak MPI_Cancel = PMPI_Cancel
+#pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
+#pragma weak MPI_Request_free = PMPI_Request_free
+#pragma weak MPI_Send_init = PMPI_Send_init
+#pragma weak MPI_Ssend_init = PMPI_Ssend_init
+#pragma weak MPI_Rsend_init = PMPI_Rsend_init
+#pragma weak MPI_Bsend_init = PMPI_Bsend_init
+#pragma weak MPI_Recv_init = PMPI_Recv_init
+#pragma weak MPI_Start = PMPI_Start
+#pragma weak MPI_Startall = PMPI_Startall

@@ -1,0 +1,204 @@
+// The MPI layer end to end: each program of tests/mpi/ runs under nmad-run
+// at the process counts it supports; every rank must print its PASS line
+// and the job must exit 0 (or, for the failure scenarios, fail as MPI says).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "tests/test_paths.hpp"
+
+namespace {
+
+int count(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+nmad_test::run_result run_mpi(const std::string& prog, int nprocs,
+                              std::vector<std::pair<std::string, std::string>> env = {}) {
+  std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(nprocs), "--timeout",
+                                   "150", nmad_test::runfile("tests/mpi/" + prog)};
+  nmad_test::run_options o;
+  o.timeout_s = 180;
+  o.env = std::move(env);
+  return nmad_test::run(argv, o);
+}
+
+// Runs prog at each process count; every rank must pass.
+void expect_pass(const std::string& prog, std::initializer_list<int> counts,
+                 std::vector<std::pair<std::string, std::string>> env = {}) {
+  for (int n : counts) {
+    CAPTURE(n);
+    auto r = run_mpi(prog, n, env);
+    if (r.status != 0 || count(r.out, "PASS " + prog + " rank") != n)
+      MESSAGE(prog << " with " << n << " process(es):\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.status == 0);
+    CHECK(count(r.out, "PASS " + prog + " rank") == n);
+    CHECK_FALSE(contains(r.out, "FAIL"));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mpi hello: init, rank/size, versions, processor name, finalize") { expect_pass("hello", {1, 2, 4}); }
+
+TEST_CASE("mpi send_modes: Send/Ssend/Rsend/Bsend and I forms, eager and rendezvous") {
+  expect_pass("send_modes", {1, 2, 4});
+  expect_pass("send_modes", {2}, {{"NMAD_DRIVER", "tcp"}});
+}
+
+TEST_CASE("mpi ssend_sync: a synchronous send completes only once matched") { expect_pass("ssend_sync", {2}); }
+
+TEST_CASE("mpi ordering: any-source/any-tag receives keep per-sender order") {
+  expect_pass("ordering", {2, 4});
+  // With aggregation and a small rendezvous threshold too.
+  expect_pass("ordering", {4}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "256"}});
+  expect_pass("ordering", {4}, {{"NMAD_DRIVER", "tcp"}});
+}
+
+TEST_CASE("mpi probe: Probe, Iprobe, Mprobe/Mrecv, Improbe/Imrecv") { expect_pass("probe", {2, 4}); }
+
+TEST_CASE("mpi completion: Waitall/any/some, Testall/any/some, Request_get_status") {
+  expect_pass("completion", {1, 2, 4});
+}
+
+TEST_CASE("mpi persistent: Send/Ssend/Bsend/Rsend/Recv_init, Start, Startall") {
+  expect_pass("persistent", {1, 2, 4});
+}
+
+TEST_CASE("mpi cancel: pending receives cancel, matched ones do not; Request_free") {
+  expect_pass("cancel", {1, 2});
+}
+
+TEST_CASE("mpi truncate: MPI_ERR_TRUNCATE returned with MPI_ERRORS_RETURN, program goes on") {
+  expect_pass("truncate", {2});
+}
+
+TEST_CASE("mpi sendrecv: Sendrecv, Sendrecv_replace, MPI_PROC_NULL") { expect_pass("sendrecv", {1, 2, 4}); }
+
+TEST_CASE("mpi comm: dup, split, compare, free, isolation between communicators") {
+  expect_pass("comm", {1, 2, 4});
+}
+
+TEST_CASE("mpi get_count: Get_count, Get_elements, Type_size, MPI_UNDEFINED") { expect_pass("get_count", {1, 2}); }
+
+TEST_CASE("mpi threads: MPI_THREAD_MULTIPLE with 4 threads per process") { expect_pass("threads", {2}); }
+
+TEST_CASE("mpi bsend: Buffer_attach/detach, space reuse, MPI_ERR_BUFFER") { expect_pass("bsend", {1, 2, 4}); }
+
+TEST_CASE("mpi wtime: Wtime monotonic and accurate, Wtick") { expect_pass("wtime", {1}); }
+
+TEST_CASE("mpi errors: error classes of bad arguments, Error_string/class, user handlers") {
+  expect_pass("errors", {1, 2});
+}
+
+TEST_CASE("mpi profiling: MPI_X can be interposed, PMPI_X reaches the library") {
+  expect_pass("profiling", {1, 2});
+}
+
+TEST_CASE("mpi fatal: MPI_ERRORS_ARE_FATAL names the call and the error, ends the job") {
+  auto r = run_mpi("fatal", 2);
+  if (!contains(r.err, "MPI_ERR_TRUNCATE")) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.status != 0);
+  CHECK_FALSE(r.timed_out);
+  CHECK(contains(r.err, "MPI_Recv: MPI_ERR_TRUNCATE: message truncated"));
+  CHECK(contains(r.err, "rank 1"));
+  CHECK_FALSE(contains(r.out, "survived"));
+}
+
+TEST_CASE("mpi proc_failed: a dead rank gives MPI_ERR_PROC_FAILED to the others; the job reports it") {
+  for (const char* driver : {"", "tcp"}) {
+    CAPTURE(driver);
+    std::vector<std::pair<std::string, std::string>> env = {{"NMAD_RUN_KILL_GRACE", "30"}};
+    if (*driver) env.emplace_back("NMAD_DRIVER", driver);
+    auto r = run_mpi("proc_failed", 3, env);
+    if (count(r.out, "PASS proc_failed rank") != 2) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.status == 3);  // the worst rank's status
+    CHECK_FALSE(r.timed_out);
+    CHECK(count(r.out, "PASS proc_failed rank") == 2);
+    CHECK(count(r.out, "MPI_ERR_PROC_FAILED") == 2);
+    CHECK(contains(r.err, "rank 1"));
+  }
+}
+
+TEST_CASE("mpi abort: MPI_Abort ends the job with the given code, naming the rank") {
+  auto r = run_mpi("abort", 3);
+  CHECK(r.status == 7);
+  CHECK_FALSE(r.timed_out);
+  CHECK(contains(r.err, "rank 2"));
+  CHECK(contains(r.err, "MPI_Abort"));
+  CHECK_FALSE(contains(r.out, "went on"));
+  auto one = run_mpi("abort", 1);
+  CHECK(one.status == 7);
+}
+
+// ---- the user-facing tools (the installed layout is checked by tools/test) ----
+
+namespace {
+// mpiexec finds nmad-run next to itself or in PATH.
+std::vector<std::pair<std::string, std::string>> path_with_nmad_run() {
+  std::string run = nmad_test::runfile("tools/nmad-run");
+  std::string dir = run.substr(0, run.rfind('/'));
+  const char* path = std::getenv("PATH");
+  return {{"PATH", dir + ":" + (path ? path : "/usr/bin:/bin")}};
+}
+}  // namespace
+
+TEST_CASE("mpiexec: -n, -x and inherited environment, --host, worst exit status") {
+  const std::string mpiexec = nmad_test::runfile("mpi_layer/tools/mpiexec");
+  const std::string hello = nmad_test::runfile("tests/mpi/hello");
+  nmad_test::run_options o;
+  o.timeout_s = 120;
+  o.env = path_with_nmad_run();
+  auto r = nmad_test::run({mpiexec, "-n", "3", "-x", "MPITEST_ENV=forwarded", hello}, o);
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "PASS hello rank") == 3);
+  auto wrong = nmad_test::run({mpiexec, "-np", "2", "-x", "MPITEST_ENV=wrong", hello}, o);
+  CHECK(wrong.status != 0);  // the program checks the value it was given
+  CHECK(contains(wrong.out, "FAIL hello"));
+  auto o2 = o;
+  o2.env.emplace_back("MPITEST_ENV", "forwarded");
+  auto inherited = nmad_test::run({mpiexec, "-n", "2", "--host", "localhost,127.0.0.1", hello}, o2);
+  CHECK(inherited.status == 0);
+  CHECK(count(inherited.out, "PASS hello rank") == 2);
+  auto ab = nmad_test::run({mpiexec, "-n", "3", nmad_test::runfile("tests/mpi/abort")}, o);
+  CHECK(ab.status == 7);
+  CHECK(contains(ab.err, "rank 2"));
+  // --host is nmad-run's: slots give the rank count; other hosts start
+  // over ssh (tested for real in launcher_ssh_test), a failure names them.
+  auto slots = nmad_test::run({mpiexec, "--host", "localhost:3", hello}, o);
+  CHECK(slots.status == 0);
+  CHECK(count(slots.out, "PASS hello rank") == 3);
+  auto o3 = o;
+  o3.env.emplace_back("NMAD_RUN_SSH", "ssh -o BatchMode=yes -o ConnectTimeout=3");
+  auto remote = nmad_test::run({mpiexec, "-n", "2", "--host", "node17.invalid", hello}, o3);
+  CHECK(remote.status != 0);
+  CHECK(contains(remote.err, "node17.invalid"));
+  auto bad = nmad_test::run({mpiexec, "-n", "zero", hello}, o);
+  CHECK(bad.status == 2);
+  if (r.status != 0 || inherited.status != 0) MESSAGE(r.err << inherited.err);
+}
+
+TEST_CASE("mpicc/mpicxx: -show, compile-only, compiler override by environment") {
+  const std::string mpicc = nmad_test::runfile("mpi_layer/tools/mpicc");
+  const std::string mpicxx = nmad_test::runfile("mpi_layer/tools/mpicxx");
+  auto link = nmad_test::run({mpicc, "-show", "-O2", "a.c", "-o", "a"});
+  CHECK(link.status == 0);
+  CHECK(link.out.rfind("cc -I", 0) == 0);
+  CHECK(contains(link.out, "/include -O2 a.c -o a -L"));
+  CHECK(contains(link.out, "-Wl,-rpath,"));
+  CHECK(contains(link.out, "-lmpi"));
+  auto compile = nmad_test::run({mpicc, "-show", "-c", "a.c"});
+  CHECK_FALSE(contains(compile.out, "-lmpi"));
+  auto cc = nmad_test::run({mpicc, "-show", "a.c"}, nmad_test::run_options().set("NMAD_MPICC_CC", "my-cc --flag"));
+  CHECK(cc.out.rfind("my-cc --flag -I", 0) == 0);
+  auto cxx = nmad_test::run({mpicxx, "-show", "a.cpp"}, nmad_test::run_options().set("NMAD_MPICXX_CXX", "my-c++"));
+  CHECK(cxx.out.rfind("my-c++ -I", 0) == 0);
+  CHECK(contains(cxx.out, "-lmpi"));
+}
