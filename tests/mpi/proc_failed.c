@@ -11,12 +11,14 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int v = 0;
   if (mt_rank == 1) {
-    /* Make sure everyone is connected, then die without MPI_Finalize. */
-    MPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    /* Hear from everyone (so every rank is past MPI_Init and connected to
+     * us), then die without MPI_Finalize. */
+    for (int p = 0; p < mt_size; ++p)
+      if (p != 1) MPI_Recv(&v, 1, MPI_INT, p, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     fflush(stdout);
     _exit(3);
   }
-  if (mt_rank == 0) MPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+  MPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
   MPI_Status st;
   int err = MPI_Recv(&v, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, &st);
   int cls = -1;
