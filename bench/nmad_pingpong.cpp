@@ -1,5 +1,5 @@
 // Native ping-pong latency and bandwidth between ranks 0 and 1.
-//   nmad-run -n 2 nmad_pingpong [--sizes 0,8,1024,...] [--reps R] [--json]
+//   nmad-run -n 2 nmad_pingpong [--sizes 0,8,1024,...] [--reps R] [--driver D] [--strategy S] [--json]
 // Latency is one-way (round trip / 2), per round trip; the table shows the
 // median and min-max of the samples, bandwidth = size / median latency.
 // Received bytes are verified on the first round trip of every size.
@@ -48,18 +48,20 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = default_sizes();
   int reps = 0;
   bool json = false;
+  nmad::session_options opts;  // driver/strategy: options, else NMAD_DRIVER / NMAD_STRATEGY
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--json") json = true;
-    else if (a == "--driver" || a == "--strategy") ++i;  // chosen by NMAD_DRIVER / NMAD_STRATEGY
+    else if (a == "--driver" && i + 1 < argc) opts.driver = argv[++i];
+    else if (a == "--strategy" && i + 1 < argc) opts.strategy = argv[++i];
     else {
-      std::fprintf(stderr, "usage: nmad_pingpong [--sizes LIST] [--reps R] [--json]\n");
+      std::fprintf(stderr, "usage: nmad_pingpong [--sizes LIST] [--reps R] [--driver NAME] [--strategy NAME] [--json]\n");
       return 2;
     }
   }
-  auto s = nmad::session::create();
+  auto s = nmad::session::create(opts);
   if (s->size() < 2) {
     std::fprintf(stderr, "nmad_pingpong needs 2 processes (nmad-run -n 2 ...)\n");
     return 2;
