@@ -124,6 +124,21 @@ class signal_guard {
   bool _installed[3] = {false, false, false};
 };
 
+// In a freshly forked rank (async-signal-safe calls only): die with the
+// launcher, and start from default signal dispositions and an empty mask.
+void prepare_child(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);  // the launcher is already gone
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sg = 1; sg < NSIG; ++sg)
+    if (sg != SIGKILL && sg != SIGSTOP) ::sigaction(sg, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 // ---------------------------------------------------------------------------
 struct rank_state {
   rank_result res;
@@ -261,16 +276,7 @@ void job::spawn_all(const std::string& path) {
     pid_t pid = ::fork();
     if (pid == 0) {
       // Child: async-signal-safe calls only.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      sigemptyset(&dfl.sa_mask);
-      for (int s = 1; s < NSIG; ++s)
-        if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      prepare_child(parent);
       if (sv[1] >= 0) ::fcntl(sv[1], F_SETFD, 0);
       if (rank != 0) ::dup2(devnull, STDIN_FILENO);
       ::execve(path.c_str(), argv.data(), envp.data());
@@ -380,16 +386,7 @@ void job::spawn_remote(int rank, const std::string& path) {
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (int sg = 1; sg < NSIG; ++sg)
-      if (sg != SIGKILL && sg != SIGSTOP) ::sigaction(sg, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    prepare_child(parent);
     ::dup2(in[0], STDIN_FILENO);
     ::execvp(argv[0], argv.data());
     ::_exit(127);
