@@ -81,6 +81,9 @@ TEST_CASE("mpi truncate: MPI_ERR_TRUNCATE returned with MPI_ERRORS_RETURN, progr
 }
 
 TEST_CASE("mpi sendrecv: Sendrecv, Sendrecv_replace, MPI_PROC_NULL") { expect_pass("sendrecv", {1, 2, 4}); }
+TEST_CASE("mpi coll_basic: Barrier, Bcast, Reduce, Allreduce (in place, split comms, op errors)") {
+  expect_pass("coll_basic", {1, 2, 3, 4});
+}
 
 TEST_CASE("mpi comm: dup, split, compare, free, isolation between communicators") {
   expect_pass("comm", {1, 2, 4});

@@ -322,6 +322,36 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
 int PMPI_Comm_free(MPI_Comm* comm);
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
 
+/* ---- Reductions and collectives (blocking; predefined ops, basic types) ---- */
+typedef int MPI_Op;
+#define MPI_OP_NULL ((MPI_Op)0)
+#define MPI_MAX ((MPI_Op)1)
+#define MPI_MIN ((MPI_Op)2)
+#define MPI_SUM ((MPI_Op)3)
+#define MPI_PROD ((MPI_Op)4)
+#define MPI_LAND ((MPI_Op)5)
+#define MPI_LOR ((MPI_Op)6)
+#define MPI_LXOR ((MPI_Op)7)
+#define MPI_BAND ((MPI_Op)8)
+#define MPI_BOR ((MPI_Op)9)
+#define MPI_BXOR ((MPI_Op)10)
+#define MPI_REPLACE ((MPI_Op)13)
+#define MPI_NO_OP ((MPI_Op)14)
+#define MPI_IN_PLACE ((void*)-1)
+
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+               MPI_Comm comm);
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm);
+int PMPI_Barrier(MPI_Comm comm);
+int PMPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm);
+int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm);
+
 #ifdef __cplusplus
 }
 #endif

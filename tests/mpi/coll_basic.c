@@ -1,0 +1,70 @@
+/* Blocking collectives on basic types: MPI_Barrier, MPI_Bcast (small and
+ * rendezvous-sized, every root), MPI_Reduce (every root, several ops and
+ * types) and MPI_Allreduce (in place too); a wrong op is reported. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpitest.h"
+
+int main(int argc, char** argv) {
+  mt_start("coll_basic", &argc, &argv);
+  int n = mt_size, r = mt_rank;
+  for (int i = 0; i < 3; ++i) CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "barrier");
+
+  for (int root = 0; root < n; ++root) {
+    for (long bytes = 1; bytes <= 300000; bytes *= 37) {
+      unsigned char* buf = malloc(bytes);
+      if (r == root) mt_fill(buf, bytes, root + (int)bytes);
+      else memset(buf, 0, bytes);
+      CHECK(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS, "bcast");
+      CHECK(mt_check(buf, bytes, root + (int)bytes) < 0, "bcast of %ld bytes from root %d", bytes, root);
+      free(buf);
+    }
+    int v[5], out[5] = {0};
+    for (int i = 0; i < 5; ++i) v[i] = (r + 1) * (i + 1);
+    CHECK(MPI_Reduce(v, out, 5, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD) == MPI_SUCCESS, "reduce");
+    if (r == root)
+      for (int i = 0; i < 5; ++i) CHECK(out[i] == (i + 1) * n * (n + 1) / 2, "reduce sum [%d] = %d", i, out[i]);
+    double d = r * 1.5, dmax = -1;
+    CHECK(MPI_Reduce(&d, &dmax, 1, MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD) == MPI_SUCCESS, "reduce max");
+    if (r == root) CHECK(dmax == (n - 1) * 1.5, "reduce max = %g", dmax);
+  }
+
+  /* Allreduce: small (recursive doubling) and large (Rabenseifner). */
+  for (int count = 1; count <= 40000; count *= 20) {
+    long* a = malloc(sizeof(long) * count);
+    long* s = malloc(sizeof(long) * count);
+    for (int i = 0; i < count; ++i) a[i] = (long)(r + 1) * i;
+    CHECK(MPI_Allreduce(a, s, count, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "allreduce");
+    for (int i = 0; i < count; ++i) CHECK(s[i] == (long)i * n * (n + 1) / 2, "allreduce[%d] = %ld", i, s[i]);
+    /* In place. */
+    for (int i = 0; i < count; ++i) s[i] = r - i;
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, s, count, MPI_LONG, MPI_MIN, MPI_COMM_WORLD) == MPI_SUCCESS, "in place");
+    for (int i = 0; i < count; ++i) CHECK(s[i] == -i, "allreduce min in place[%d] = %ld", i, s[i]);
+    free(a);
+    free(s);
+  }
+  unsigned flags = 1u << r, all = 0;
+  CHECK(MPI_Allreduce(&flags, &all, 1, MPI_UNSIGNED, MPI_BOR, MPI_COMM_WORLD) == MPI_SUCCESS, "bor");
+  CHECK(all == (1u << n) - 1, "bor = %x", all);
+
+  /* Collectives on a split communicator stay apart from MPI_COMM_WORLD's. */
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+  int one = 1, count_half = 0;
+  CHECK(MPI_Allreduce(&one, &count_half, 1, MPI_INT, MPI_SUM, half) == MPI_SUCCESS, "allreduce on split");
+  CHECK(count_half == (n + 1 - r % 2) / 2, "split size by allreduce = %d", count_half);
+  MPI_Comm_free(&half);
+
+  /* Errors are reported, not crashes. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  double x = 1, y;
+  int err = MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD);
+  int cls;
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_OP, "MPI_BAND on MPI_DOUBLE gave %d", err);
+  err = MPI_Bcast(&x, 1, MPI_DOUBLE, n, MPI_COMM_WORLD);
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_ROOT, "root out of range gave %d", err);
+  return mt_pass();
+}
