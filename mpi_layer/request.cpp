@@ -273,6 +273,30 @@ int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status status
   return PMPI_Waitall(count, requests, statuses);  // every one is done: no waiting
 }
 
+// The Waitany/Testany step: completes the first active request that is
+// done. none_active: every request is null or inactive (index is
+// MPI_UNDEFINED and the status empty, as MPI wants).
+enum class any_result { completed, pending, none_active };
+static any_result complete_any(const char* fn, int count, std::vector<request_obj*>& rs, MPI_Request requests[],
+                               int* index, MPI_Status* status, int& err) {
+  bool any_active = false;
+  for (int i = 0; i < count; ++i) {
+    if (!is_active(rs[i])) continue;
+    any_active = true;
+    if (!request_done(*rs[i])) continue;
+    *index = i;
+    comm_obj* c = rs[i]->comm;
+    std::string detail;
+    err = finish_request(*rs[i], &requests[i], status, detail);
+    if (err != MPI_SUCCESS) err = mpi_raise(fn, c, err, detail);
+    return any_result::completed;
+  }
+  *index = MPI_UNDEFINED;
+  if (any_active) return any_result::pending;
+  if (status != MPI_STATUS_IGNORE) empty_status(status);
+  return any_result::none_active;
+}
+
 int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!check_initialized("MPI_Waitany")) return MPI_ERR_OTHER;
   if (count < 0 || !index || (count > 0 && !requests))
@@ -283,22 +307,10 @@ int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* stat
     return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
   int idle = 0;
   for (;;) {
-    bool any_active = false;
-    for (int i = 0; i < count; ++i) {
-      if (!is_active(rs[i])) continue;
-      any_active = true;
-      if (!request_done(*rs[i])) continue;
-      *index = i;
-      comm_obj* c = rs[i]->comm;
-      std::string detail;
-      const int err = finish_request(*rs[i], &requests[i], status, detail);
-      return err == MPI_SUCCESS ? err : mpi_raise("MPI_Waitany", c, err, detail);
-    }
-    if (!any_active) {
-      *index = MPI_UNDEFINED;
-      if (status != MPI_STATUS_IGNORE) empty_status(status);
-      return MPI_SUCCESS;
-    }
+    int err = MPI_SUCCESS;
+    const any_result r = complete_any("MPI_Waitany", count, rs, requests, index, status, err);
+    if (r == any_result::completed) return err;
+    if (r == any_result::none_active) return MPI_SUCCESS;
     if (st().session->progress() > 0) idle = 0;
     else backoff(idle);
   }
@@ -313,21 +325,10 @@ int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_S
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
   st().session->progress();
-  bool any_active = false;
-  for (int i = 0; i < count; ++i) {
-    if (!is_active(rs[i])) continue;
-    any_active = true;
-    if (!request_done(*rs[i])) continue;
-    *index = i;
-    *flag = 1;
-    comm_obj* c = rs[i]->comm;
-    std::string detail;
-    const int err = finish_request(*rs[i], &requests[i], status, detail);
-    return err == MPI_SUCCESS ? err : mpi_raise("MPI_Testany", c, err, detail);
-  }
-  *index = MPI_UNDEFINED;
-  *flag = any_active ? 0 : 1;
-  if (!any_active && status != MPI_STATUS_IGNORE) empty_status(status);
+  int err = MPI_SUCCESS;
+  const any_result r = complete_any("MPI_Testany", count, rs, requests, index, status, err);
+  *flag = r != any_result::pending;
+  if (r == any_result::completed) return err;
   return MPI_SUCCESS;
 }
 
