@@ -33,13 +33,10 @@ coll::session_transport& transport_of(comm_obj& c) {
   return *t;
 }
 
-// The basic type behind a basic datatype handle (see mpi.h's numbering).
 bool basic_of(MPI_Datatype t, BasicType& out) {
-  if (t >= MPI_CHAR && t <= MPI_UINT64_T) out = static_cast<BasicType>(t - 1);
-  else if (t == MPI_AINT) out = BasicType::Aint;
-  else if (t == MPI_COUNT) out = BasicType::Count;
-  else return false;
-  return true;
+  auto b = nmad::mpi::basic_of(t);
+  if (b) out = *b;
+  return b.has_value();
 }
 
 struct basic_reducer final : coll::reducer {

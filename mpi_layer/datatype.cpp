@@ -1,42 +1,36 @@
 // Basic (predefined, contiguous) datatypes: sizes, MPI_Type_size,
 // MPI_Get_count, MPI_Get_elements. Derived datatypes come later.
-#include <cwchar>
 
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
 
-int type_size(MPI_Datatype t) {
-  switch (t) {
-    case MPI_CHAR: return sizeof(char);
-    case MPI_SIGNED_CHAR: return sizeof(signed char);
-    case MPI_UNSIGNED_CHAR: return sizeof(unsigned char);
-    case MPI_BYTE: return 1;
-    case MPI_SHORT: return sizeof(short);
-    case MPI_UNSIGNED_SHORT: return sizeof(unsigned short);
-    case MPI_INT: return sizeof(int);
-    case MPI_UNSIGNED: return sizeof(unsigned);
-    case MPI_LONG: return sizeof(long);
-    case MPI_UNSIGNED_LONG: return sizeof(unsigned long);
-    case MPI_LONG_LONG_INT: return sizeof(long long);
-    case MPI_UNSIGNED_LONG_LONG: return sizeof(unsigned long long);
-    case MPI_FLOAT: return sizeof(float);
-    case MPI_DOUBLE: return sizeof(double);
-    case MPI_LONG_DOUBLE: return sizeof(long double);
-    case MPI_WCHAR: return sizeof(wchar_t);
-    case MPI_C_BOOL: return sizeof(bool);  // C _Bool and C++ bool agree on our ABIs
-    case MPI_INT8_T: return 1;
-    case MPI_INT16_T: return 2;
-    case MPI_INT32_T: return 4;
-    case MPI_INT64_T: return 8;
-    case MPI_UINT8_T: return 1;
-    case MPI_UINT16_T: return 2;
-    case MPI_UINT32_T: return 4;
-    case MPI_UINT64_T: return 8;
-    case MPI_AINT: return sizeof(MPI_Aint);
-    case MPI_COUNT: return sizeof(MPI_Count);
-    default: return -1;
+namespace {
+
+// Sizes of the predefined types, by handle (no lock on the hot path).
+struct size_table {
+  int size[kLastPredefinedType + 1];
+  size_table() {
+    size[0] = -1;
+    for (int h = 1; h <= kLastPredefinedType; ++h)
+      size[h] = static_cast<int>(basic_type_info(static_cast<BasicType>(h - 1)).size);
   }
+};
+const size_table& sizes() {
+  static const size_table t;
+  return t;
+}
+
+}  // namespace
+
+int type_size(MPI_Datatype t) {
+  if (t < 1 || t > kLastPredefinedType) return -1;
+  return sizes().size[t];
+}
+
+Datatype type_of(MPI_Datatype t) {
+  if (auto b = basic_of(t)) return Datatype::basic(*b);
+  return {};
 }
 
 }  // namespace nmad::mpi

@@ -15,6 +15,8 @@
 //     it. Blocking waits never hold `mu`. Lock order: mu, then the engine's.
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
+#include "mpi_layer/datatype/datatype.hpp"
 #include "mpi_layer/include/mpi.h"
 
 namespace nmad::mpi {
@@ -55,7 +58,10 @@ struct comm_obj {
 enum class send_mode { standard, synchronous, ready, buffered };
 
 struct request_obj {
-  enum class kind { send, recv };
+  // send/recv: an engine operation. generic: anything else that completes
+  // asynchronously (non-blocking collectives, MPI_Comm_idup): `poll`
+  // advances it and returns true once done, having filled local_status.
+  enum class kind { send, recv, generic };
   nmad::request engine;          // the engine operation, when one was started
   int handle = 0;
   kind type = kind::send;
@@ -74,7 +80,20 @@ struct request_obj {
   int peer = 0;                  // comm rank, MPI_ANY_SOURCE or MPI_PROC_NULL
   int tag = 0;
   comm_obj* comm = nullptr;
-  MPI_Status local_status{};     // for local_done completions
+  MPI_Status local_status{};     // for local_done and generic completions
+  // Hooks (reset when the request is released):
+  //  poll         generic requests: advance, true once done (never blocks).
+  //  on_complete  runs once when Wait/Test completes the request, before
+  //               its status is read (e.g. unpacks a staged non-contiguous
+  //               receive into the user's buffer); returns an MPI error code
+  //               (detail: its text). Generic requests set local_status here
+  //               or in poll.
+  //  on_cancel    generic requests: MPI_Cancel (null: not cancellable).
+  //  extra        state the hooks keep alive (staging buffer, executor...).
+  std::function<bool(request_obj&)> poll;
+  std::function<int(request_obj&, std::string& detail)> on_complete;
+  std::function<void(request_obj&)> on_cancel;
+  std::shared_ptr<void> extra;
 };
 
 struct message_obj {
@@ -129,7 +148,21 @@ int from_errc(nmad::errc e);
 bool check_initialized(const char* fn);
 
 // ---- datatypes (datatype.cpp) ----
-// Size of a basic datatype, or -1 if the handle is not one.
+// Handles: predefined types are 1..kLastPredefinedType with
+// handle == BasicType + 1 (see mpi.h); derived types get handles from
+// kFirstDerivedType up.
+constexpr int kLastPredefinedType = kNumBasicTypes;
+constexpr int kFirstDerivedType = 64;
+// The basic type of a predefined handle (nullopt: not a predefined handle).
+inline std::optional<BasicType> basic_of(MPI_Datatype t) {
+  if (t >= 1 && t <= kLastPredefinedType) return static_cast<BasicType>(t - 1);
+  return std::nullopt;
+}
+// The datatype behind any valid handle (predefined or derived, committed or
+// not); a null Datatype if the handle is invalid or freed. Thread-safe.
+Datatype type_of(MPI_Datatype t);
+// Size in bytes of one element of a predefined datatype, or -1 if the
+// handle is not predefined (fast path, no lock).
 int type_size(MPI_Datatype t);
 
 // ---- communicators (comm.cpp) ----
@@ -142,6 +175,8 @@ int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail
 request_obj* new_request();          // takes mu
 request_obj* lookup_request(MPI_Request h);
 void release_request(request_obj* r);  // takes mu
+// Blocks until request_done(r), making progress (send/recv: engine wait).
+void wait_request(request_obj& r);
 // Starts r with its parameters (send/recv). Returns an MPI error code.
 int start_request(request_obj& r);
 // Completes an active, done request: fills status, deactivates it, frees

@@ -13,6 +13,11 @@ void release_locked(state& s, request_obj* r) {
   r->local_done = false;
   r->freed = false;
   r->persistent = false;
+  r->type = request_obj::kind::send;
+  r->poll = nullptr;
+  r->on_complete = nullptr;
+  r->on_cancel = nullptr;
+  r->extra.reset();
   r->live = false;
   s.free_requests.push_back(r->handle);
 }
@@ -20,6 +25,22 @@ void release_locked(state& s, request_obj* r) {
 // The status an active, done request completed with; returns its error
 // code and sets detail to the engine's message.
 int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
+  if (r.on_complete) {
+    // Generic requests fill local_status themselves; send/recv hooks (e.g.
+    // unpacking a staged non-contiguous receive) run exactly once here.
+    const int e = r.on_complete(r, detail);
+    r.on_complete = nullptr;
+    if (r.local_done || r.type == request_obj::kind::generic) {
+      *out = r.local_status;
+      return r.local_status.MPI_ERROR;
+    }
+    if (e != MPI_SUCCESS) {
+      const int err = request_status(r, out, detail);
+      if (err != MPI_SUCCESS) return err;
+      out->MPI_ERROR = e;
+      return e;
+    }
+  }
   if (r.local_done) {
     *out = r.local_status;
     return r.local_status.MPI_ERROR;
@@ -65,7 +86,7 @@ request_obj* new_request() {
   // Requests freed while active are recycled once the engine is done.
   for (std::size_t i = 0; i < s.zombies.size();) {
     request_obj* z = s.zombies[i];
-    if (z->local_done || z->engine.completed()) {
+    if (request_done(*z)) {
       release_locked(s, z);
       s.zombies[i] = s.zombies.back();
       s.zombies.pop_back();
@@ -100,7 +121,24 @@ void release_request(request_obj* r) {
   release_locked(s, r);
 }
 
-bool request_done(request_obj& r) { return !r.active || r.local_done || r.engine.completed(); }
+bool request_done(request_obj& r) {
+  if (!r.active || r.local_done) return true;
+  if (r.type == request_obj::kind::generic) return r.poll && r.poll(r);
+  return r.engine.completed();
+}
+
+void wait_request(request_obj& r) {
+  if (r.local_done) return;
+  if (r.type != request_obj::kind::generic) {
+    st().session->wait(r.engine);
+    return;
+  }
+  int idle = 0;
+  while (!request_done(r)) {
+    if (st().session->progress() > 0) idle = 0;
+    backoff(idle);
+  }
+}
 
 int start_request(request_obj& r) {
   state& s = st();
@@ -193,7 +231,7 @@ int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
     if (status != MPI_STATUS_IGNORE) empty_status(status);
     return MPI_SUCCESS;
   }
-  if (!r->local_done) st().session->wait(r->engine);
+  wait_request(*r);
   comm_obj* c = r->comm;
   std::string detail;
   const int err = finish_request(*r, request, status, detail);
@@ -241,7 +279,7 @@ int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
       if (sp) empty_status(sp);
       continue;
     }
-    if (!rs[i]->local_done) st().session->wait(rs[i]->engine);
+    wait_request(*rs[i]);
     comm_obj* c = rs[i]->comm;
     std::string detail;
     const int err = finish_request(*rs[i], &requests[i], sp, detail);
@@ -405,7 +443,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
     std::string detail;
     MPI_Status tmp;
     // The request stays active: the status is only looked at.
-    if (r->local_done) tmp = r->local_status;
+    if (r->local_done || r->type == request_obj::kind::generic) tmp = r->local_status;
     else if (r->type == request_obj::kind::recv) {
       fill_status(&tmp, r->comm, r->engine.status(), from_errc(r->engine.error()));
       if (r->engine.error() == nmad::errc::cancelled) tmp.nmad_cancelled = 1;

@@ -9,42 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_paths.hpp"
+#include "tests/mpi_run.hpp"
 
-namespace {
+using namespace nmad_mpi_test;
 
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-nmad_test::run_result run_mpi(const std::string& prog, int nprocs,
-                              std::vector<std::pair<std::string, std::string>> env = {}) {
-  std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(nprocs), "--timeout",
-                                   "150", nmad_test::runfile("tests/mpi/" + prog)};
-  nmad_test::run_options o;
-  o.timeout_s = 180;
-  o.env = std::move(env);
-  return nmad_test::run(argv, o);
-}
-
-// Runs prog at each process count; every rank must pass.
-void expect_pass(const std::string& prog, std::initializer_list<int> counts,
-                 std::vector<std::pair<std::string, std::string>> env = {}) {
-  for (int n : counts) {
-    CAPTURE(n);
-    auto r = run_mpi(prog, n, env);
-    if (r.status != 0 || count(r.out, "PASS " + prog + " rank") != n)
-      MESSAGE(prog << " with " << n << " process(es):\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
-    CHECK(r.status == 0);
-    CHECK(count(r.out, "PASS " + prog + " rank") == n);
-    CHECK_FALSE(contains(r.out, "FAIL"));
-  }
-}
-
-}  // namespace
 
 TEST_CASE("mpi hello: init, rank/size, versions, processor name, finalize") { expect_pass("hello", {1, 2, 4}); }
 

@@ -29,6 +29,7 @@ typedef int MPI_Errhandler;
 typedef int MPI_Message;
 typedef ptrdiff_t MPI_Aint;
 typedef long long MPI_Count;
+typedef long long MPI_Offset;
 
 #define MPI_COMM_NULL ((MPI_Comm)0)
 #define MPI_COMM_WORLD ((MPI_Comm)1)
@@ -43,7 +44,8 @@ typedef long long MPI_Count;
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
 #define MPI_ERRORS_RETURN ((MPI_Errhandler)2)
 
-/* Basic datatypes (contiguous, C types). */
+/* Predefined datatypes: handle = position in this list (the MPI layer's
+ * BasicType + 1). */
 #define MPI_DATATYPE_NULL ((MPI_Datatype)0)
 #define MPI_CHAR ((MPI_Datatype)1)
 #define MPI_SIGNED_CHAR ((MPI_Datatype)2)
@@ -71,8 +73,22 @@ typedef long long MPI_Count;
 #define MPI_UINT16_T ((MPI_Datatype)23)
 #define MPI_UINT32_T ((MPI_Datatype)24)
 #define MPI_UINT64_T ((MPI_Datatype)25)
-#define MPI_AINT ((MPI_Datatype)26)
-#define MPI_COUNT ((MPI_Datatype)27)
+#define MPI_C_FLOAT_COMPLEX ((MPI_Datatype)26)
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX ((MPI_Datatype)27)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)28)
+#define MPI_AINT ((MPI_Datatype)29)
+#define MPI_OFFSET ((MPI_Datatype)30)
+#define MPI_COUNT ((MPI_Datatype)31)
+#define MPI_PACKED ((MPI_Datatype)32)
+/* Pair types for MPI_MINLOC/MPI_MAXLOC: struct { value; int index; }. */
+#define MPI_FLOAT_INT ((MPI_Datatype)33)
+#define MPI_DOUBLE_INT ((MPI_Datatype)34)
+#define MPI_LONG_INT ((MPI_Datatype)35)
+#define MPI_2INT ((MPI_Datatype)36)
+#define MPI_SHORT_INT ((MPI_Datatype)37)
+#define MPI_LONG_DOUBLE_INT ((MPI_Datatype)38)
+/* Derived datatypes get handles from 64 up. */
 
 /* ---- special values ---------------------------------------------------- */
 #define MPI_ANY_SOURCE (-1)
@@ -351,6 +367,15 @@ int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype data
                 MPI_Comm comm);
 int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm);
+
+/* ==== derived datatypes, packing ========================================= */
+/* ==== end of derived datatypes, packing ================================== */
+
+/* ==== reduction operations, collectives (blocking and non-blocking) ===== */
+/* ==== end of reduction operations, collectives =========================== */
+
+/* ==== groups, communicators, attributes, info, intercommunicators ======= */
+/* ==== end of groups, communicators ======================================= */
 
 #ifdef __cplusplus
 }
