@@ -35,6 +35,13 @@ constexpr error_entry kErrors[] = {
     {MPI_ERR_PENDING, "MPI_ERR_PENDING", "request pending"},
     {MPI_ERR_NO_MEM, "MPI_ERR_NO_MEM", "out of memory"},
     {MPI_ERR_PROC_FAILED, "MPI_ERR_PROC_FAILED", "a peer process failed"},
+    {MPI_ERR_KEYVAL, "MPI_ERR_KEYVAL", "invalid keyval"},
+    {MPI_ERR_INFO, "MPI_ERR_INFO", "invalid info object"},
+    {MPI_ERR_INFO_KEY, "MPI_ERR_INFO_KEY", "info key too long or empty"},
+    {MPI_ERR_INFO_VALUE, "MPI_ERR_INFO_VALUE", "info value too long"},
+    {MPI_ERR_INFO_NOKEY, "MPI_ERR_INFO_NOKEY", "no such info key"},
+    {MPI_ERR_NO_SPACE, "MPI_ERR_NO_SPACE", "not enough space (pack buffer)"},
+    {MPI_ERR_UNSUPPORTED_OPERATION, "MPI_ERR_UNSUPPORTED_OPERATION", "operation not supported"},
 };
 const error_entry* find_error(int code) {
   for (const auto& e : kErrors)

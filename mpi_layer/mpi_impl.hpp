@@ -52,6 +52,11 @@ struct comm_obj {
   std::vector<int> comm_of;      // world rank -> comm rank (-1: not a member)
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
   bool freed = false;
+  // Intercommunicators: world_of/comm_of describe the REMOTE group (the
+  // ranks point-to-point calls name); `rank` and local_world_of the local
+  // group. Intracommunicators leave local_world_of empty.
+  bool inter = false;
+  std::vector<int> local_world_of;
   int size() const { return static_cast<int>(world_of.size()); }
 };
 

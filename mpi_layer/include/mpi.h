@@ -136,7 +136,14 @@ typedef long long MPI_Offset;
 #define MPI_ERR_PENDING 19
 #define MPI_ERR_NO_MEM 20
 #define MPI_ERR_PROC_FAILED 21 /* a peer process died (ULFM name) */
-#define MPI_ERR_LASTCODE 21
+#define MPI_ERR_KEYVAL 22
+#define MPI_ERR_INFO 23
+#define MPI_ERR_INFO_KEY 24
+#define MPI_ERR_INFO_VALUE 25
+#define MPI_ERR_INFO_NOKEY 26
+#define MPI_ERR_NO_SPACE 27
+#define MPI_ERR_UNSUPPORTED_OPERATION 28
+#define MPI_ERR_LASTCODE 28
 
 /* ---- status --------------------------------------------------------------- */
 typedef struct MPI_Status {
