@@ -5,7 +5,7 @@
 NMAD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 NMAD_PACKAGES=(bazel-bootstrap bazel-rules-java bazel-platforms g++ pkg-config
   libfabric-dev libfabric-bin libhwloc-dev hwloc libboost-dev doctest-dev
-  python3 python3-matplotlib openssh-client openssh-server)
+  python3 python3-matplotlib openssh-client openssh-server mpich)
 
 nmad_install_packages() {
   local missing=() p
