@@ -173,3 +173,14 @@ TEST_CASE("mpicc/mpicxx: -show, compile-only, compiler override by environment")
   CHECK(cxx.out.rfind("my-c++ -I", 0) == 0);
   CHECK(contains(cxx.out, "-lmpi"));
 }
+
+TEST_CASE("mpi over the tcp driver: the data-moving programs at 2 and 3 processes") {
+  // The cases above run over the default driver choice (shm between local
+  // ranks); these run every data-moving program over tcp too.
+  for (const char* prog : {"completion", "persistent", "cancel", "sendrecv", "probe", "bsend", "comm", "get_count",
+                           "ssend_sync", "threads", "truncate"}) {
+    CAPTURE(prog);
+    expect_pass(prog, {2}, {{"NMAD_DRIVER", "tcp"}});
+  }
+  expect_pass("coll_basic", {3}, {{"NMAD_DRIVER", "tcp"}});
+}
