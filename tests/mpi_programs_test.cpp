@@ -184,3 +184,8 @@ TEST_CASE("mpi over the tcp driver: the data-moving programs at 2 and 3 processe
   }
   expect_pass("coll_basic", {3}, {{"NMAD_DRIVER", "tcp"}});
 }
+
+TEST_CASE("mpi topo_cart: Dims_create, Cartesian grids, shifts, halo exchange, Cart_sub") {
+  expect_pass("topo_cart", {1, 2, 3, 4});
+  expect_pass("topo_cart", {4}, {{"NMAD_DRIVER", "tcp"}});
+}
