@@ -54,6 +54,21 @@ struct early_chunk {
   std::vector<std::byte> payload;
 };
 
+// The sequence counter of the last ordering domain used, so consecutive
+// messages of one domain (the common case) skip the hash lookup. Counters
+// are never erased, so the pointer stays valid.
+struct seq_cache {
+  std::uint64_t domain = 0;
+  std::uint32_t* slot = nullptr;
+  std::uint32_t& get(std::unordered_map<std::uint64_t, std::uint32_t>& counters, std::uint64_t d) {
+    if (!slot || domain != d) {
+      slot = &counters[d];
+      domain = d;
+    }
+    return *slot;
+  }
+};
+
 class gate {
  public:
   int rank = -1;
@@ -65,12 +80,16 @@ class gate {
   // Send side.
   collect_list collect;
   std::unordered_map<std::uint64_t, std::uint32_t> send_seq;   // domain -> next
+  seq_cache send_seq_last;
   std::unordered_map<std::uint64_t, chunk_entry*> rdv_out;     // cookie -> entry
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
 
   // Receive side.
   std::unordered_map<std::uint64_t, std::uint32_t> recv_seq;   // domain -> expected
+  seq_cache recv_seq_last;
+  // Messages whose chunks are still arriving (one that comes whole in a
+  // single chunk is never entered).
   std::unordered_map<message_key, message_state*, message_key_hash> active;
   std::vector<early_chunk> early;
   std::unordered_map<std::uint64_t, rdv_recv*> rdv_in;         // cookie -> recv

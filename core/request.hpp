@@ -73,6 +73,7 @@ struct message_state {
   std::uint64_t accounted = 0;     // bytes placed, buffered or discarded
   std::uint64_t arrived = 0;       // eager bytes + announced rendezvous bytes
   bool truncated = false;          // bytes beyond the receive were dropped
+  bool in_active = false;          // entered in its gate's `active` table
   std::vector<buffered_bytes> buffered;
   std::vector<pending_rdv> rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet

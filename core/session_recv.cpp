@@ -98,7 +98,7 @@ message_state* session_impl::find_message(gate& g, const wire::chunk_header& h,
                                           std::span<const std::byte> payload, bool& created) {
   auto it = g.active.find({h.tag, h.seq});
   if (it != g.active.end()) return it->second;
-  std::uint32_t& expected = g.recv_seq[h.tag & _ordering_mask];
+  std::uint32_t& expected = g.recv_seq_last.get(g.recv_seq, h.tag & _ordering_mask);
   if (h.seq == expected) {
     expected++;
     created = true;
@@ -124,11 +124,16 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
   m.source = g.rank;
   m.tag = h.tag;
   m.seq = h.seq;
+  // A message announced whole by its first chunk (eager data or one
+  // rendezvous request: the usual case) needs no entry in `active`.
+  const bool whole = (h.flags & chunk_flag::last) && h.offset == 0 &&
+                     (h.msg_len == chunk_entry::unknown_length || h.msg_len == h.len);
+  m.in_active = !whole;
   for (request_state& r : _posted) {
     if (!matches(r, g.rank, h.tag)) continue;
     _posted.erase(_posted.iterator_to(r));
     bind(r, std::move(m));
-    g.active[{h.tag, h.seq}] = &r.msg;
+    if (!whole) g.active[{h.tag, h.seq}] = &r.msg;
     return &r.msg;
   }
   auto* u = new unexpected_message();
@@ -136,7 +141,7 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
   u->msg.unexpected = u;
   _unexpected.push_back(*u);
   _stats.unexpected_messages++;
-  g.active[{h.tag, h.seq}] = &u->msg;
+  if (!whole) g.active[{h.tag, h.seq}] = &u->msg;
   return &u->msg;
 }
 
@@ -148,7 +153,7 @@ void session_impl::drain_early(gate& g) {
     again = false;
     for (std::size_t i = 0; i < g.early.size(); ++i) {
       const wire::chunk_header& h = g.early[i].header;
-      const std::uint32_t expected = g.recv_seq[h.tag & _ordering_mask];
+      const std::uint32_t expected = g.recv_seq_last.get(g.recv_seq, h.tag & _ordering_mask);
       if (seq_before(expected, h.seq)) continue;  // still too early
       early_chunk c = std::move(g.early[i]);
       g.early.erase(g.early.begin() + static_cast<std::ptrdiff_t>(i));
@@ -162,7 +167,10 @@ void session_impl::drain_early(gate& g) {
 
 // A message is whole once every chunk arrived: stop looking it up.
 void session_impl::note_arrivals(gate& g, message_state& m) {
-  if (m.total != message_state::unknown && m.arrived == m.total) g.active.erase({m.tag, m.seq});
+  if (m.in_active && m.total != message_state::unknown && m.arrived == m.total) {
+    g.active.erase({m.tag, m.seq});
+    m.in_active = false;
+  }
 }
 
 // ---- binding a receive to a message -----------------------------------------------
@@ -363,7 +371,7 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
 // frees the entry.
 void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
   gate& g = *_gates[u.msg.source];
-  const bool still_arriving = g.active.count({u.msg.tag, u.msg.seq}) > 0;
+  const bool still_arriving = u.msg.in_active;
   bind(r, std::move(u.msg));
   delete &u;
   if (still_arriving) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;

@@ -6,7 +6,7 @@
 namespace nmad {
 
 std::uint32_t session_impl::next_send_seq(gate& g, tag_t tag) {
-  return g.send_seq[tag & _ordering_mask]++;
+  return g.send_seq_last.get(g.send_seq, tag & _ordering_mask)++;
 }
 
 void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
