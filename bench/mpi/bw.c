@@ -24,13 +24,9 @@ static uint64_t seed_of(int from_rank, int s, int slot) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   bench_opts o;
-  bench_parse(&o, argc, argv, "1,4,16,64,256,1K,4K,16K,64K,256K,1M,4M", 100, 64);
   int rank, nprocs;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (nprocs < 2) bench_die("bw needs at least 2 processes");
+  bench_init(&o, &argc, &argv, "bw", 2, "1,4,16,64,256,1K,4K,16K,64K,256K,1M,4M", 100, 64, &rank, &nprocs);
   const char *name = o.bidir ? "bibw" : "bw";
   bench_print_library(name);
 

@@ -45,20 +45,20 @@ typedef struct {
   const char *ops; /* nbc_overlap: comma separated list of operations */
 } bench_opts;
 
-static int bench_rank(void) {
+static inline int bench_rank(void) {
   int r;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   return r;
 }
 
-static void bench_die(const char *msg) {
+static inline void bench_die(const char *msg) {
   fprintf(stderr, "[rank %d] error: %s\n", bench_rank(), msg);
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 2);
   exit(2);
 }
 
-static size_t bench_parse_size(const char *s) {
+static inline size_t bench_parse_size(const char *s) {
   char *end = NULL;
   unsigned long long v = strtoull(s, &end, 10);
   if (end == s) bench_die("bad size in --sizes");
@@ -74,7 +74,7 @@ static size_t bench_parse_size(const char *s) {
   return (size_t)v;
 }
 
-static void bench_parse_sizes(bench_opts *o, const char *list) {
+static inline void bench_parse_sizes(bench_opts *o, const char *list) {
   char buf[4096];
   size_t n = strlen(list);
   if (n >= sizeof buf) bench_die("--sizes list too long");
@@ -87,7 +87,7 @@ static void bench_parse_sizes(bench_opts *o, const char *list) {
 }
 
 /* Parses the common options; default_sizes is a comma separated list. */
-static void bench_parse(bench_opts *o, int argc, char **argv, const char *default_sizes,
+static inline void bench_parse(bench_opts *o, int argc, char **argv, const char *default_sizes,
                         int default_iters, int default_window) {
   memset(o, 0, sizeof *o);
   o->iters = default_iters;
@@ -121,9 +121,34 @@ static void bench_parse(bench_opts *o, int argc, char **argv, const char *defaul
   if (o->flows < 1) o->flows = 1;
 }
 
+/* MPI_Init, the common options (see bench_parse), this process's rank and
+ * the job's size; a job of fewer than min_procs processes ends with an
+ * error naming the benchmark. */
+static inline void bench_init(bench_opts *o, int *argc, char ***argv, const char *bench, int min_procs,
+                       const char *default_sizes, int default_iters, int default_window, int *rank,
+                       int *nprocs) {
+  MPI_Init(argc, argv);
+  bench_parse(o, *argc, *argv, default_sizes, default_iters, default_window);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, nprocs);
+  if (*nprocs < min_procs) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s needs at least %d processes", bench, min_procs);
+    bench_die(msg);
+  }
+}
+
+/* The largest size of the sweep, and at least `floor`. */
+static inline size_t bench_max_size(const bench_opts *o, size_t floor) {
+  size_t m = floor;
+  for (int s = 0; s < o->nsizes; s++)
+    if (o->sizes[s] > m) m = o->sizes[s];
+  return m;
+}
+
 /* Timed iterations for a message size: all of them up to 64 KiB, then
  * proportionally fewer so that large sizes move about as many bytes. */
-static int bench_iters_for(const bench_opts *o, size_t size) {
+static inline int bench_iters_for(const bench_opts *o, size_t size) {
   long n = o->iters;
   if (size > 65536) n = (long)((double)o->iters * 65536.0 / (double)size);
   if (n < o->min_iters) n = o->min_iters;
@@ -131,13 +156,13 @@ static int bench_iters_for(const bench_opts *o, size_t size) {
   return (int)n;
 }
 
-static int bench_warmup_for(const bench_opts *o, size_t size) {
+static inline int bench_warmup_for(const bench_opts *o, size_t size) {
   int n = o->warmup >= 0 ? o->warmup : bench_iters_for(o, size) / 10;
   if (o->warmup < 0 && n < 2) n = 2;
   return n;
 }
 
-static void *bench_alloc(size_t n) {
+static inline void *bench_alloc(size_t n) {
   void *p = NULL;
   if (n == 0) n = 1;
   if (posix_memalign(&p, 4096, n) != 0 || !p) bench_die("out of memory");
@@ -152,13 +177,13 @@ static inline unsigned char bench_pat(uint64_t seed, size_t i) {
   return (unsigned char)((x >> 29) ^ (x >> 47) ^ i);
 }
 
-static void bench_fill(void *buf, size_t n, uint64_t seed) {
+static inline void bench_fill(void *buf, size_t n, uint64_t seed) {
   unsigned char *b = (unsigned char *)buf;
   for (size_t i = 0; i < n; i++) b[i] = bench_pat(seed, i);
 }
 
 /* Aborts the job if buf does not hold the pattern of seed. */
-static void bench_check(const void *buf, size_t n, uint64_t seed, const char *what) {
+static inline void bench_check(const void *buf, size_t n, uint64_t seed, const char *what) {
   const unsigned char *b = (const unsigned char *)buf;
   for (size_t i = 0; i < n; i++) {
     if (b[i] != bench_pat(seed, i)) {
@@ -171,7 +196,7 @@ static void bench_check(const void *buf, size_t n, uint64_t seed, const char *wh
   }
 }
 
-static void bench_json_string(FILE *f, const char *s) {
+static inline void bench_json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -185,7 +210,7 @@ static void bench_json_string(FILE *f, const char *s) {
 }
 
 /* First output line: which MPI library actually ran (proves which mpicc). */
-static void bench_print_library(const char *bench) {
+static inline void bench_print_library(const char *bench) {
   if (bench_rank() != 0) return;
   char lib[MPI_MAX_LIBRARY_VERSION_STRING + 1];
   int len = 0, size = 0;
@@ -201,7 +226,7 @@ static void bench_print_library(const char *bench) {
   fflush(stdout);
 }
 
-static int bench_cmp_double(const void *a, const void *b) {
+static inline int bench_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -209,7 +234,7 @@ static int bench_cmp_double(const void *a, const void *b) {
 /* Median of n values (sorts a copy). The benchmarks time every iteration and
  * keep the median: on a shared machine one preempted iteration must not move
  * the result (the driver still repeats whole launches and shows min-max). */
-static double bench_median(const double *v, int n) {
+static inline double bench_median(const double *v, int n) {
   if (n <= 0) return 0.0;
   double *c = malloc(sizeof(double) * (size_t)n);
   if (!c) bench_die("out of memory");
@@ -220,7 +245,7 @@ static double bench_median(const double *v, int n) {
   return m;
 }
 
-static double *bench_times(int n) {
+static inline double *bench_times(int n) {
   double *t = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   if (!t) bench_die("out of memory");
   return t;
@@ -228,7 +253,7 @@ static double *bench_times(int n) {
 
 /* Last output line, printed just before MPI_Finalize: lets the driver tell a
  * hang in MPI_Finalize (all results out) from a hang in the measurement. */
-static void bench_print_done(const char *bench) {
+static inline void bench_print_done(const char *bench) {
   if (bench_rank() != 0) return;
   printf("{\"bench\": \"%s\", \"done\": true}\n", bench);
   fflush(stdout);
@@ -241,13 +266,13 @@ static void bench_print_done(const char *bench) {
  * a flop rate is unreliable on a shared (oversubscribed) machine. */
 static volatile double bench_sink;
 
-static double bench_now_us(void) {
+static inline double bench_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static void bench_compute_us(double us) {
+static inline void bench_compute_us(double us) {
   const double end = bench_now_us() + us;
   double a = 1.0000001, x = bench_sink;
   do {
@@ -257,7 +282,7 @@ static void bench_compute_us(double us) {
 }
 
 /* IMB-NBC overlap: max(0, min(1, (t_comm + t_comp - t_ovrl) / min(t_comm, t_comp))). */
-static double bench_overlap(double t_comm, double t_comp, double t_ovrl) {
+static inline double bench_overlap(double t_comm, double t_comp, double t_ovrl) {
   double m = t_comm < t_comp ? t_comm : t_comp;
   if (m <= 0.0) return 0.0;
   double o = (t_comm + t_comp - t_ovrl) / m;

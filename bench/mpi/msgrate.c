@@ -14,18 +14,12 @@
 #include "common.h"
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   bench_opts o;
-  bench_parse(&o, argc, argv, "1,8,64,512,4K", 500, 64);
   int rank, nprocs;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (nprocs < 2) bench_die("msgrate needs at least 2 processes");
+  bench_init(&o, &argc, &argv, "msgrate", 2, "1,8,64,512,4K", 500, 64, &rank, &nprocs);
   bench_print_library("msgrate");
 
-  size_t maxsize = 1;
-  for (int s = 0; s < o.nsizes; s++)
-    if (o.sizes[s] > maxsize) maxsize = o.sizes[s];
+  const size_t maxsize = bench_max_size(&o, 1);
   const int W = o.window;
   char *buf = bench_alloc(maxsize * (size_t)W);
   MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)W);

@@ -21,13 +21,9 @@
 static uint64_t seed_of(int s, int f, int w) { return ((uint64_t)s << 32) ^ ((uint64_t)f << 16) ^ (uint64_t)w ^ 0xF10Au; }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   bench_opts o;
-  bench_parse(&o, argc, argv, "8,64,1K", 200, 16);
   int rank, nprocs;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (nprocs < 2) bench_die("multiflow needs at least 2 processes");
+  bench_init(&o, &argc, &argv, "multiflow", 2, "8,64,1K", 200, 16, &rank, &nprocs);
   bench_print_library("multiflow");
 
   const int F = o.flows, W = o.window;
@@ -36,9 +32,7 @@ int main(int argc, char **argv) {
   if (!comms || !reqs) bench_die("out of memory");
   for (int f = 0; f < F; f++) MPI_Comm_dup(MPI_COMM_WORLD, &comms[f]);
 
-  size_t maxsize = 1;
-  for (int s = 0; s < o.nsizes; s++)
-    if (o.sizes[s] > maxsize) maxsize = o.sizes[s];
+  const size_t maxsize = bench_max_size(&o, 1);
   /* Slot (f, w) of sbuf/rbuf: offset (f * W + w) * size. */
   char *sbuf = bench_alloc(maxsize * (size_t)F * (size_t)W);
   char *rbuf = bench_alloc(maxsize * (size_t)F * (size_t)W);

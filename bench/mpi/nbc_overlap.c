@@ -72,16 +72,11 @@ static void start(int op, size_t size, MPI_Request *req) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   bench_opts o;
-  bench_parse(&o, argc, argv, "8,1K,64K,1M", 100, 1);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs_);
+  bench_init(&o, &argc, &argv, "nbc_overlap", 1, "8,1K,64K,1M", 100, 1, &rank_, &nprocs_);
   bench_print_library("nbc_overlap");
 
-  size_t maxsize = 8;
-  for (int s = 0; s < o.nsizes; s++)
-    if (o.sizes[s] > maxsize) maxsize = o.sizes[s];
+  const size_t maxsize = bench_max_size(&o, 8);
   sbuf = bench_alloc(maxsize * (size_t)nprocs_);
   rbuf = bench_alloc(maxsize * (size_t)nprocs_);
 

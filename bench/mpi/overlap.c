@@ -22,18 +22,12 @@
 static uint64_t seed_of(int from, int s) { return 0x0E1Au + ((uint64_t)from << 24) + (uint64_t)s; }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   bench_opts o;
-  bench_parse(&o, argc, argv, "1K,16K,128K,1M,4M", 200, 1);
   int rank, nprocs;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (nprocs < 2) bench_die("overlap needs at least 2 processes");
+  bench_init(&o, &argc, &argv, "overlap", 2, "1K,16K,128K,1M,4M", 200, 1, &rank, &nprocs);
   bench_print_library("overlap");
 
-  size_t maxsize = 1;
-  for (int s = 0; s < o.nsizes; s++)
-    if (o.sizes[s] > maxsize) maxsize = o.sizes[s];
+  const size_t maxsize = bench_max_size(&o, 1);
   char *sbuf = bench_alloc(maxsize);
   char *rbuf = bench_alloc(maxsize);
   const int peer = rank == 0 ? 1 : 0;

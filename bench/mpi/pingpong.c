@@ -12,20 +12,12 @@
 #include "common.h"
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   bench_opts o;
-  bench_parse(&o, argc, argv,
-              "0,1,2,4,8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M",
-              1000, 1);
   int rank, nprocs;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (nprocs < 2) bench_die("pingpong needs at least 2 processes");
+  bench_init(&o, &argc, &argv, "pingpong", 2, "0,1,2,4,8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M", 1000, 1, &rank, &nprocs);
   bench_print_library("pingpong");
 
-  size_t maxsize = 0;
-  for (int s = 0; s < o.nsizes; s++)
-    if (o.sizes[s] > maxsize) maxsize = o.sizes[s];
+  const size_t maxsize = bench_max_size(&o, 0);
   char *sbuf = bench_alloc(maxsize);
   char *rbuf = bench_alloc(maxsize);
   const int peer = rank == 0 ? 1 : 0;
