@@ -149,12 +149,13 @@ std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t
 // fills the status, raises the error if any.
 int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int err, recv_stage* stage,
                          MPI_Status* status) {
-  std::string detail = req.error_message();
-  int unpack_err = MPI_SUCCESS;
-  if (stage) unpack_err = stage->finish(req, detail);
-  if (err == MPI_SUCCESS) err = unpack_err;
+  std::string detail;  // stays empty (no allocation) on success
+  if (stage) {
+    const int unpack_err = stage->finish(req, detail);
+    if (err == MPI_SUCCESS) err = unpack_err;
+  }
   if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
-  if (err != MPI_SUCCESS) return mpi_raise(fn, c, err, detail);
+  if (err != MPI_SUCCESS) return mpi_raise(fn, c, err, req.error() != nmad::errc::ok ? req.error_message() : detail);
   return MPI_SUCCESS;
 }
 

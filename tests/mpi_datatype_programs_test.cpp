@@ -56,3 +56,7 @@ TEST_CASE("type_get_elements: partial receives, Get_count vs Get_elements") {
   expect_pass_all_drivers("type_get_elements", {2});
 }
 TEST_CASE("type_errors: error classes with MPI_ERRORS_RETURN") { expect_pass("type_errors", {1, 2}); }
+TEST_CASE("type_threads: concurrent type creation, use and free (MPI_THREAD_MULTIPLE)") {
+  expect_pass("type_threads", {1, 2, 4});
+  expect_pass_all_drivers("type_threads", {2});
+}
