@@ -187,6 +187,8 @@ int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr
       ptr = bytes ? at_offset(buf, d.true_lb()) : buf;
       return MPI_SUCCESS;
     }
+    // Staging copy. With a gather (iovec) send in the engine this would go:
+    // d.for_each_block(buf, count, ...) lists the memory blocks to send.
     if (!stage) stage = std::make_shared<send_stage>();
     stage->bytes.resize(bytes);
     Count pos = 0;
@@ -211,6 +213,8 @@ int resolve_recv(void* buf, int count, const Datatype& d, void*& ptr, std::size_
       stage.reset();
       return MPI_SUCCESS;
     }
+    // Staging copy, unpacked on completion (a scatter receive in the engine
+    // would take d.for_each_block(buf, count, ...) instead).
     if (!stage) stage = std::make_shared<recv_stage>();
     stage->type = d;
     stage->user = buf;
