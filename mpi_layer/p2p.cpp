@@ -556,6 +556,7 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
     r->persistent = false;
     r->comm = nullptr;
     r->peer = MPI_PROC_NULL;
+    r->type_handle = MPI_BYTE;  // not a stale derived handle of the recycled request
     start_request(*r);  // completes at once with a MPI_PROC_NULL status
     *message = MPI_MESSAGE_NULL;
     *request = r->handle;
