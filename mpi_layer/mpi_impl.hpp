@@ -169,6 +169,73 @@ Datatype type_of(MPI_Datatype t);
 // Size in bytes of one element of a predefined datatype, or -1 if the
 // handle is not predefined (fast path, no lock).
 int type_size(MPI_Datatype t);
+// Derived handle table (datatype.cpp): registers a type under a new (or
+// recycled) handle >= kFirstDerivedType.
+MPI_Datatype register_type(Datatype d);
+// type_of(t), or throws DatatypeError{invalid_datatype} naming `what`.
+Datatype need_type(MPI_Datatype t, const char* what);
+// "MPI_INT", "datatype 65", "MPI_DATATYPE_NULL": for error details.
+std::string type_handle_text(MPI_Datatype t);
+// MPI class of a datatype engine error (pack: buffer_too_small is
+// MPI_ERR_NO_SPACE; unpack passes unpacking = true: MPI_ERR_TRUNCATE).
+int datatype_error_class(const DatatypeError& e, bool unpacking = false);
+
+// Communication with any datatype (p2p.cpp, request.cpp). Predefined types
+// keep their fast path (no lock, no allocation): callers test
+// type_size(t) >= 0 first and only use what follows for derived types.
+//
+// Validates (count, datatype, buf) of a send or receive: count >= 0, a live
+// datatype, committed (else MPI_ERR_TYPE), buf non-null when data moves
+// (predefined types only: derived types may use MPI_BOTTOM with absolute
+// displacements). Returns 0 or an MPI class with detail set.
+int check_comm_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
+// The datatype of a handle for communication: live and committed, else
+// MPI_ERR_TYPE with detail.
+int lookup_comm_type(MPI_Datatype t, Datatype& out, std::string& detail);
+
+// Send side: `count` elements that form one contiguous block go in place
+// (ptr = buf + true_lb, no copy; also large messages, which then take the
+// engine's zero-copy rendezvous); other layouts are packed into `stage`
+// (created, or reused when non-null), which must live until the engine send
+// completes. A gather (iovec) send in the engine would remove this staging
+// copy: Datatype::for_each_block(_range) yields the memory blocks directly.
+struct send_stage {
+  std::vector<std::byte> bytes;
+};
+int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr, std::size_t& bytes,
+                 std::shared_ptr<send_stage>& stage, std::string& detail);
+// Receive side: contiguous layouts receive in place (stage reset to null);
+// others receive into stage->bytes (created or reused) and stage->finish()
+// unpacks what arrived into the user's buffer. (A scatter receive in the
+// engine would remove this copy too.)
+struct recv_stage {
+  Datatype type;
+  void* user = nullptr;
+  int count = 0;
+  std::vector<std::byte> bytes;
+  // Unpacks the first min(received, capacity) bytes: a shorter message
+  // fills a prefix of the elements (the last one possibly partly), a
+  // truncated one the bytes that fit. Returns an MPI error code (detail set).
+  int finish(std::size_t received, std::string& detail);
+  // The hook for a completed engine receive: unpacks unless it failed
+  // (cancelled, dead peer); truncation still unpacks what fit.
+  int finish(const nmad::request& engine, std::string& detail);
+};
+int resolve_recv(void* buf, int count, const Datatype& d, void*& ptr, std::size_t& bytes,
+                 std::shared_ptr<recv_stage>& stage, std::string& detail);
+// What a send/recv request on a derived datatype keeps in request_obj::extra
+// (released with the request): the type - so that a persistent request
+// keeps working after MPI_Type_free of its handle - and the staging of the
+// current operation.
+struct typed_request {
+  Datatype type;
+  std::shared_ptr<send_stage> send;
+  std::shared_ptr<recv_stage> recv;
+};
+// Buffered send of a derived datatype: the packed image is written straight
+// into the attached buffer (defined in p2p.cpp).
+int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, nmad::tag_t tag,
+                std::string& detail);
 
 // ---- communicators (comm.cpp) ----
 comm_obj* lookup_comm(MPI_Comm c);  // null if invalid or freed

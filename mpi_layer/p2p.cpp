@@ -1,5 +1,10 @@
 // Point-to-point: every send mode (blocking and non-blocking), receives,
 // sendrecv, probes (including matched probes), buffered-send buffer.
+//
+// Datatypes: predefined types go straight to the engine (buf, count * size).
+// Derived types are resolved by resolve_send/resolve_recv (datatype.cpp):
+// in place when the elements form one contiguous block, otherwise through a
+// staging buffer (packed before the send; unpacked after the receive).
 #include <cstring>
 #include <vector>
 
@@ -38,7 +43,11 @@ bool bsend_place_locked(state& s, std::size_t need, std::list<bsend_record>::ite
 
 }  // namespace
 
-int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail) {
+namespace {
+// Places `bytes` in the attached buffer, fills them with fill(dst) and
+// sends them; MPI_ERR_BUFFER if they do not fit.
+template <class Fill>
+int bsend_fill(std::size_t bytes, Fill&& fill, int world_dest, nmad::tag_t tag, std::string& detail) {
   state& s = st();
   const std::size_t need = bytes + MPI_BSEND_OVERHEAD;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -52,7 +61,7 @@ int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t t
         rec->offset = offset;
         rec->len = need;
         std::byte* dst = s.bsend_buf + offset;
-        if (bytes) std::memcpy(dst, buf, bytes);
+        if (bytes) fill(dst);
         s.session->isend(world_dest, tag, dst, bytes, rec->req);
         return MPI_SUCCESS;
       }
@@ -67,6 +76,29 @@ int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t t
                              std::to_string(need) + " (message + MPI_BSEND_OVERHEAD)"
                        : "no buffer attached (MPI_Buffer_attach)";
   return MPI_ERR_BUFFER;
+}
+}  // namespace
+
+int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail) {
+  return bsend_fill(bytes, [&](std::byte* dst) { std::memcpy(dst, buf, bytes); }, world_dest, tag, detail);
+}
+
+int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, nmad::tag_t tag,
+                std::string& detail) {
+  const Count size = d.size();
+  const std::size_t bytes = static_cast<std::size_t>(size) * static_cast<std::size_t>(count);
+  if (d.is_contiguous())
+    return bsend_copy(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(buf) +
+                                                    static_cast<std::uintptr_t>(d.true_lb())),
+                      bytes, world_dest, tag, detail);
+  // Packed straight into the attached buffer (no intermediate copy).
+  return bsend_fill(
+      bytes,
+      [&](std::byte* dst) {
+        Count pos = 0;
+        d.pack(buf, count, dst, static_cast<Count>(bytes), pos);
+      },
+      world_dest, tag, detail);
 }
 
 void bsend_flush() {
@@ -95,7 +127,7 @@ int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int 
   c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   std::string detail;
-  if (int e = check_buffer(count, type, buf, detail)) return mpi_raise(fn, c, e, detail);
+  if (int e = check_comm_buffer(count, type, buf, detail)) return mpi_raise(fn, c, e, detail);
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
     return mpi_raise(fn, c, MPI_ERR_RANK,
                      (send ? "destination " : "source ") + std::to_string(peer) + " not in [0, " +
@@ -113,6 +145,52 @@ void proc_null_status(MPI_Status* status) {
 
 std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t>(count) * type_size(t); }
 
+// After a blocking receive completed with err: unpacks a staged receive,
+// fills the status, raises the error if any.
+int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int err, recv_stage* stage,
+                         MPI_Status* status) {
+  std::string detail;  // stays empty (no allocation) on success
+  if (stage) {
+    const int unpack_err = stage->finish(req, detail);
+    if (err == MPI_SUCCESS) err = unpack_err;
+  }
+  if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
+  if (err != MPI_SUCCESS) return mpi_raise(fn, c, err, req.error() != nmad::errc::ok ? req.error_message() : detail);
+  return MPI_SUCCESS;
+}
+
+// The engine view of a typed receive or send buffer (Sendrecv, Mrecv).
+int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t, void*& ptr, std::size_t& bytes,
+              std::shared_ptr<recv_stage>& stage) {
+  ptr = buf;
+  if (type_size(t) >= 0) {
+    bytes = bytes_of(count, t);
+    return MPI_SUCCESS;
+  }
+  std::string detail;
+  Datatype dt;
+  if (int e = lookup_comm_type(t, dt, detail)) return mpi_raise(fn, c, e, detail);
+  if (int e = resolve_recv(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
+  return MPI_SUCCESS;
+}
+int send_view(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t, const void*& ptr,
+              std::size_t& bytes, std::shared_ptr<send_stage>& stage) {
+  ptr = buf;
+  if (type_size(t) >= 0) {
+    bytes = bytes_of(count, t);
+    return MPI_SUCCESS;
+  }
+  std::string detail;
+  Datatype dt;
+  if (int e = lookup_comm_type(t, dt, detail)) return mpi_raise(fn, c, e, detail);
+  if (int e = resolve_send(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
+  return MPI_SUCCESS;
+}
+
+// Sendrecv on engine views: the send side already resolved (sptr, sbytes).
+int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sbytes, int dest, int sendtag,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Status* status);
+
 int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MPI_Datatype datatype, int dest,
                   int tag, MPI_Comm comm) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
@@ -121,13 +199,23 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   state& s = st();
   const nmad::tag_t etag = engine_tag(c->p2p_ctx, tag);
+  const bool predefined = type_size(datatype) >= 0;
+  Datatype dt;
+  std::string detail;
+  if (!predefined)
+    if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise(fn, c, e, detail);
   if (mode == send_mode::buffered) {
-    std::string detail;
-    const int e = bsend_copy(buf, bytes_of(count, datatype), c->world_of[dest], etag, detail);
+    const int e = predefined ? bsend_copy(buf, bytes_of(count, datatype), c->world_of[dest], etag, detail)
+                             : bsend_typed(buf, count, dt, c->world_of[dest], etag, detail);
     return e == MPI_SUCCESS ? e : mpi_raise(fn, c, e, detail);
   }
+  const void* ptr = buf;
+  std::size_t bytes = 0;
+  std::shared_ptr<send_stage> stage;  // alive until the wait below returns
+  if (predefined) bytes = bytes_of(count, datatype);
+  else if (int e = resolve_send(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   nmad::request req;
-  s.session->isend(c->world_of[dest], etag, buf, bytes_of(count, datatype), req,
+  s.session->isend(c->world_of[dest], etag, ptr, bytes, req,
                    mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
   const nmad::errc e = s.session->wait(req);
   if (e != nmad::errc::ok) return mpi_raise(fn, c, from_errc(e), req.error_message());
@@ -149,7 +237,15 @@ int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void*
   r->rbuf = const_cast<void*>(buf);
   r->count = count;
   r->type_handle = datatype;
-  r->bytes = bytes_of(count, datatype);
+  if (type_size(datatype) >= 0) {
+    r->bytes = bytes_of(count, datatype);
+  } else {
+    // The request holds the type (not the handle, which may be freed while
+    // the operation is pending); start_request stages the data.
+    auto tr = std::make_shared<typed_request>();
+    tr->type = type_of(datatype);
+    r->extra = std::move(tr);
+  }
   r->peer = peer;
   r->tag = tag;
   r->comm = c;
@@ -159,6 +255,36 @@ int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void*
     return e;  // already raised
   }
   *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sbytes, int dest, int sendtag,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Status* status) {
+  state& s = st();
+  void* rptr = nullptr;
+  std::size_t rbytes = 0;
+  std::shared_ptr<recv_stage> stage;
+  if (source != MPI_PROC_NULL)
+    if (int e = recv_view(c, fn, recvbuf, recvcount, recvtype, rptr, rbytes, stage)) return e;
+  nmad::request rr, sr;
+  if (source != MPI_PROC_NULL) {
+    const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
+    s.session->irecv(src, engine_tag(c->p2p_ctx, recvtag == MPI_ANY_TAG ? 0 : recvtag), rptr, rbytes, rr,
+                     engine_mask(recvtag));
+  }
+  if (dest != MPI_PROC_NULL) s.session->isend(c->world_of[dest], engine_tag(c->p2p_ctx, sendtag), sptr, sbytes, sr);
+  const nmad::errc es = dest != MPI_PROC_NULL ? s.session->wait(sr) : nmad::errc::ok;
+  const nmad::errc er = source != MPI_PROC_NULL ? s.session->wait(rr) : nmad::errc::ok;
+  std::string detail = rr.error_message();
+  int rerr = from_errc(er);
+  if (stage) {
+    const int ue = stage->finish(rr, detail);
+    if (rerr == MPI_SUCCESS) rerr = ue;
+  }
+  if (source == MPI_PROC_NULL) proc_null_status(status);
+  else if (status != MPI_STATUS_IGNORE) fill_status(status, c, rr.status(), rerr);
+  if (es != nmad::errc::ok) return mpi_raise(fn, c, from_errc(es), sr.error_message());
+  if (rerr != MPI_SUCCESS) return mpi_raise(fn, c, rerr, detail);
   return MPI_SUCCESS;
 }
 
@@ -240,15 +366,15 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
     return MPI_SUCCESS;
   }
   state& s = st();
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  std::shared_ptr<recv_stage> stage;  // derived, non-contiguous types only
+  if (int e = recv_view(c, "MPI_Recv", buf, count, datatype, ptr, bytes, stage)) return e;
   nmad::request req;
   const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
-  s.session->irecv(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), buf, bytes_of(count, datatype), req,
-                   engine_mask(tag));
+  s.session->irecv(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), ptr, bytes, req, engine_mask(tag));
   const nmad::errc e = s.session->wait(req);
-  const int err = from_errc(e);
-  if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
-  if (err != MPI_SUCCESS) return mpi_raise("MPI_Recv", c, err, req.error_message());
-  return MPI_SUCCESS;
+  return finish_blocking_recv("MPI_Recv", c, req, from_errc(e), stage.get(), status);
 }
 
 int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -263,22 +389,13 @@ int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
   comm_obj* c = nullptr;
   if (int e = check_p2p("MPI_Sendrecv", c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
   if (int e = check_p2p("MPI_Sendrecv", c, comm, recvbuf, recvcount, recvtype, source, recvtag, false)) return e;
-  state& s = st();
-  nmad::request rr, sr;
-  if (source != MPI_PROC_NULL) {
-    const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
-    s.session->irecv(src, engine_tag(c->p2p_ctx, recvtag == MPI_ANY_TAG ? 0 : recvtag), recvbuf,
-                     bytes_of(recvcount, recvtype), rr, engine_mask(recvtag));
-  }
+  const void* sptr = nullptr;
+  std::size_t sbytes = 0;
+  std::shared_ptr<send_stage> stage;  // alive until sendrecv_core returns
   if (dest != MPI_PROC_NULL)
-    s.session->isend(c->world_of[dest], engine_tag(c->p2p_ctx, sendtag), sendbuf, bytes_of(sendcount, sendtype), sr);
-  const nmad::errc es = dest != MPI_PROC_NULL ? s.session->wait(sr) : nmad::errc::ok;
-  const nmad::errc er = source != MPI_PROC_NULL ? s.session->wait(rr) : nmad::errc::ok;
-  if (source == MPI_PROC_NULL) proc_null_status(status);
-  else if (status != MPI_STATUS_IGNORE) fill_status(status, c, rr.status(), from_errc(er));
-  if (es != nmad::errc::ok) return mpi_raise("MPI_Sendrecv", c, from_errc(es), sr.error_message());
-  if (er != nmad::errc::ok) return mpi_raise("MPI_Sendrecv", c, from_errc(er), rr.error_message());
-  return MPI_SUCCESS;
+    if (int e = send_view(c, "MPI_Sendrecv", sendbuf, sendcount, sendtype, sptr, sbytes, stage)) return e;
+  return sendrecv_core("MPI_Sendrecv", c, sptr, sbytes, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+                       status);
 }
 
 int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
@@ -287,11 +404,29 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   comm_obj* c = nullptr;
   if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, dest, sendtag, true)) return e;
   if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, source, recvtag, false)) return e;
-  // The outgoing data is sent from a copy, so the receive can land in buf.
-  const std::size_t n = bytes_of(count, datatype);
-  std::vector<std::byte> copy(n);
-  if (n) std::memcpy(copy.data(), buf, n);
-  return PMPI_Sendrecv(copy.data(), count, datatype, dest, sendtag, buf, count, datatype, source, recvtag, comm, status);
+  // The outgoing data is sent from a packed copy, so the receive can land in
+  // buf (predefined types: a plain copy).
+  std::vector<std::byte> copy;
+  if (dest != MPI_PROC_NULL) {
+    if (type_size(datatype) >= 0) {
+      const std::size_t n = bytes_of(count, datatype);
+      copy.resize(n);
+      if (n) std::memcpy(copy.data(), buf, n);
+    } else {
+      std::string detail;
+      Datatype dt;
+      if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise("MPI_Sendrecv_replace", c, e, detail);
+      try {
+        copy.resize(static_cast<std::size_t>(dt.size()) * static_cast<std::size_t>(count));
+        Count pos = 0;
+        dt.pack(buf, count, copy.data(), static_cast<Count>(copy.size()), pos);
+      } catch (const DatatypeError& e) {
+        return mpi_raise("MPI_Sendrecv_replace", c, datatype_error_class(e), e.what());
+      }
+    }
+  }
+  return sendrecv_core("MPI_Sendrecv_replace", c, copy.data(), copy.size(), dest, sendtag, buf, count, datatype,
+                       source, recvtag, status);
 }
 
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
@@ -397,17 +532,18 @@ int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message
   if (!m) return mpi_raise("MPI_Mrecv", nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
   comm_obj* c = m->comm;
   std::string detail;
-  if (int e = check_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Mrecv", c, e, detail);
+  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Mrecv", c, e, detail);
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  std::shared_ptr<recv_stage> stage;
+  if (int e = recv_view(c, "MPI_Mrecv", buf, count, datatype, ptr, bytes, stage)) return e;
   state& s = st();
   nmad::request req;
-  s.session->imrecv(m->engine, buf, bytes_of(count, datatype), req);
+  s.session->imrecv(m->engine, ptr, bytes, req);
   drop_message(m);
   *message = MPI_MESSAGE_NULL;
   const nmad::errc e = s.session->wait(req);
-  const int err = from_errc(e);
-  if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
-  if (err != MPI_SUCCESS) return mpi_raise("MPI_Mrecv", c, err, req.error_message());
-  return MPI_SUCCESS;
+  return finish_blocking_recv("MPI_Mrecv", c, req, from_errc(e), stage.get(), status);
 }
 
 int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request) {
@@ -420,6 +556,7 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
     r->persistent = false;
     r->comm = nullptr;
     r->peer = MPI_PROC_NULL;
+    r->type_handle = MPI_BYTE;  // not a stale derived handle of the recycled request
     start_request(*r);  // completes at once with a MPI_PROC_NULL status
     *message = MPI_MESSAGE_NULL;
     *request = r->handle;
@@ -428,7 +565,11 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
   message_obj* m = take_message(*message);
   if (!m) return mpi_raise("MPI_Imrecv", nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
   std::string detail;
-  if (int e = check_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Imrecv", m->comm, e, detail);
+  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Imrecv", m->comm, e, detail);
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  std::shared_ptr<recv_stage> stage;
+  if (int e = recv_view(m->comm, "MPI_Imrecv", buf, count, datatype, ptr, bytes, stage)) return e;
   r = new_request();
   r->type = request_obj::kind::recv;
   r->persistent = false;
@@ -436,10 +577,17 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
   r->rbuf = buf;
   r->count = count;
   r->type_handle = datatype;
-  r->bytes = bytes_of(count, datatype);
+  r->bytes = bytes;
   r->active = true;
   r->local_done = false;
-  st().session->imrecv(m->engine, buf, r->bytes, r->engine);
+  if (stage) {  // unpacked by Wait/Test
+    r->on_complete = [stage](request_obj& q, std::string& d) { return stage->finish(q.engine, d); };
+    auto tr = std::make_shared<typed_request>();
+    tr->type = stage->type;
+    tr->recv = stage;
+    r->extra = std::move(tr);
+  }
+  st().session->imrecv(m->engine, ptr, r->bytes, r->engine);
   drop_message(m);
   *message = MPI_MESSAGE_NULL;
   *request = r->handle;

@@ -140,10 +140,16 @@ void wait_request(request_obj& r) {
   }
 }
 
+// Derived datatypes: r.extra holds a typed_request (set by Isend/Irecv and
+// the *_init calls) with the type itself, so a persistent request survives
+// MPI_Type_free of its handle. Each start stages anew (a persistent send
+// packs the buffer's current contents) reusing the staging buffer.
 int start_request(request_obj& r) {
   state& s = st();
   r.active = true;
   r.local_done = false;
+  auto* typed = type_size(r.type_handle) >= 0 ? nullptr : static_cast<typed_request*>(r.extra.get());
+  if (typed) r.on_complete = nullptr;  // a persistent receive's hook of the previous start
   if (r.peer == MPI_PROC_NULL) {
     r.local_done = true;
     empty_status(&r.local_status);
@@ -156,17 +162,36 @@ int start_request(request_obj& r) {
     if (r.mode == send_mode::buffered) {
       // Complete as soon as the data is copied into the attached buffer.
       std::string detail;
-      const int err = bsend_copy(r.sbuf, r.bytes, world, tag, detail);
+      const int err = typed ? bsend_typed(r.sbuf, r.count, typed->type, world, tag, detail)
+                            : bsend_copy(r.sbuf, r.bytes, world, tag, detail);
       r.local_done = true;
       empty_status(&r.local_status);
       r.local_status.MPI_ERROR = err;
       return err == MPI_SUCCESS ? err : mpi_raise("MPI_Start", r.comm, err, detail);
     }
-    s.session->isend(world, tag, r.sbuf, r.bytes, r.engine,
+    const void* ptr = r.sbuf;
+    if (typed) {
+      std::string detail;
+      if (int e = resolve_send(r.sbuf, r.count, typed->type, ptr, r.bytes, typed->send, detail)) {
+        r.active = false;
+        return mpi_raise(r.persistent ? "MPI_Start" : "MPI_Isend", r.comm, e, detail);
+      }
+    }
+    s.session->isend(world, tag, ptr, r.bytes, r.engine,
                      r.mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
   } else {
+    void* ptr = r.rbuf;
+    if (typed) {
+      std::string detail;
+      if (int e = resolve_recv(r.rbuf, r.count, typed->type, ptr, r.bytes, typed->recv, detail)) {
+        r.active = false;
+        return mpi_raise(r.persistent ? "MPI_Start" : "MPI_Irecv", r.comm, e, detail);
+      }
+      if (auto stage = typed->recv)  // non-contiguous: unpacked by Wait/Test
+        r.on_complete = [stage](request_obj& q, std::string& d) { return stage->finish(q.engine, d); };
+    }
     const int src = r.peer == MPI_ANY_SOURCE ? nmad::any_source : r.comm->world_of[r.peer];
-    s.session->irecv(src, engine_tag(r.comm->p2p_ctx, r.tag == MPI_ANY_TAG ? 0 : r.tag), r.rbuf, r.bytes,
+    s.session->irecv(src, engine_tag(r.comm->p2p_ctx, r.tag == MPI_ANY_TAG ? 0 : r.tag), ptr, r.bytes,
                      r.engine, engine_mask(r.tag));
   }
   // Errors found at start (dead peer) complete the request with that error.
@@ -501,7 +526,7 @@ static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, 
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
   std::string detail;
-  if (int e = check_buffer(count, datatype, buf, detail)) return mpi_raise(fn, c, e, detail);
+  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise(fn, c, e, detail);
   const bool send = k == request_obj::kind::send;
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
     return mpi_raise(fn, c, MPI_ERR_RANK, "rank " + std::to_string(peer) + " not in [0, " + std::to_string(c->size()) + ")");
@@ -516,7 +541,13 @@ static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, 
   r->rbuf = const_cast<void*>(buf);
   r->count = count;
   r->type_handle = datatype;
-  r->bytes = static_cast<std::size_t>(count) * type_size(datatype);
+  if (type_size(datatype) >= 0) {
+    r->bytes = static_cast<std::size_t>(count) * type_size(datatype);
+  } else {
+    auto tr = std::make_shared<typed_request>();  // the type outlives its handle
+    tr->type = type_of(datatype);
+    r->extra = std::move(tr);
+  }
   r->peer = peer;
   r->tag = tag;
   r->comm = c;
