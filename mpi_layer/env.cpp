@@ -81,7 +81,9 @@ int PMPI_Finalize(void) {
     std::lock_guard g(s.mu);
     s.requests.clear();
     s.free_requests.clear();
+    std::lock_guard z(s.zombie_mu);
     s.zombies.clear();
+    s.nzombies.store(0);
     s.messages.clear();
   }
   return MPI_SUCCESS;

@@ -128,7 +128,12 @@ struct state {
   std::vector<std::uint32_t> used_slots = std::vector<std::uint32_t>(kContextSlots / 32, 0);
   std::vector<std::unique_ptr<request_obj>> requests;  // index = handle - 1
   std::vector<int> free_requests;
-  std::vector<request_obj*> zombies;                   // freed while active
+  // Requests MPI_Request_free'd while active (own lock: a progress task
+  // visits them with the engine's lock held; see request.cpp).
+  std::mutex zombie_mu;
+  std::vector<request_obj*> zombies;
+  std::atomic<std::size_t> nzombies{0};
+  std::atomic<bool> zombie_task{false};
   std::vector<std::unique_ptr<message_obj>> messages;  // index = handle - 1
   std::vector<MPI_Comm_errhandler_function*> errhandlers;  // index = handle - 3
 
@@ -247,6 +252,8 @@ int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail
 request_obj* new_request();          // takes mu
 request_obj* lookup_request(MPI_Request h);
 void release_request(request_obj* r);  // takes mu
+// Runs r's on_complete hook once, if any (MPI_Request_free'd requests).
+void run_completion_hook(request_obj& r);
 // Blocks until request_done(r), making progress (send/recv: engine wait).
 void wait_request(request_obj& r);
 // Starts r with its parameters (send/recv). Returns an MPI error code.

@@ -62,6 +62,13 @@ int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
 
 }  // namespace
 
+void run_completion_hook(request_obj& r) {
+  if (!r.on_complete) return;
+  std::string detail;
+  r.on_complete(r, detail);
+  r.on_complete = nullptr;
+}
+
 void empty_status(MPI_Status* s) {
   s->MPI_SOURCE = MPI_ANY_SOURCE;
   s->MPI_TAG = MPI_ANY_TAG;
@@ -80,20 +87,52 @@ void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int er
   s->nmad_count = static_cast<long long>(rs.length);
 }
 
+// Requests freed while active (MPI_Request_free). A freed receive must
+// still deliver its data, so the completion hook of a freed send/receive
+// (e.g. unpacking a staged non-contiguous receive) runs as soon as the
+// engine completes it: a session progress task, registered at the first
+// such free, visits the zombies on every round of progress (it only runs
+// hooks, which touch no MPI lock). Finished zombies are recycled by the
+// next new_request().
+static int zombie_task(void*) {
+  state& s = st();
+  if (s.nzombies.load(std::memory_order_acquire) == 0) return 0;
+  std::lock_guard g(s.zombie_mu);
+  int work = 0;
+  for (request_obj* z : s.zombies)
+    if (z->on_complete && z->type != request_obj::kind::generic && !z->local_done && z->engine.completed()) {
+      run_completion_hook(*z);
+      ++work;
+    }
+  return work;
+}
+
+static void sweep_zombies(state& s) {
+  std::vector<request_obj*> done;
+  {
+    std::lock_guard g(s.zombie_mu);
+    for (std::size_t i = 0; i < s.zombies.size();) {
+      request_obj* z = s.zombies[i];
+      if (request_done(*z)) {
+        done.push_back(z);
+        s.zombies[i] = s.zombies.back();
+        s.zombies.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    s.nzombies.store(s.zombies.size(), std::memory_order_release);
+  }
+  if (done.empty()) return;
+  for (request_obj* z : done) run_completion_hook(*z);
+  std::lock_guard g(s.mu);
+  for (request_obj* z : done) release_locked(s, z);
+}
+
 request_obj* new_request() {
   state& s = st();
+  if (s.nzombies.load(std::memory_order_acquire) > 0) sweep_zombies(s);
   std::lock_guard g(s.mu);
-  // Requests freed while active are recycled once the engine is done.
-  for (std::size_t i = 0; i < s.zombies.size();) {
-    request_obj* z = s.zombies[i];
-    if (request_done(*z)) {
-      release_locked(s, z);
-      s.zombies[i] = s.zombies.back();
-      s.zombies.pop_back();
-    } else {
-      ++i;
-    }
-  }
   if (!s.free_requests.empty()) {
     request_obj* r = s.requests[s.free_requests.back() - 1].get();
     s.free_requests.pop_back();
@@ -506,14 +545,18 @@ int PMPI_Request_free(MPI_Request* request) {
   request_obj* r = lookup_request(*request);
   if (!r) return mpi_raise("MPI_Request_free", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
   state& s = st();
-  {
-    std::lock_guard g(s.mu);
-    if (r->active && !r->local_done && !r->engine.completed()) {
+  if (r->active && !request_done(*r)) {
+    {
+      std::lock_guard g(s.zombie_mu);
       r->freed = true;  // completes in the background; recycled afterwards
       s.zombies.push_back(r);
-    } else {
-      release_locked(s, r);
+      s.nzombies.store(s.zombies.size(), std::memory_order_release);
     }
+    if (!s.zombie_task.exchange(true)) s.session->add_progress_task(zombie_task, nullptr);
+  } else {
+    if (r->active) run_completion_hook(*r);  // e.g. unpack a staged receive that already arrived
+    std::lock_guard g(s.mu);
+    release_locked(s, r);
   }
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;

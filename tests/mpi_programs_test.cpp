@@ -189,3 +189,8 @@ TEST_CASE("mpi topo_cart: Dims_create, Cartesian grids, shifts, halo exchange, C
   expect_pass("topo_cart", {1, 2, 3, 4});
   expect_pass("topo_cart", {4}, {{"NMAD_DRIVER", "tcp"}});
 }
+
+TEST_CASE("mpi type_request_free: a freed pending receive of a derived type still delivers its data") {
+  expect_pass("type_request_free", {1, 2, 3});
+  expect_pass("type_request_free", {2}, {{"NMAD_DRIVER", "tcp"}});
+}
