@@ -35,3 +35,7 @@ TEST_CASE("inter_merge") {
   expect_pass_all_drivers("inter_merge", {4});
 }
 TEST_CASE("inter_remote") { expect_pass("inter_remote", {2, 3, 4}); }
+TEST_CASE("comm_threads") {
+  expect_pass("comm_threads", {1, 2, 3});
+  expect_pass_all_drivers("comm_threads", {4});
+}
