@@ -82,9 +82,11 @@ struct predefined_values {
   int io = MPI_ANY_SOURCE;  // every process can do I/O
   int wtime_is_global = 0;  // clocks are per process (MPI_Wtime counts from MPI_Init)
   int appnum = 0;           // one application (no MPI_Comm_spawn_multiple)
-  int universe_size = 1;
+  int universe_size = st().world_size;  // no MPI_Comm_spawn: the world is all
   int lastusedcode = MPI_ERR_LASTCODE;
 };
+// Made on first use (after MPI_Init), never written again: threads may
+// read the ints through the pointers they got.
 predefined_values& values() {
   static predefined_values v;
   return v;
@@ -241,7 +243,6 @@ int PMPI_Comm_get_attr(MPI_Comm comm, int keyval, void* attribute_val, int* flag
     *flag = comm == MPI_COMM_WORLD;
     if (!*flag) return MPI_SUCCESS;
     predefined_values& v = values();
-    v.universe_size = st().world_size;
     int* p = keyval == MPI_TAG_UB              ? &v.tag_ub
              : keyval == MPI_HOST              ? &v.host
              : keyval == MPI_IO                ? &v.io
