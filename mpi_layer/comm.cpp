@@ -14,10 +14,12 @@
 // reused only once every member of the new group has freed it (it is
 // absent from all masks).
 // Under MPI_THREAD_MULTIPLE, creations on different communicators may run
-// concurrently in several threads of a process and pick the same slot: a
+// concurrently in several threads of a process and pick the same slot (so
+// may a pending MPI_Comm_idup, which reserves from engine progress): a
 // second agreement round (reserve locally, all members confirm, else all
 // retry) makes the choice safe without a process-wide lock, which could
-// deadlock when processes enter the creations in different orders.
+// deadlock when processes enter the creations in different orders. It runs
+// when any member asks for it (thread level MULTIPLE or an idup pending).
 //
 // Intercommunicators: world_of/comm_of are the REMOTE group (what p2p calls
 // address), local_world_of and rank the local group. Both groups use the
@@ -35,6 +37,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 
 #include "mpi_layer/mpi_impl.hpp"
 
@@ -74,12 +77,31 @@ team union_team(const comm_obj& c, bool& local_first) {
   return t;
 }
 
+// Guards state::used_slots. A leaf lock: nothing else is taken or called
+// while it is held, so engine progress (the idup task) may take it too.
+std::mutex& slot_mu() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+
+// Creations in progress in this process that may reserve a slot at any
+// moment from engine progress (MPI_Comm_idup): while there are any, every
+// blocking creation confirms its slot (see agree()).
+std::atomic<int> g_pending_nb{0};
+
+void set_slot(comm_obj& c, int slot) {
+  c.slot = slot;
+  c.p2p_ctx = static_cast<std::uint32_t>(2 * slot);
+  c.coll_ctx = static_cast<std::uint32_t>(2 * slot + 1);
+  state& s = st();
+  std::lock_guard g(slot_mu());
+  s.used_slots[slot / 32] |= 1u << (slot % 32);
+}
+
+// Registers c (s.mu held); slot -1: not yet agreed (MPI_Comm_idup).
 comm_obj* add_comm(state& s, std::unique_ptr<comm_obj> c, int slot) {
   c->handle = static_cast<MPI_Comm>(s.comms.size());
-  c->slot = slot;
-  c->p2p_ctx = static_cast<std::uint32_t>(2 * slot);
-  c->coll_ctx = static_cast<std::uint32_t>(2 * slot + 1);
-  s.used_slots[slot / 32] |= 1u << (slot % 32);
+  if (slot >= 0) set_slot(*c, slot);
   comm_obj* p = c.get();
   s.comms.push_back(std::move(c));
   return p;
@@ -169,8 +191,16 @@ constexpr int kMaskWords = kContextSlots / 32;
 struct split_entry {
   int color;
   int key;
+  int confirm;  // this member asks for the confirmation round
   std::uint32_t used[kMaskWords];
 };
+
+// Whether a creation starting now needs the confirmation round: under
+// MPI_THREAD_MULTIPLE (another thread may create concurrently) or while an
+// idup of this process may reserve a slot from engine progress.
+int need_confirm() {
+  return st().thread_level == MPI_THREAD_MULTIPLE || g_pending_nb.load() > 0 ? 1 : 0;
+}
 
 int lowest_free(const std::uint32_t* used) {
   for (int i = 0; i < kContextSlots; ++i)
@@ -180,16 +210,16 @@ int lowest_free(const std::uint32_t* used) {
 
 void snapshot_mask(std::uint32_t* out) {
   state& s = st();
-  std::lock_guard g(s.mu);
+  std::lock_guard g(slot_mu());
   std::memcpy(out, s.used_slots.data(), sizeof(std::uint32_t) * kMaskWords);
 }
 
-// Under MPI_THREAD_MULTIPLE: reserves slot locally if `want`; 0 if another
-// thread took it since the masks were gathered.
+// Confirmation round: reserves slot locally if `want`; 0 if a concurrent
+// creation took it since the masks were gathered.
 int reserve(int slot, bool want) {
   if (!want) return 1;
   state& s = st();
-  std::lock_guard g(s.mu);
+  std::lock_guard g(slot_mu());
   const std::uint32_t bit = 1u << (slot % 32);
   if (s.used_slots[slot / 32] & bit) return 0;
   s.used_slots[slot / 32] |= bit;
@@ -197,7 +227,7 @@ int reserve(int slot, bool want) {
 }
 void unreserve(int slot) {
   state& s = st();
-  std::lock_guard g(s.mu);
+  std::lock_guard g(slot_mu());
   s.used_slots[slot / 32] &= ~(1u << (slot % 32));
 }
 
@@ -206,13 +236,13 @@ void unreserve(int slot) {
 // MPI_UNDEFINED help agree but reserve nothing. Errors are raised on errc.
 int agree(const char* fn, comm_obj* errc, const team& t, int color, int key, std::vector<split_entry>& entries,
           int& slot) {
-  state& s = st();
   const int n = t.size();
   entries.assign(n, split_entry{});
   for (;;) {
     split_entry mine{};
     mine.color = color;
     mine.key = key;
+    mine.confirm = need_confirm();
     snapshot_mask(mine.used);
     std::vector<std::byte> all;
     std::string detail;
@@ -220,16 +250,19 @@ int agree(const char* fn, comm_obj* errc, const team& t, int color, int key, std
     if (err != MPI_SUCCESS) return mpi_raise(fn, errc, err, detail);
     std::memcpy(entries.data(), all.data(), all.size());
     std::uint32_t used[kMaskWords] = {};
-    for (const auto& e : entries)
+    bool confirm = false;
+    for (const auto& e : entries) {
       for (int w = 0; w < kMaskWords; ++w) used[w] |= e.used[w];
+      confirm |= e.confirm != 0;
+    }
     slot = lowest_free(used);
     if (slot < 0)
       return mpi_raise(fn, errc, MPI_ERR_INTERN, "no free communicator context (too many live communicators)");
-    if (s.thread_level < MPI_THREAD_MULTIPLE) return MPI_SUCCESS;
-    // Another thread of this process may have taken the slot since the
-    // snapshot (a concurrent creation on another communicator): reserve it
-    // now, and agree with the other members; if anyone lost the race, all
-    // release and try again with fresh masks.
+    if (!confirm) return MPI_SUCCESS;
+    // Another thread of this process (or an idup, from engine progress)
+    // may have taken the slot since the snapshot: reserve it now, and agree
+    // with the other members; if anyone lost the race, all release and try
+    // again with fresh masks. Every member sees the same `confirm`.
     const bool want = color != MPI_UNDEFINED;
     const int ok = reserve(slot, want);
     std::vector<std::byte> oks;
@@ -294,7 +327,10 @@ int inter_split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* 
     for (int i : members_of(entries, color, rlo, rlo + rs)) remote.push_back(t.world_of[i]);
   }
   if (color == MPI_UNDEFINED || remote.empty()) {
-    if (color != MPI_UNDEFINED && s.thread_level == MPI_THREAD_MULTIPLE) unreserve(slot);
+    // A reservation made by the confirmation round is released.
+    bool any = false;
+    for (auto& e : entries) any |= e.confirm != 0;
+    if (color != MPI_UNDEFINED && any) unreserve(slot);
     *newcomm = MPI_COMM_NULL;
     return MPI_SUCCESS;
   }
@@ -326,6 +362,155 @@ int dup(const char* fn, comm_obj* c, MPI_Comm* newcomm) {
     return mpi_raise(fn, c, e, detail);
   }
   return MPI_SUCCESS;
+}
+
+// ---- MPI_Comm_idup -------------------------------------------------------
+// A non-blocking agreement, advanced both by the owner (MPI_Wait/Test poll
+// the request) and by a session progress task, so it completes while its
+// process is in any MPI call that makes engine progress (a blocking receive
+// as much as a Wait on some other request): no order of idups and other
+// calls across processes can deadlock it.
+// Each round, every member sends its used-slot mask to every other member
+// (all-to-all on the parent's collective context, tag kTagIdup | sequence
+// number of the idup on the parent, which every member counts alike since
+// collective calls on a communicator are ordered); the lowest slot free in
+// all masks is reserved where free, then every member sends its verdict to
+// every other; if all reserved it the communicator is ready, else all
+// release and start a new round. While an idup is pending in a process,
+// that process's blocking creations use their confirmation round too
+// (g_pending_nb), since the idup may reserve a slot at any moment.
+// Locks: the task runs with the engine's lock held; it takes only slot_mu
+// (leaf) and the idup's own mutex (try_lock: never waits), never state::mu.
+constexpr int kTagIdup = 0x40000000;
+
+struct idup_op {
+  std::mutex mu;                 // one advancer at a time (try_lock)
+  team t;
+  comm_obj* result = nullptr;    // ready == false until agreed
+  int phase = 0;                 // 0: masks in flight, 1: verdicts in flight
+  int slot = -1;
+  bool reserved = false;
+  std::vector<std::uint32_t> mask;  // mine
+  std::vector<std::uint32_t> masks;  // everyone's (n * kMaskWords)
+  int ok = 0;
+  std::vector<int> oks;
+  std::unique_ptr<nmad::request[]> sreq, rreq;
+  std::atomic<bool> done{false};
+  int error = MPI_SUCCESS;
+  std::string detail;
+};
+
+// Posts this round's phase: my buffer to every other member, theirs into
+// place. Called by the advancer (or before the op is shared).
+void idup_post(idup_op& op) {
+  nmad::session& s = *st().session;
+  const int n = op.t.size();
+  const nmad::tag_t tag = engine_tag(op.t.ctx, op.t.tg);
+  for (int r = 0; r < n; ++r) {
+    if (r == op.t.me) continue;
+    if (op.phase == 0) {
+      s.isend(op.t.world_of[r], tag, op.mask.data(), kMaskWords * 4, op.sreq[r]);
+      s.irecv(op.t.world_of[r], tag, op.masks.data() + r * kMaskWords, kMaskWords * 4, op.rreq[r]);
+    } else {
+      s.isend(op.t.world_of[r], tag, &op.ok, sizeof op.ok, op.sreq[r]);
+      s.irecv(op.t.world_of[r], tag, &op.oks[r], sizeof op.ok, op.rreq[r]);
+    }
+  }
+}
+
+void idup_start_round(idup_op& op) {
+  op.phase = 0;
+  snapshot_mask(op.mask.data());
+  std::copy(op.mask.begin(), op.mask.end(), op.masks.begin() + op.t.me * kMaskWords);
+  idup_post(op);
+}
+
+void idup_finish(idup_op& op, int error, const std::string& detail) {
+  if (error != MPI_SUCCESS && op.reserved) unreserve(op.slot);
+  op.error = error;
+  op.detail = detail;
+  if (error == MPI_SUCCESS) {
+    op.result->slot = op.slot;
+    op.result->p2p_ctx = static_cast<std::uint32_t>(2 * op.slot);
+    op.result->coll_ctx = static_cast<std::uint32_t>(2 * op.slot + 1);
+    op.result->ready.store(true, std::memory_order_release);
+  }
+  g_pending_nb.fetch_sub(1);
+  op.done.store(true, std::memory_order_release);
+}
+
+// Advances op as far as it can without waiting; true once done.
+bool idup_advance(idup_op& op) {
+  if (op.done.load(std::memory_order_acquire)) return true;
+  std::unique_lock g(op.mu, std::try_to_lock);
+  if (!g.owns_lock()) return false;
+  for (;;) {
+    if (op.done.load(std::memory_order_relaxed)) return true;
+    const int n = op.t.size();
+    for (int r = 0; r < n; ++r)
+      if (r != op.t.me && (!op.sreq[r].completed() || !op.rreq[r].completed())) return false;
+    for (int r = 0; r < n; ++r) {
+      if (r == op.t.me) continue;
+      for (nmad::request* q : {&op.sreq[r], &op.rreq[r]})
+        if (q->error() != nmad::errc::ok) {
+          idup_finish(op, from_errc(q->error()), q->error_message());
+          return true;
+        }
+    }
+    if (op.phase == 0) {
+      std::uint32_t used[kMaskWords] = {};
+      for (int r = 0; r < n; ++r)
+        for (int w = 0; w < kMaskWords; ++w) used[w] |= op.masks[r * kMaskWords + w];
+      op.slot = lowest_free(used);
+      if (op.slot < 0) {
+        idup_finish(op, MPI_ERR_INTERN, "no free communicator context (too many live communicators)");
+        return true;
+      }
+      op.ok = reserve(op.slot, true);
+      op.reserved = op.ok != 0;
+      op.oks[op.t.me] = op.ok;
+      op.phase = 1;
+      idup_post(op);
+      continue;
+    }
+    bool all_ok = true;
+    for (int r = 0; r < n; ++r) all_ok &= op.oks[r] == 1;
+    if (all_ok) {
+      idup_finish(op, MPI_SUCCESS, {});
+      return true;
+    }
+    if (op.reserved) unreserve(op.slot);
+    op.reserved = false;
+    idup_start_round(op);
+  }
+}
+
+struct idup_list {
+  std::mutex mu;  // guards ops (leaf: no call is made while it is held)
+  std::vector<std::shared_ptr<idup_op>> ops;
+  std::once_flag registered;
+};
+idup_list& idups() {
+  static idup_list* l = new idup_list();
+  return *l;
+}
+
+// The session progress task: advances every pending idup.
+int idup_task(void*) {
+  idup_list& l = idups();
+  std::vector<std::shared_ptr<idup_op>> ops;
+  {
+    std::lock_guard g(l.mu);
+    if (l.ops.empty()) return 0;
+    ops = l.ops;
+  }
+  int work = 0;
+  for (auto& op : ops) work += idup_advance(*op) ? 1 : 0;
+  if (work) {
+    std::lock_guard g(l.mu);
+    std::erase_if(l.ops, [](auto& o) { return o->done.load(std::memory_order_acquire); });
+  }
+  return work;
 }
 
 // This host's identity for MPI_COMM_TYPE_SHARED: host name and boot id
@@ -377,7 +562,10 @@ void init_comms(int world_rank, int world_size) {
   state& s = st();
   std::lock_guard g(s.mu);
   s.comms.clear();
-  std::fill(s.used_slots.begin(), s.used_slots.end(), 0);
+  {
+    std::lock_guard gs(slot_mu());
+    std::fill(s.used_slots.begin(), s.used_slots.end(), 0);
+  }
   s.comms.push_back(nullptr);  // MPI_COMM_NULL
   std::vector<int> all(world_size);
   for (int i = 0; i < world_size; ++i) all[i] = i;
@@ -390,7 +578,7 @@ comm_obj* lookup_comm(MPI_Comm c) {
   std::lock_guard g(s.mu);
   if (c <= 0 || static_cast<std::size_t>(c) >= s.comms.size()) return nullptr;
   comm_obj* p = s.comms[c].get();
-  return (p && !p->freed) ? p : nullptr;
+  return (p && !p->freed && p->ready.load(std::memory_order_acquire)) ? p : nullptr;
 }
 
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail) {
@@ -462,25 +650,74 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return dup("MPI_Comm_dup", c, newcomm);
 }
 
-// The agreement is done eagerly, inside the call (it blocks until every
-// member has called MPI_Comm_idup on comm); the request returned is already
-// complete. This cannot deadlock when every member starts its creations
-// and collectives on overlapping communicators in the same order (the rule
-// for blocking collectives); it can when processes start idups on two
-// overlapping communicators in different orders, which MPI would allow.
+// Non-blocking (see "MPI_Comm_idup" above): the new handle is returned at
+// once but is valid (found by lookup) only once the request completes;
+// attributes are copied, and the error handler and hints inherited, here.
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
   const char* fn = "MPI_Comm_idup";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!newcomm || !request) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm or request");
-  if (int e = dup(fn, c, newcomm)) return e;
+  state& s = st();
+  auto op = std::make_shared<idup_op>();
+  {
+    std::lock_guard g(s.mu);
+    auto n = std::make_unique<comm_obj>();
+    n->ready.store(false);
+    n->inter = c->inter;
+    n->world_of = c->world_of;
+    n->comm_of = c->comm_of;
+    n->local_world_of = c->local_world_of;
+    n->rank = c->rank;
+    n->errhandler = c->errhandler;
+    n->hints = c->hints;
+    op->result = add_comm(s, std::move(n), -1);
+    op->t.tg = op->t.tb = kTagIdup | (c->nb_seq++ & 0x3fffffff);
+  }
+  bool local_first = false;
+  team t = c->inter ? union_team(*c, local_first) : team_of(*c);
+  op->t.world_of = std::move(t.world_of);
+  op->t.me = t.me;
+  op->t.ctx = t.ctx;
+  const int n = op->t.size();
+  op->mask.assign(kMaskWords, 0);
+  op->masks.assign(static_cast<std::size_t>(n) * kMaskWords, 0);
+  op->oks.assign(n, 0);
+  op->sreq = std::make_unique<nmad::request[]>(n);
+  op->rreq = std::make_unique<nmad::request[]>(n);
+  std::string detail;
+  if (int e = copy_attrs(*c, *op->result, detail)) {
+    std::lock_guard g(s.mu);
+    op->result->freed = true;
+    return mpi_raise(fn, c, e, detail);
+  }
+  // Counted before the snapshot, so that any blocking creation whose
+  // snapshot follows confirms its slot.
+  g_pending_nb.fetch_add(1);
+  idup_start_round(*op);
+  idup_list& l = idups();
+  std::call_once(l.registered, [&] { s.session->add_progress_task(idup_task, nullptr); });
+  {
+    std::lock_guard g(l.mu);
+    l.ops.push_back(op);
+  }
   request_obj* r = new_request();
   r->type = request_obj::kind::generic;
   r->comm = c;
   r->active = true;
-  r->local_done = true;
-  empty_status(&r->local_status);
+  r->poll = [op](request_obj& rq) {
+    if (!idup_advance(*op)) return false;
+    empty_status(&rq.local_status);
+    rq.local_status.MPI_ERROR = op->error;
+    return true;
+  };
+  r->on_complete = [op](request_obj&, std::string& d) {
+    d = op->detail;
+    return op->error;
+  };
+  r->extra = op;
+  *newcomm = op->result->handle;
   *request = r->handle;
   return MPI_SUCCESS;
 }
@@ -597,26 +834,30 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
   const team lt = team_of(*lc);
   const int ptag = user_internal_tag(tag);
   const std::uint32_t pctx = pc ? pc->coll_ctx : 0;
-  // Leader <-> leader: [n, W world ranks, union mask]; leader -> members:
-  // [slot (-1: the groups overlap), n, W world ranks].
-  std::vector<std::uint32_t> mine(1 + W + kMaskWords), theirs(1 + W + kMaskWords);
-  std::vector<int> down(2 + W);
+  // Leader <-> leader: [n, confirm, W world ranks, union mask]; leader ->
+  // members: [slot (-1: the groups overlap), confirm, n, W world ranks].
+  std::vector<std::uint32_t> mine(2 + W + kMaskWords), theirs(2 + W + kMaskWords);
+  std::vector<int> down(3 + W);
   std::string detail;
   for (;;) {
     split_entry me{};
+    me.confirm = need_confirm();
     snapshot_mask(me.used);
     std::vector<std::byte> all;
     if (int e = allgather_team(lt, &me, sizeof me, all, detail)) return mpi_raise(fn, lc, e, detail);
     std::uint32_t used[kMaskWords] = {};
+    std::uint32_t confirm = 0;
     for (int r = 0; r < lc->size(); ++r) {
       split_entry e;
       std::memcpy(&e, all.data() + r * sizeof e, sizeof e);
       for (int w = 0; w < kMaskWords; ++w) used[w] |= e.used[w];
+      confirm |= e.confirm != 0;
     }
     if (leader) {
       mine[0] = static_cast<std::uint32_t>(lc->size());
-      for (int i = 0; i < lc->size(); ++i) mine[1 + i] = static_cast<std::uint32_t>(lc->world_of[i]);
-      std::memcpy(mine.data() + 1 + W, used, sizeof used);
+      mine[1] = confirm;
+      for (int i = 0; i < lc->size(); ++i) mine[2 + i] = static_cast<std::uint32_t>(lc->world_of[i]);
+      std::memcpy(mine.data() + 2 + W, used, sizeof used);
       nmad::request sr, rr;
       s.session->isend(peer_world, engine_tag(pctx, ptag), mine.data(), mine.size() * 4, sr);
       s.session->irecv(peer_world, engine_tag(pctx, ptag), theirs.data(), theirs.size() * 4, rr);
@@ -624,12 +865,13 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
       if (e1 || e2) return mpi_raise(fn, lc, e1 ? e1 : e2, detail);
       const int rn = static_cast<int>(theirs[0]);
       bool overlap = false;
-      for (int i = 0; i < rn; ++i) overlap |= lc->comm_of[theirs[1 + i]] >= 0;
-      for (int w = 0; w < kMaskWords; ++w) used[w] |= theirs[1 + W + w];
-      down.assign(2 + W, 0);
+      for (int i = 0; i < rn; ++i) overlap |= lc->comm_of[theirs[2 + i]] >= 0;
+      for (int w = 0; w < kMaskWords; ++w) used[w] |= theirs[2 + W + w];
+      down.assign(3 + W, 0);
       down[0] = overlap ? -1 : lowest_free(used);
-      down[1] = rn;
-      for (int i = 0; i < rn; ++i) down[2 + i] = static_cast<int>(theirs[1 + i]);
+      down[1] = (confirm | theirs[1]) ? 1 : 0;
+      down[2] = rn;
+      for (int i = 0; i < rn; ++i) down[3 + i] = static_cast<int>(theirs[2 + i]);
       for (int r = 0; r < lc->size(); ++r)
         if (r != lc->rank)
           if (int e = send_to(lc->world_of[r], lc->coll_ctx, kTagInterBcast, down.data(), down.size() * 4, detail))
@@ -641,8 +883,8 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
     if (down[0] == -1) return mpi_raise(fn, lc, MPI_ERR_COMM, "the local and remote groups overlap");
     if (down[0] < 0)
       return mpi_raise(fn, lc, MPI_ERR_INTERN, "no free communicator context (too many live communicators)");
-    if (s.thread_level < MPI_THREAD_MULTIPLE) break;
-    // Reservation round (see the file comment): local allgather of the
+    if (!down[1]) break;
+    // Confirmation round (see the file comment): local allgather of the
     // reservations, the leaders combine both groups' verdicts and tell
     // their members.
     const int slot = down[0];
@@ -675,7 +917,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
     if (ok) unreserve(slot);
     std::this_thread::yield();
   }
-  std::vector<int> remote(down.begin() + 2, down.begin() + 2 + down[1]);
+  std::vector<int> remote(down.begin() + 3, down.begin() + 3 + down[2]);
   std::lock_guard g(s.mu);
   comm_obj* n = make_inter(s, down[0], lc->world_of, std::move(remote));
   n->errhandler = lc->errhandler;
@@ -729,7 +971,7 @@ int PMPI_Comm_free(MPI_Comm* comm) {
   std::lock_guard g(s.mu);
   // The object stays (handles are not reused); its slot becomes free here.
   c->freed = true;
-  s.used_slots[c->slot / 32] &= ~(1u << (c->slot % 32));
+  unreserve(c->slot);
   *comm = MPI_COMM_NULL;
   return MPI_SUCCESS;
 }

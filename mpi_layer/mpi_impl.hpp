@@ -62,6 +62,10 @@ struct comm_obj {
   // Cached attributes (keyval, value) in the order they were first set;
   // guarded by attr_mutex() (attr.cpp), never held across user callbacks.
   std::vector<std::pair<int, void*>> attrs;
+  // MPI_Comm_idup: the handle exists from the call on, but lookup_comm
+  // finds it only once its context is agreed (ready, set with release).
+  std::atomic<bool> ready{true};
+  int nb_seq = 0;                // idups started on this communicator (mu)
   // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
   int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }
@@ -133,6 +137,8 @@ struct state {
 
   std::mutex mu;  // guards every table below
   std::vector<std::unique_ptr<comm_obj>> comms;        // index = handle
+  // Context slots in use; guarded by comm.cpp's slot lock (a leaf lock,
+  // also taken from engine progress), not by mu.
   std::vector<std::uint32_t> used_slots = std::vector<std::uint32_t>(kContextSlots / 32, 0);
   std::vector<std::unique_ptr<request_obj>> requests;  // index = handle - 1
   std::vector<int> free_requests;

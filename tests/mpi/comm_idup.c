@@ -1,6 +1,9 @@
 /* MPI_Comm_idup: several outstanding (of world and of a split), completed
  * together with Waitall; then traffic with one tag on all of them stays
- * on its own communicator. Attributes are copied as by MPI_Comm_dup. */
+ * on its own communicator. Attributes are copied as by MPI_Comm_dup.
+ * It does not block: idups of two overlapping communicators started in
+ * opposite orders by even and odd ranks; a blocking dup and a blocking
+ * receive while an idup is pending (it completes from engine progress). */
 #include "mpitest.h"
 
 int main(int argc, char** argv) {
@@ -48,6 +51,57 @@ int main(int argc, char** argv) {
   MPI_Comm_size(d[K], &hs);
   MPI_Sendrecv(&me, 1, MPI_INT, (hr + 1) % hs, 0, &got, 1, MPI_INT, (hr + hs - 1) % hs, 0, d[K], MPI_STATUS_IGNORE);
   CHECK(got == me % 2 + 2 * ((hr + hs - 1) % hs), "half dup neighbour %d", got);
+  /* Opposite orders on two overlapping communicators (legal for
+   * non-blocking collectives; an eager agreement would deadlock). */
+  MPI_Comm a, b, na, nb;
+  MPI_Comm_dup(MPI_COMM_WORLD, &a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &b);
+  MPI_Request two[2];
+  if (me % 2 == 0) {
+    MPI_Comm_idup(a, &na, &two[0]);
+    MPI_Comm_idup(b, &nb, &two[1]);
+  } else {
+    MPI_Comm_idup(b, &nb, &two[1]);
+    MPI_Comm_idup(a, &na, &two[0]);
+  }
+  /* A blocking dup of a while a's idup is pending. */
+  MPI_Comm ba;
+  MPI_Comm_dup(a, &ba);
+  MPI_Waitall(2, two, MPI_STATUSES_IGNORE);
+  MPI_Comm trio[3] = {na, nb, ba};
+  for (int i = 0; i < 3; ++i) {
+    int v = 10 * i + me, w = -1;
+    MPI_Sendrecv(&v, 1, MPI_INT, next, 7, &w, 1, MPI_INT, MPI_ANY_SOURCE, 7, trio[i], MPI_STATUS_IGNORE);
+    CHECK(w == 10 * i + prev, "opposite orders: comm %d got %d", i, w);
+  }
+  for (int i = 0; i < 3; ++i) MPI_Comm_free(&trio[i]);
+  MPI_Comm_free(&a);
+  MPI_Comm_free(&b);
+  /* Rank 0 waits in a blocking receive from rank 1, which first waits for
+   * its idup: rank 0's part of the agreement must progress in MPI_Recv. */
+  if (n >= 2 && me < 2) {
+    MPI_Comm pair, np;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, 0, &pair);
+    MPI_Request pr;
+    MPI_Comm_idup(pair, &np, &pr);
+    int tok = 0;
+    if (me == 0) {
+      MPI_Recv(&tok, 1, MPI_INT, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Wait(&pr, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Wait(&pr, MPI_STATUS_IGNORE);
+      tok = 1;
+      MPI_Send(&tok, 1, MPI_INT, 0, 8, MPI_COMM_WORLD);
+    }
+    int ps;
+    MPI_Comm_size(np, &ps);
+    CHECK(ps == 2 && (me == 1 || tok == 1), "pair idup size %d", ps);
+    MPI_Comm_free(&np);
+    MPI_Comm_free(&pair);
+  } else if (n >= 2) {
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, 0, &pair);
+  }
   /* Test (not only Wait) completes an idup too. */
   MPI_Comm t;
   MPI_Request r1;
