@@ -811,31 +811,40 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
   if (!newintercomm) return mpi_raise(fn, lc, MPI_ERR_ARG, "null newintercomm");
   if (local_leader < 0 || local_leader >= lc->size())
     return mpi_raise(fn, lc, MPI_ERR_RANK,
-                     "local_leader " + std::to_string(local_leader) + " not in [0, " + std::to_string(lc->size()) + ")");
+                     "local_leader " + std::to_string(local_leader) + " not in [0, " +
+                         std::to_string(lc->size()) + ")");
   if (tag < 0) return mpi_raise(fn, lc, MPI_ERR_TAG, "tag " + std::to_string(tag) + " is negative");
   state& s = st();
   const bool leader = lc->rank == local_leader;
   const int W = s.world_size;
   comm_obj* pc = nullptr;
   int peer_world = -1;
+  // Only the leaders use peer_comm and remote_leader. A leader that finds
+  // them invalid still takes part in its group's first step and tells its
+  // members (they fail with MPI_ERR_ARG); the remote group, which it cannot
+  // reach, is left waiting.
+  int leader_err = MPI_SUCCESS;
+  std::string leader_detail;
   if (leader) {
-    // Only the leaders use peer_comm and remote_leader (an error there is
-    // raised at the leader only: its group then waits for it).
     pc = lookup_comm(peer_comm);
-    if (!pc) return mpi_raise(fn, lc, MPI_ERR_COMM, "invalid peer communicator " + std::to_string(peer_comm));
-    if (remote_leader < 0 || remote_leader >= pc->size())
-      return mpi_raise(fn, lc, MPI_ERR_RANK,
-                       "remote_leader " + std::to_string(remote_leader) + " not in [0, " +
-                           std::to_string(pc->size()) + ") of the peer communicator");
-    peer_world = pc->world_of[remote_leader];
-    if (lc->comm_of[peer_world] >= 0)
-      return mpi_raise(fn, lc, MPI_ERR_RANK, "remote_leader is a member of the local group");
+    if (!pc) {
+      leader_err = MPI_ERR_COMM;
+      leader_detail = "invalid peer communicator " + std::to_string(peer_comm);
+    } else if (remote_leader < 0 || remote_leader >= pc->size()) {
+      leader_err = MPI_ERR_RANK;
+      leader_detail = "remote_leader " + std::to_string(remote_leader) + " not in [0, " +
+                      std::to_string(pc->size()) + ") of the peer communicator";
+    } else if (peer_world = pc->world_of[remote_leader]; lc->comm_of[peer_world] >= 0) {
+      leader_err = MPI_ERR_RANK;
+      leader_detail = "remote_leader is a member of the local group";
+    }
   }
   const team lt = team_of(*lc);
   const int ptag = user_internal_tag(tag);
   const std::uint32_t pctx = pc ? pc->coll_ctx : 0;
   // Leader <-> leader: [n, confirm, W world ranks, union mask]; leader ->
-  // members: [slot (-1: the groups overlap), confirm, n, W world ranks].
+  // members: [slot (-1: the groups overlap, -2: the leader's arguments are
+  // invalid), confirm, n, W world ranks].
   std::vector<std::uint32_t> mine(2 + W + kMaskWords), theirs(2 + W + kMaskWords);
   std::vector<int> down(3 + W);
   std::string detail;
@@ -852,6 +861,13 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
       std::memcpy(&e, all.data() + r * sizeof e, sizeof e);
       for (int w = 0; w < kMaskWords; ++w) used[w] |= e.used[w];
       confirm |= e.confirm != 0;
+    }
+    if (leader && leader_err) {
+      down.assign(3 + W, 0);
+      down[0] = -2;
+      for (int r = 0; r < lc->size(); ++r)
+        if (r != lc->rank) send_to(lc->world_of[r], lc->coll_ctx, kTagInterBcast, down.data(), down.size() * 4, detail);
+      return mpi_raise(fn, lc, leader_err, leader_detail);
     }
     if (leader) {
       mine[0] = static_cast<std::uint32_t>(lc->size());
@@ -881,6 +897,10 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
       return mpi_raise(fn, lc, e, detail);
     }
     if (down[0] == -1) return mpi_raise(fn, lc, MPI_ERR_COMM, "the local and remote groups overlap");
+    if (down[0] == -2)
+      return mpi_raise(fn, lc, MPI_ERR_ARG,
+                       "the local leader (rank " + std::to_string(local_leader) +
+                           ") was given an invalid peer_comm or remote_leader");
     if (down[0] < 0)
       return mpi_raise(fn, lc, MPI_ERR_INTERN, "no free communicator context (too many live communicators)");
     if (!down[1]) break;

@@ -292,7 +292,8 @@ int PMPI_Group_free(MPI_Group* group) {
   const char* fn = "MPI_Group_free";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!group) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null group");
-  if (!group_members(*group)) return mpi_raise(fn, nullptr, MPI_ERR_GROUP, "invalid group handle (" + ghandle(*group) + ")");
+  if (!group_members(*group))
+    return mpi_raise(fn, nullptr, MPI_ERR_GROUP, "invalid group handle (" + ghandle(*group) + ")");
   // MPI_GROUP_EMPTY is what empty results return: freeing it only resets
   // the caller's handle.
   if (*group != MPI_GROUP_EMPTY) {

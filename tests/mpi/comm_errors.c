@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
         "remote leader in the local group");
   CHECK(cls(MPI_Intercomm_create(MPI_COMM_SELF, 0, MPI_COMM_NULL, 0, 0, &c)) == MPI_ERR_COMM, "bad peer comm");
 
+  if (n >= 2) {
+    /* A leader with a bad remote_leader tells its group. */
+    int e = MPI_Intercomm_create(MPI_COMM_WORLD, 0, MPI_COMM_WORLD, mt_rank == 0 ? -3 : 0, 0, &c);
+    CHECK(cls(e) == (mt_rank == 0 ? MPI_ERR_RANK : MPI_ERR_ARG), "bad remote leader seen by all: %d", e);
+  }
+
   /* Keyvals. */
   int kv = 4242;
   CHECK(cls(MPI_Comm_set_attr(MPI_COMM_WORLD, kv, NULL)) == MPI_ERR_KEYVAL, "set with a bogus keyval");
