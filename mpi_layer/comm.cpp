@@ -540,15 +540,18 @@ comm_obj* intra_arg(const char* fn, MPI_Comm comm, int& err) {
   return err ? nullptr : c;
 }
 
-// The members of group g, which must be a subset of c's group (else
-// MPI_ERR_GROUP is raised), and this process's position in it (-1: none).
+// The members of group g, which must be a subset of c's (local) group
+// (else MPI_ERR_GROUP is raised), and this process's position in it (-1:
+// none).
 int group_in_comm(const char* fn, comm_obj* c, MPI_Group g, std::vector<int>& world, int& my_pos) {
   auto m = group_members(g);
   if (!m) return mpi_raise(fn, c, MPI_ERR_GROUP, "invalid group handle " + std::to_string(g));
+  const auto& local = c->local_members();
   for (int w : *m)
-    if (c->comm_of[w] < 0)
+    if (std::find(local.begin(), local.end(), w) == local.end())
       return mpi_raise(fn, c, MPI_ERR_GROUP,
-                       "the group has world rank " + std::to_string(w) + ", which is not in the communicator");
+                       "the group has world rank " + std::to_string(w) + ", which is not in the communicator" +
+                           (c->inter ? "'s local group" : ""));
   world = std::move(*m);
   my_pos = -1;
   for (int i = 0; i < static_cast<int>(world.size()); ++i)
@@ -761,14 +764,16 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
 int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   const char* fn = "MPI_Comm_create";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  int err;
-  comm_obj* c = intra_arg(fn, comm, err);
-  if (!c) return err;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!newcomm) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm");
   std::vector<int> world;
   int pos = -1;
   if (int e = group_in_comm(fn, c, group, world, pos)) return e;
-  // A split whose key is the rank in the group: the group's order.
+  // A split whose key is the rank in the group: the group's order. On an
+  // intercommunicator each side gives a subgroup of its local group; the
+  // result joins them (MPI_COMM_NULL where either is empty).
+  if (c->inter) return inter_split(fn, c, pos < 0 ? MPI_UNDEFINED : 0, pos, newcomm);
   return split(fn, c, pos < 0 ? MPI_UNDEFINED : 0, pos, newcomm);
 }
 

@@ -1,6 +1,7 @@
 /* Intercommunicator queries: Comm_size/rank/group are the local group,
  * Comm_remote_size/remote_group the other; compare; dup (a congruent,
- * separate intercommunicator); split of an intercommunicator. */
+ * separate intercommunicator); split of an intercommunicator; Comm_create
+ * on an intercommunicator. */
 #include "mpitest.h"
 
 int main(int argc, char** argv) {
@@ -85,6 +86,24 @@ int main(int argc, char** argv) {
     }
     MPI_Comm_free(&sp);
   }
+  /* Comm_create on the intercommunicator: each side keeps its local rank 0
+   * only (a 1-to-1 intercommunicator of the two leaders). */
+  MPI_Group first;
+  MPI_Group_incl(lg, 1, (int[]){0}, &first);
+  MPI_Comm leaders;
+  MPI_Comm_create(inter, first, &leaders);
+  CHECK((lr == 0) == (leaders != MPI_COMM_NULL), "leaders membership");
+  if (leaders != MPI_COMM_NULL) {
+    int s1, s2, other = -1, tf = 0;
+    MPI_Comm_size(leaders, &s1);
+    MPI_Comm_remote_size(leaders, &s2);
+    MPI_Comm_test_inter(leaders, &tf);
+    CHECK(tf && s1 == 1 && s2 == 1, "leaders: inter %d sizes %d %d", tf, s1, s2);
+    MPI_Sendrecv(&me, 1, MPI_INT, 0, 0, &other, 1, MPI_INT, 0, 0, leaders, MPI_STATUS_IGNORE);
+    CHECK(other == (low ? lowsize : 0), "leaders exchange %d", other);
+    MPI_Comm_free(&leaders);
+  }
+  MPI_Group_free(&first);
   MPI_Group_free(&world);
   MPI_Group_free(&lg);
   MPI_Group_free(&rg);
