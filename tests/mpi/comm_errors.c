@@ -3,6 +3,24 @@
  * nothing is created). */
 #include "mpitest.h"
 
+static int failing_copy(MPI_Comm c, int k, void* extra, void* in, void* out, int* flag) {
+  (void)c;
+  (void)k;
+  (void)extra;
+  (void)in;
+  (void)out;
+  *flag = 0;
+  return MPI_ERR_OTHER;
+}
+static int refuse = 1;
+static int failing_delete(MPI_Comm c, int k, void* v, void* extra) {
+  (void)c;
+  (void)k;
+  (void)v;
+  (void)extra;
+  return refuse ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
 static int cls(int e) {
   int c = -1;
   MPI_Error_class(e, &c);
@@ -86,6 +104,25 @@ int main(int argc, char** argv) {
   CHECK(cls(MPI_Comm_free_keyval(&k_old)) == MPI_ERR_KEYVAL, "free a keyval twice");
   CHECK(cls(MPI_Comm_delete_attr(MPI_COMM_WORLD, MPI_TAG_UB)) == MPI_ERR_KEYVAL, "delete a predefined attribute");
   CHECK(cls(MPI_Comm_set_attr(MPI_COMM_NULL, MPI_TAG_UB, NULL)) == MPI_ERR_COMM, "set_attr on MPI_COMM_NULL");
+
+  /* A failing copy callback fails the dup (no communicator made); a
+   * failing delete callback fails the free (the communicator stays). */
+  int kc, kd;
+  MPI_Comm_create_keyval(failing_copy, MPI_COMM_NULL_DELETE_FN, &kc, NULL);
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, failing_delete, &kd, NULL);
+  MPI_Comm base, cp = 12345;
+  MPI_Comm_dup(MPI_COMM_WORLD, &base);
+  MPI_Comm_set_attr(base, kc, NULL);
+  CHECK(cls(MPI_Comm_dup(base, &cp)) == MPI_ERR_OTHER && cp == MPI_COMM_NULL, "failing copy: %d", cp);
+  MPI_Comm_delete_attr(base, kc);
+  MPI_Comm_set_attr(base, kd, NULL);
+  MPI_Comm keep2 = base;
+  CHECK(cls(MPI_Comm_free(&base)) == MPI_ERR_OTHER && base == keep2, "failing delete");
+  CHECK(MPI_Comm_size(base, &s) == MPI_SUCCESS, "still usable after a refused free");
+  refuse = 0;
+  CHECK(MPI_Comm_free(&base) == MPI_SUCCESS && base == MPI_COMM_NULL, "free once the callback agrees");
+  MPI_Comm_free_keyval(&kc);
+  MPI_Comm_free_keyval(&kd);
 
   /* Names, info. */
   char name[MPI_MAX_OBJECT_NAME];
