@@ -50,6 +50,7 @@ int init_common(const char* fn, int required, int* provided) {
   s.main_thread = std::this_thread::get_id();
   s.t0 = std::chrono::steady_clock::now();
   init_comms(s.world_rank, s.world_size);
+  init_info_env(s.thread_level);
   s.initialized.store(true);
   return MPI_SUCCESS;
 }
@@ -67,6 +68,12 @@ int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 int PMPI_Finalize(void) {
   if (!check_initialized("MPI_Finalize")) return MPI_ERR_OTHER;
   state& s = st();
+  // MPI-3.1 8.7.1: first, as if MPI_COMM_SELF were freed: the delete
+  // callbacks of its attributes run (last set first) while MPI is usable.
+  if (comm_obj* self = lookup_comm(MPI_COMM_SELF)) {
+    std::string detail;
+    if (int e = delete_attrs(*self, detail)) mpi_raise("MPI_Finalize", self, e, detail);
+  }
   bsend_flush();
   // Receives still posted can never complete: withdraw them so the engine
   // does not write into memory the program may free.

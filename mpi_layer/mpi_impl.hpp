@@ -57,7 +57,19 @@ struct comm_obj {
   // group. Intracommunicators leave local_world_of empty.
   bool inter = false;
   std::vector<int> local_world_of;
+  std::string name;              // MPI_Comm_set_name (guarded by state::mu)
+  std::vector<std::pair<std::string, std::string>> hints;  // MPI_Comm_set_info (mu)
+  // Cached attributes (keyval, value) in the order they were first set;
+  // guarded by attr_mutex() (attr.cpp), never held across user callbacks.
+  std::vector<std::pair<int, void*>> attrs;
+  // MPI_Comm_idup: the handle exists from the call on, but lookup_comm
+  // finds it only once its context is agreed (ready, set with release).
+  std::atomic<bool> ready{true};
+  int nb_seq = 0;                // idups started on this communicator (mu)
+  // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
+  int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }
+  const std::vector<int>& local_members() const { return inter ? local_world_of : world_of; }
 };
 
 enum class send_mode { standard, synchronous, ready, buffered };
@@ -125,6 +137,8 @@ struct state {
 
   std::mutex mu;  // guards every table below
   std::vector<std::unique_ptr<comm_obj>> comms;        // index = handle
+  // Context slots in use; guarded by comm.cpp's slot lock (a leaf lock,
+  // also taken from engine progress), not by mu.
   std::vector<std::uint32_t> used_slots = std::vector<std::uint32_t>(kContextSlots / 32, 0);
   std::vector<std::unique_ptr<request_obj>> requests;  // index = handle - 1
   std::vector<int> free_requests;
@@ -247,6 +261,31 @@ comm_obj* lookup_comm(MPI_Comm c);  // null if invalid or freed
 void init_comms(int world_rank, int world_size);
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
+
+// ---- groups (group.cpp) ----
+// Groups are ordered lists of world ranks (no dynamic processes). Handles:
+// MPI_GROUP_NULL 0, MPI_GROUP_EMPTY 1, others from 2 up (never reused).
+// Thread-safe (own lock; never takes state::mu while holding it).
+// A handle for a new group with these members (MPI_GROUP_EMPTY if none).
+MPI_Group new_group(std::vector<int> world_ranks);
+// The members of a valid, unfreed group; nullopt for an invalid handle.
+std::optional<std::vector<int>> group_members(MPI_Group g);
+
+// ---- attributes (attr.cpp) ----
+// Runs the copy callbacks of `from`'s attributes (in the order they were
+// set) and caches the copies on `to` (MPI_Comm_dup/idup). Returns an MPI
+// error code (a callback's failure) with detail.
+int copy_attrs(comm_obj& from, comm_obj& to, std::string& detail);
+// Runs the delete callbacks of every attribute of c, last set first, and
+// removes them (MPI_Comm_free, Finalize). Stops at the first failure.
+int delete_attrs(comm_obj& c, std::string& detail);
+
+// ---- info (info.cpp) ----
+using info_entries = std::vector<std::pair<std::string, std::string>>;
+// Fills MPI_INFO_ENV (called by MPI_Init*).
+void init_info_env(int thread_level);
+std::optional<info_entries> info_get_entries(MPI_Info i);  // nullopt: invalid
+MPI_Info new_info(info_entries e);
 
 // ---- requests (request.cpp) ----
 request_obj* new_request();          // takes mu

@@ -4,3 +4,38 @@
 #include "tests/mpi_run.hpp"
 
 using namespace nmad_mpi_test;
+
+TEST_CASE("group_ops") { expect_pass("group_ops", {1, 2, 3, 4}); }
+TEST_CASE("group_empty") { expect_pass("group_empty", {1, 2}); }
+TEST_CASE("comm_create") {
+  expect_pass("comm_create", {1, 2, 3});
+  expect_pass_all_drivers("comm_create", {4});
+}
+TEST_CASE("comm_create_group") {
+  expect_pass("comm_create_group", {1, 2, 3});
+  expect_pass_all_drivers("comm_create_group", {4});
+}
+TEST_CASE("comm_split_type") { expect_pass("comm_split_type", {1, 2, 4}); }
+TEST_CASE("comm_idup") {
+  expect_pass("comm_idup", {1, 2});
+  expect_pass_all_drivers("comm_idup", {4});
+}
+TEST_CASE("comm_name") { expect_pass("comm_name", {1, 2}); }
+TEST_CASE("comm_errors") { expect_pass("comm_errors", {1, 2, 4}); }
+TEST_CASE("attr_keyval") { expect_pass("attr_keyval", {1, 2, 4}); }
+TEST_CASE("attr_predefined") { expect_pass("attr_predefined", {1, 2}); }
+TEST_CASE("attr_deprecated") { expect_pass("attr_deprecated", {1, 2}); }
+TEST_CASE("info_basic") { expect_pass("info_basic", {1, 2}); }
+TEST_CASE("inter_create") {
+  expect_pass("inter_create", {2, 3});
+  expect_pass_all_drivers("inter_create", {4});
+}
+TEST_CASE("inter_merge") {
+  expect_pass("inter_merge", {2, 3});
+  expect_pass_all_drivers("inter_merge", {4});
+}
+TEST_CASE("inter_remote") { expect_pass("inter_remote", {2, 3, 4}); }
+TEST_CASE("comm_threads") {
+  expect_pass("comm_threads", {1, 2, 3});
+  expect_pass_all_drivers("comm_threads", {4});
+}

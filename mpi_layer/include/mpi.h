@@ -248,13 +248,7 @@ int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int t
 int MPI_Start(MPI_Request* request);
 int MPI_Startall(int count, MPI_Request requests[]);
 
-/* ---- communicators ------------------------------------------------------------------ */
-int MPI_Comm_size(MPI_Comm comm, int* size);
-int MPI_Comm_rank(MPI_Comm comm, int* rank);
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
-int MPI_Comm_free(MPI_Comm* comm);
-int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
+/* ---- communicators: see the section "groups, communicators, ..." below. */
 
 /* ---- profiling interface: every MPI_X is a weak alias of PMPI_X, so a
  * tool may define MPI_X itself and call PMPI_X. ---------------------------- */
@@ -338,12 +332,6 @@ int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int 
                   MPI_Request* request);
 int PMPI_Start(MPI_Request* request);
 int PMPI_Startall(int count, MPI_Request requests[]);
-int PMPI_Comm_size(MPI_Comm comm, int* size);
-int PMPI_Comm_rank(MPI_Comm comm, int* rank);
-int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
-int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
-int PMPI_Comm_free(MPI_Comm* comm);
-int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
 
 /* ---- Reductions and collectives (blocking; predefined ops, basic types) ---- */
 typedef int MPI_Op;
@@ -506,6 +494,171 @@ int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Co
 /* ==== end of reduction operations, collectives =========================== */
 
 /* ==== groups, communicators, attributes, info, intercommunicators ======= */
+/* Groups (ordered sets of processes), communicator constructors and names,
+ * attribute caching with keyvals, info objects, intercommunicators. */
+typedef int MPI_Group;
+typedef int MPI_Info;
+
+#define MPI_GROUP_NULL ((MPI_Group)0)
+#define MPI_GROUP_EMPTY ((MPI_Group)1)
+#define MPI_INFO_NULL ((MPI_Info)0)
+#define MPI_INFO_ENV ((MPI_Info)1)
+
+#ifndef MPI_MAX_OBJECT_NAME
+#define MPI_MAX_OBJECT_NAME 128
+#endif
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+
+/* MPI_Comm_split_type */
+#define MPI_COMM_TYPE_SHARED 1
+
+/* Keyvals. Predefined attributes (cached on MPI_COMM_WORLD; the value
+ * MPI_Comm_get_attr returns is a pointer to an int). */
+#define MPI_KEYVAL_INVALID (-1)
+#define MPI_TAG_UB 1
+#define MPI_HOST 2
+#define MPI_IO 3
+#define MPI_WTIME_IS_GLOBAL 4
+#define MPI_APPNUM 5
+#define MPI_UNIVERSE_SIZE 6
+#define MPI_LASTUSEDCODE 7
+
+typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void* extra_state,
+                                        void* attribute_val_in, void* attribute_val_out, int* flag);
+typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval, void* attribute_val,
+                                          void* extra_state);
+/* Deprecated MPI-1 callback types (same shapes, attribute values as void*). */
+typedef int MPI_Copy_function(MPI_Comm oldcomm, int keyval, void* extra_state, void* attribute_val_in,
+                              void* attribute_val_out, int* flag);
+typedef int MPI_Delete_function(MPI_Comm comm, int keyval, void* attribute_val, void* extra_state);
+
+/* Predefined callbacks: NULL_COPY (not copied), DUP (value copied),
+ * NULL_DELETE (nothing). */
+int nmad_mpi_comm_null_copy_fn(MPI_Comm, int, void*, void*, void*, int*);
+int nmad_mpi_comm_dup_fn(MPI_Comm, int, void*, void*, void*, int*);
+int nmad_mpi_comm_null_delete_fn(MPI_Comm, int, void*, void*);
+#define MPI_COMM_NULL_COPY_FN nmad_mpi_comm_null_copy_fn
+#define MPI_COMM_DUP_FN nmad_mpi_comm_dup_fn
+#define MPI_COMM_NULL_DELETE_FN nmad_mpi_comm_null_delete_fn
+#define MPI_NULL_COPY_FN nmad_mpi_comm_null_copy_fn
+#define MPI_DUP_FN nmad_mpi_comm_dup_fn
+#define MPI_NULL_DELETE_FN nmad_mpi_comm_null_delete_fn
+
+/* Group_compare uses MPI_IDENT, MPI_SIMILAR, MPI_UNEQUAL. */
+int MPI_Comm_group(MPI_Comm comm, MPI_Group* group);
+int MPI_Group_size(MPI_Group group, int* size);
+int MPI_Group_rank(MPI_Group group, int* rank);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result);
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup);
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup);
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup);
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup);
+int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup);
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup);
+int MPI_Group_free(MPI_Group* group);
+
+int MPI_Comm_size(MPI_Comm comm, int* size);
+int MPI_Comm_rank(MPI_Comm comm, int* rank);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm);
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm);
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm);
+int MPI_Comm_free(MPI_Comm* comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
+int MPI_Comm_test_inter(MPI_Comm comm, int* flag);
+int MPI_Comm_remote_size(MPI_Comm comm, int* size);
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group);
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
+                         MPI_Comm* newintercomm);
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm* newintracomm);
+int MPI_Comm_set_name(MPI_Comm comm, const char* comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen);
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used);
+
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function* comm_delete_attr_fn, int* comm_keyval,
+                           void* extra_state);
+int MPI_Comm_free_keyval(int* comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val);
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+/* Deprecated MPI-1 names (thin wrappers). */
+int MPI_Keyval_create(MPI_Copy_function* copy_fn, MPI_Delete_function* delete_fn, int* keyval, void* extra_state);
+int MPI_Keyval_free(int* keyval);
+int MPI_Attr_put(MPI_Comm comm, int keyval, void* attribute_val);
+int MPI_Attr_get(MPI_Comm comm, int keyval, void* attribute_val, int* flag);
+int MPI_Attr_delete(MPI_Comm comm, int keyval);
+
+int MPI_Info_create(MPI_Info* info);
+int MPI_Info_set(MPI_Info info, const char* key, const char* value);
+int MPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag);
+int MPI_Info_get_nkeys(MPI_Info info, int* nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char* key);
+int MPI_Info_delete(MPI_Info info, const char* key);
+int MPI_Info_dup(MPI_Info info, MPI_Info* newinfo);
+int MPI_Info_free(MPI_Info* info);
+
+int PMPI_Comm_group(MPI_Comm comm, MPI_Group* group);
+int PMPI_Group_size(MPI_Group group, int* size);
+int PMPI_Group_rank(MPI_Group group, int* rank);
+int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]);
+int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result);
+int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup);
+int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup);
+int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup);
+int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup);
+int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup);
+int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup);
+int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup);
+int PMPI_Group_free(MPI_Group* group);
+int PMPI_Comm_size(MPI_Comm comm, int* size);
+int PMPI_Comm_rank(MPI_Comm comm, int* rank);
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm);
+int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm);
+int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm);
+int PMPI_Comm_free(MPI_Comm* comm);
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result);
+int PMPI_Comm_test_inter(MPI_Comm comm, int* flag);
+int PMPI_Comm_remote_size(MPI_Comm comm, int* size);
+int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group);
+int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
+                         MPI_Comm* newintercomm);
+int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm* newintracomm);
+int PMPI_Comm_set_name(MPI_Comm comm, const char* comm_name);
+int PMPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen);
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used);
+int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function* comm_delete_attr_fn, int* comm_keyval,
+                           void* extra_state);
+int PMPI_Comm_free_keyval(int* comm_keyval);
+int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val);
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag);
+int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int PMPI_Keyval_create(MPI_Copy_function* copy_fn, MPI_Delete_function* delete_fn, int* keyval, void* extra_state);
+int PMPI_Keyval_free(int* keyval);
+int PMPI_Attr_put(MPI_Comm comm, int keyval, void* attribute_val);
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void* attribute_val, int* flag);
+int PMPI_Attr_delete(MPI_Comm comm, int keyval);
+int PMPI_Info_create(MPI_Info* info);
+int PMPI_Info_set(MPI_Info info, const char* key, const char* value);
+int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag);
+int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag);
+int PMPI_Info_get_nkeys(MPI_Info info, int* nkeys);
+int PMPI_Info_get_nthkey(MPI_Info info, int n, char* key);
+int PMPI_Info_delete(MPI_Info info, const char* key);
+int PMPI_Info_dup(MPI_Info info, MPI_Info* newinfo);
+int PMPI_Info_free(MPI_Info* info);
 /* ==== end of groups, communicators ======================================= */
 
 /* ==== process topologies (Cartesian) ==================================== */
