@@ -353,6 +353,7 @@ int dup(const char* fn, comm_obj* c, MPI_Comm* newcomm) {
     std::lock_guard g(s.mu);
     n->hints = c->hints;
   }
+  copy_topology(c->handle, n->handle);
   std::string detail;
   e = copy_attrs(*c, *n, detail);
   if (e != MPI_SUCCESS) {
@@ -689,6 +690,7 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
   op->oks.assign(n, 0);
   op->sreq = std::make_unique<nmad::request[]>(n);
   op->rreq = std::make_unique<nmad::request[]>(n);
+  copy_topology(c->handle, op->result->handle);
   std::string detail;
   if (int e = copy_attrs(*c, *op->result, detail)) {
     std::lock_guard g(s.mu);

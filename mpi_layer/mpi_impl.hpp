@@ -276,6 +276,9 @@ std::optional<std::vector<int>> group_members(MPI_Group g);
 // set) and caches the copies on `to` (MPI_Comm_dup/idup). Returns an MPI
 // error code (a callback's failure) with detail.
 int copy_attrs(comm_obj& from, comm_obj& to, std::string& detail);
+// ---- topologies (topo.cpp) ----
+// MPI_Comm_dup/idup: the new communicator gets the old one's topology.
+void copy_topology(MPI_Comm from, MPI_Comm to);
 // Runs the delete callbacks of every attribute of c, last set first, and
 // removes them (MPI_Comm_free, Finalize). Stops at the first failure.
 int delete_attrs(comm_obj& c, std::string& detail);

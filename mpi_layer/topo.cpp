@@ -96,6 +96,13 @@ void attach(MPI_Comm comm, cart t) {
 }
 
 }  // namespace
+
+void copy_topology(MPI_Comm from, MPI_Comm to) {
+  std::lock_guard g(topo_mu());
+  auto it = carts().find(from);
+  if (it != carts().end()) carts()[to] = it->second;
+}
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;

@@ -81,6 +81,15 @@ int main(int argc, char** argv) {
   for (int j = 0; j < dims[1]; j++) want += co[0] * dims[1] + j;
   CHECK(sum == want, "row sum %d want %d", sum, want);
   MPI_Comm_free(&row);
+  /* A duplicate keeps the topology. */
+  MPI_Comm dupc;
+  MPI_Comm_dup(cart, &dupc);
+  MPI_Topo_test(dupc, &st);
+  CHECK(st == MPI_CART, "Comm_dup keeps the Cartesian topology (%d)", st);
+  int dd[2], dp[2], dc[2];
+  MPI_Cart_get(dupc, 2, dd, dp, dc);
+  CHECK(dd[0] == dims[0] && dd[1] == dims[1] && dc[0] == co[0] && dc[1] == co[1], "dup grid");
+  MPI_Comm_free(&dupc);
   MPI_Comm_free(&cart);
 
   /* A grid smaller than the communicator: the last rank is left out. */
