@@ -194,3 +194,7 @@ TEST_CASE("mpi type_request_free: a freed pending receive of a derived type stil
   expect_pass("type_request_free", {1, 2, 3});
   expect_pass("type_request_free", {2}, {{"NMAD_DRIVER", "tcp"}});
 }
+
+TEST_CASE("mpi alloc_mem: Alloc_mem/Free_mem buffers move data; negative size is an error") {
+  expect_pass("alloc_mem", {1, 2, 3});
+}
