@@ -68,6 +68,9 @@ int PMPI_Finalize(void) {
   if (!check_initialized("MPI_Finalize")) return MPI_ERR_OTHER;
   state& s = st();
   bsend_flush();
+  // Pending non-blocking collectives are finished (or abandoned) and their
+  // progress hook removed while the session still exists (coll.cpp).
+  coll_finalize();
   // Receives still posted can never complete: withdraw them so the engine
   // does not write into memory the program may free.
   {
