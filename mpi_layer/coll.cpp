@@ -190,7 +190,16 @@ struct call {
   schedule sch;
   std::vector<std::function<void()>> post;  // unpack steps, appended after the build
   std::shared_ptr<mpi_reducer> red;
+  // Packing temporaries, made before the builder returns the schedule, then
+  // attached to it (schedule::keep) so they live exactly as long.
+  std::shared_ptr<std::vector<std::unique_ptr<std::byte[]>>> temps =
+      std::make_shared<std::vector<std::unique_ptr<std::byte[]>>>();
   int rank = 0, size = 1;
+
+  std::byte* temp(std::size_t bytes) {
+    temps->push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
+    return temps->back().get();
+  }
 
   explicit call(const char* f) : fn(f) {}
 
@@ -239,7 +248,7 @@ struct call {
     const std::size_t bytes = static_cast<std::size_t>(n) * t.size;
     if (bytes == 0) return g_dummy;
     if (t.contig) return static_cast<const std::byte*>(buf) + t.true_lb;
-    std::byte* tmp = sch.temp(bytes);
+    std::byte* tmp = temp(bytes);
     Count pos = 0;
     t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
     return tmp;
@@ -251,7 +260,7 @@ struct call {
     const std::size_t bytes = static_cast<std::size_t>(n) * t.size;
     if (bytes == 0) return g_dummy;
     if (t.contig) return static_cast<std::byte*>(buf) + t.true_lb;
-    std::byte* tmp = sch.temp(bytes);
+    std::byte* tmp = temp(bytes);
     if (preload) {
       Count pos = 0;
       t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
@@ -302,7 +311,7 @@ struct call {
       v.displs[i] = total;
       total += v.bytes[i];
     }
-    v.base = sch.temp(total);
+    v.base = temp(total);
     for (std::size_t i = 0; i < n; ++i) {
       if (!v.bytes[i]) continue;
       std::byte* tmp = v.base + v.displs[i];
@@ -334,6 +343,7 @@ void open(call& x, MPI_Comm comm) {
 
 int launch(call& x, MPI_Request* req) {
   if (x.red) x.sch.keep(x.red);
+  if (!x.temps->empty()) x.sch.keep(x.temps);
   if (!x.post.empty()) {
     x.sch.new_round();
     for (auto& f : x.post) x.sch.call(std::move(f));
