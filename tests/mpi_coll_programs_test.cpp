@@ -4,3 +4,30 @@
 #include "tests/mpi_run.hpp"
 
 using namespace nmad_mpi_test;
+
+// Data-moving programs also run on each driver (shm, tcp) at 3 processes.
+#define COLL_PROGRAM(name, what)                          \
+  TEST_CASE("mpi " name ": " what) {                      \
+    expect_pass(name, {1, 2, 3, 4});                      \
+    expect_pass_all_drivers(name, {3});                   \
+  }
+
+COLL_PROGRAM("coll_gather", "Gather, every root, sizes to > 64 KiB, mixed types, errors")
+COLL_PROGRAM("coll_gatherv", "Gatherv with uneven counts and gaps")
+COLL_PROGRAM("coll_scatter", "Scatter, every root, sizes to > 64 KiB")
+COLL_PROGRAM("coll_scatterv", "Scatterv with uneven counts")
+COLL_PROGRAM("coll_allgather", "Allgather on WORLD and an odd-sized sub-communicator")
+COLL_PROGRAM("coll_allgatherv", "Allgatherv with uneven counts and gaps")
+COLL_PROGRAM("coll_alltoall", "Alltoall, block sizes to 80 KB")
+COLL_PROGRAM("coll_alltoallv", "Alltoallv with uneven counts and gaps")
+COLL_PROGRAM("coll_alltoallw", "Alltoallw with per-peer (non-contiguous) datatypes")
+COLL_PROGRAM("coll_reduce_scatter", "Reduce_scatter(_block), in place, non-commutative op")
+COLL_PROGRAM("coll_scan_exscan", "Scan and Exscan, in place, non-commutative op")
+COLL_PROGRAM("coll_inplace", "every MPI_IN_PLACE form, blocking and non-blocking")
+COLL_PROGRAM("coll_derived", "collectives on non-contiguous and derived datatypes")
+COLL_PROGRAM("op_user", "user ops: commutative and not, rank order, handles")
+COLL_PROGRAM("op_minmaxloc", "MAXLOC/MINLOC on every pair type, ties")
+COLL_PROGRAM("op_predefined", "every predefined op x type, MPI_ERR_OP for the rest")
+COLL_PROGRAM("coll_nonblocking", "every I-collective, several pending, Waitall/Testany/Waitsome, p2p overlap")
+COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes and tests")
+COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
