@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
       rc[p] = cnt_of(p, r, bases[k]);
       sd[p] = (int)sb;
       rd[p] = (int)rb;
-      sb += sc[p] * ext(stt[p]) + 8;
-      rb += rc[p] * ext(rtt[p]) + 16;
+      sb += (sc[p] * ext(stt[p]) + 8 + 7) / 8 * 8; /* blocks stay 8-byte aligned */
+      rb += (rc[p] * ext(rtt[p]) + 16 + 7) / 8 * 8;
     }
     char* s = malloc(sb + 1);
     char* d = malloc(rb + 1);
