@@ -35,3 +35,22 @@ COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators,
 TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
   expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});
 }
+
+// Tiny thresholds (NMAD_COLL_*): the large-message algorithms (scatter +
+// allgather and chain bcast, Rabenseifner, linear gather, ring allgather,
+// pairwise alltoall and reduce_scatter, chain scan) and Bruck alltoall run
+// on small data, non-contiguous types and user ops included.
+TEST_CASE("mpi coll programs with thresholds forcing the other algorithms") {
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"NMAD_COLL_BCAST_SMALL", "64"},         {"NMAD_COLL_BCAST_LARGE", "4096"},
+      {"NMAD_COLL_CHAIN_SEGMENT", "1000"},     {"NMAD_COLL_ALLREDUCE_SMALL", "16"},
+      {"NMAD_COLL_GATHER_LARGE", "256"},       {"NMAD_COLL_ALLGATHER_SMALL", "64"},
+      {"NMAD_COLL_ALLTOALL_SMALL", "64"},      {"NMAD_COLL_ALLTOALL_BRUCK", "1024"},
+      {"NMAD_COLL_ALLTOALL_BRUCK_PROCS", "2"}, {"NMAD_COLL_REDUCE_SCATTER_LARGE", "64"},
+      {"NMAD_COLL_SCAN_LARGE", "64"}};
+  for (const char* prog : {"coll_derived", "coll_inplace", "op_user", "op_minmaxloc", "coll_alltoall",
+                           "coll_nonblocking", "coll_reduce_scatter", "coll_scan_exscan", "coll_allgather"}) {
+    CAPTURE(prog);
+    expect_pass(prog, {3, 4}, env);
+  }
+}
