@@ -169,6 +169,12 @@ struct mpi_reducer final : coll::reducer {
 
 std::byte g_dummy[1];  // a non-null address for empty buffers (null = in place for the builders)
 
+// buf + off computed on addresses: buf may be null (MPI_BOTTOM with a
+// datatype of absolute displacements).
+std::byte* at(const void* buf, Aint off) {
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(off));
+}
+
 struct tinfo {
   Datatype t;
   MPI_Datatype h = MPI_DATATYPE_NULL;
@@ -223,8 +229,10 @@ struct call {
     if (r < 0 || r >= size)
       fail(MPI_ERR_ROOT, "root " + std::to_string(r) + " out of range for " + std::to_string(size) + " process(es)");
   }
+  // A null buffer is only refused for predefined types: a derived type
+  // may address absolute locations from MPI_BOTTOM.
   void buffer(const void* buf, long long n, const tinfo& t, const char* what) {
-    if (n > 0 && t.size > 0 && (buf == nullptr || buf == MPI_IN_PLACE))
+    if (n > 0 && t.size > 0 && ((buf == nullptr && basic_of(t.h)) || buf == MPI_IN_PLACE))
       fail(MPI_ERR_BUFFER, std::string(buf ? "MPI_IN_PLACE" : "null") + " " + what + " with count " +
                                std::to_string(n));
   }
@@ -247,7 +255,7 @@ struct call {
   const std::byte* in(const void* buf, Count n, const tinfo& t) {
     const std::size_t bytes = static_cast<std::size_t>(n) * t.size;
     if (bytes == 0) return g_dummy;
-    if (t.contig) return static_cast<const std::byte*>(buf) + t.true_lb;
+    if (t.contig) return at(buf, t.true_lb);
     std::byte* tmp = temp(bytes);
     Count pos = 0;
     t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
@@ -259,7 +267,7 @@ struct call {
   std::byte* out(void* buf, Count n, const tinfo& t, bool preload, Count unpack_n = -1) {
     const std::size_t bytes = static_cast<std::size_t>(n) * t.size;
     if (bytes == 0) return g_dummy;
-    if (t.contig) return static_cast<std::byte*>(buf) + t.true_lb;
+    if (t.contig) return at(buf, t.true_lb);
     std::byte* tmp = temp(bytes);
     if (preload) {
       Count pos = 0;
@@ -297,13 +305,13 @@ struct call {
       std::byte* lo = nullptr;
       for (std::size_t i = 0; i < n; ++i) {
         if (!v.bytes[i]) continue;
-        std::byte* p = addr[i] + types[i]->true_lb;
+        std::byte* p = at(addr[i], types[i]->true_lb);
         if (!lo || p < lo) lo = p;
       }
       if (!lo) return v;
       v.base = lo;
       for (std::size_t i = 0; i < n; ++i)
-        if (v.bytes[i]) v.displs[i] = static_cast<std::size_t>((addr[i] + types[i]->true_lb) - lo);
+        if (v.bytes[i]) v.displs[i] = static_cast<std::size_t>(at(addr[i], types[i]->true_lb) - lo);
       return v;
     }
     std::size_t total = 0;
@@ -530,7 +538,7 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
       std::vector<const tinfo*> types(x.size, &rt);
       for (int i = 0; i < x.size; ++i) {
         x.buffer(rbuf, rcounts[i], rt, "receive buffer");
-        addr[i] = static_cast<std::byte*>(rbuf) + static_cast<Aint>(displs[i]) * rt.extent;
+        addr[i] = at(rbuf, static_cast<Aint>(displs[i]) * rt.extent);
         cnt[i] = rcounts[i];
       }
       v = x.blocks(addr, cnt, types, false, inplace);
@@ -607,7 +615,7 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
       std::vector<const tinfo*> types(x.size, &st_);
       for (int i = 0; i < x.size; ++i) {
         x.buffer(sbuf, scounts[i], st_, "send buffer");
-        addr[i] = const_cast<std::byte*>(static_cast<const std::byte*>(sbuf)) + static_cast<Aint>(displs[i]) * st_.extent;
+        addr[i] = at(sbuf, static_cast<Aint>(displs[i]) * st_.extent);
         cnt[i] = scounts[i];
       }
       v = x.blocks(addr, cnt, types, true, false);
@@ -661,8 +669,7 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
     for (int i = 0; i < n; ++i) {
       rtp[i] = &rts[w ? i : 0];
       x.buffer(rbuf, rcounts[i], *rtp[i], "receive buffer");
-      raddr[i] = static_cast<std::byte*>(rbuf) + (w ? static_cast<Aint>(rdispls[i])
-                                                     : static_cast<Aint>(rdispls[i]) * rtp[i]->extent);
+      raddr[i] = at(rbuf, w ? static_cast<Aint>(rdispls[i]) : static_cast<Aint>(rdispls[i]) * rtp[i]->extent);
       rc[i] = rcounts[i];
     }
     call::vblocks sv;
@@ -674,8 +681,7 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
       for (int i = 0; i < n; ++i) {
         stp[i] = &sts[w ? i : 0];
         x.buffer(sbuf, scounts[i], *stp[i], "send buffer");
-        saddr[i] = const_cast<std::byte*>(static_cast<const std::byte*>(sbuf)) +
-                   (w ? static_cast<Aint>(sdispls[i]) : static_cast<Aint>(sdispls[i]) * stp[i]->extent);
+        saddr[i] = at(sbuf, w ? static_cast<Aint>(sdispls[i]) : static_cast<Aint>(sdispls[i]) * stp[i]->extent);
         sc[i] = scounts[i];
       }
       sv = x.blocks(saddr, sc, stp, true, false);
