@@ -695,9 +695,8 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
   });
 }
 
-int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, const int* rcounts, int block_count,
+int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, const int* rcounts, int block_count,
                    MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
-  const bool block = rcounts == nullptr;
   return collective(fn, comm, req, [&](call& x) {
     std::vector<std::size_t> counts(x.size);
     if (block) {
@@ -907,22 +906,20 @@ int PMPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdisp
 
 int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,
                         MPI_Op op, MPI_Comm comm) {
-  if (!recvcounts) return mpi_raise_handle("MPI_Reduce_scatter", comm, MPI_ERR_ARG, "null recvcounts array");
-  return reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, nullptr);
+  return reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, false, recvcounts, 0, datatype, op, comm, nullptr);
 }
 int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  if (!recvcounts) return mpi_raise_handle("MPI_Ireduce_scatter", comm, MPI_ERR_ARG, "null recvcounts array");
-  return reduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, request);
+  return reduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, false, recvcounts, 0, datatype, op, comm, request);
 }
 int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
                               MPI_Comm comm) {
-  return reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
+  return reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, true, nullptr, recvcount, datatype, op, comm,
                         nullptr);
 }
 int PMPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
                                MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  return reduce_scatter("MPI_Ireduce_scatter_block", sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm,
+  return reduce_scatter("MPI_Ireduce_scatter_block", sendbuf, recvbuf, true, nullptr, recvcount, datatype, op, comm,
                         request);
 }
 

@@ -39,6 +39,23 @@ int main(int argc, char** argv) {
     free(s);
     free(d);
   }
+  /* Argument errors are found before anything is sent. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int x[64], cls, err;
+  for (int p = 0; p < n; ++p) sc[p] = sd[p] = rc[p] = rd[p] = 0;
+  err = MPI_Alltoallv(x, sc, sd, MPI_INT, x, NULL, rd, MPI_INT, MPI_COMM_WORLD);
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_ARG, "null recvcounts gave %d", err);
+  rc[n - 1] = -1;
+  err = MPI_Alltoallv(x, sc, sd, MPI_INT, x, rc, rd, MPI_INT, MPI_COMM_WORLD);
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_COUNT, "negative recvcount gave %d", err);
+  err = MPI_Reduce_scatter(x, x, NULL, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_ARG, "reduce_scatter null recvcounts gave %d", err);
+  err = MPI_Ialltoallv(x, sc, sd, MPI_INT, x, sc, rd, MPI_INT, MPI_COMM_WORLD, NULL);
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_ARG, "null request pointer gave %d", err);
   free(sc);
   free(sd);
   free(rc);
