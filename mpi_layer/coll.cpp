@@ -1,16 +1,56 @@
-// Blocking collectives (MPI_Barrier, Bcast, Reduce, Allreduce) over the
-// schedules of mpi_layer/coll, for the basic datatypes and predefined ops.
+// Every MPI-3.1 collective on intracommunicators, blocking and non-blocking,
+// over the schedules of mpi_layer/coll (the builders never see datatypes:
+// this file turns MPI buffers into byte ranges and reductions into reducers).
 //
-// Each communicator gets one coll::session_transport, made on first use:
-// its members in comm-rank order and a base tag of
+// TRANSPORTS. Each communicator gets one coll::session_transport, made on
+// first use: its members in comm-rank order and a base tag of
 // (0x800000 | collective context) << 40, whose high bit keeps collective
 // traffic apart from every point-to-point and internal context (< 2^31).
-// MPI requires collectives to be called in the same order on every member,
-// which keeps the transports' sequence numbers in step.
+// Blocking and non-blocking collectives share it, so next_sequence(), called
+// when a collective is started, numbers them consistently on every member
+// (MPI: all members start the collectives of a communicator in the same
+// order). A pending non-blocking collective holds its transport
+// (shared_ptr): MPI_Comm_free while it is pending lets it finish normally.
+//
+// DATATYPES. Contiguous types (Datatype::is_contiguous) are used in place:
+// byte pointer = buffer + true_lb. Non-contiguous ones are packed into a
+// schedule temporary when the collective starts (send side, and the receive
+// side's current content when it is also input: MPI_IN_PLACE) and unpacked
+// by a final `call` step of the schedule (receive side), so a non-blocking
+// collective unpacks when it completes, on whichever thread finishes it.
+// Reductions of packed operands: predefined ops run on the packed image
+// (Op::reduce_packed rules, types built from one basic type); user ops on
+// non-contiguous types get both operands unpacked into temporaries with the
+// type's layout (count * extent), then the result is packed back.
+//
+// NON-BLOCKING. MPI_Ixxx builds the same schedule, wraps its executor in a
+// generic request (poll = executor::advance, on_complete = status) and hands
+// it to the ONE coll::progress_hook of the session, so progress made by any
+// MPI call (or, later, an engine progress thread) advances it too.
+// MPI_Request_free on a pending collective: the request becomes a zombie
+// that request.cpp recycles once the executor is done (the hook keeps
+// advancing it meanwhile).
+//
+// MPI_FINALIZE with pending non-blocking collectives (erroneous in MPI, but
+// must not hang or crash): coll_finalize() first progresses them until done
+// (every member is expected to have started them), for at most
+// NMAD_COLL_FINALIZE_TIMEOUT_MS (default 10000) ms; those still pending are
+// then abandoned (executor::abandon: receives cancelled) and deliberately
+// kept alive, never destroyed, so no engine request or transport is freed
+// while in flight. Then the progress hook is removed, before the session.
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
 
 #include "mpi_layer/coll/algorithms.hpp"
+#include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/op/op.hpp"
@@ -18,122 +58,904 @@
 namespace nmad::mpi {
 namespace {
 
-std::map<const comm_obj*, std::unique_ptr<coll::session_transport>>& transports() {
-  static std::map<const comm_obj*, std::unique_ptr<coll::session_transport>> t;
-  return t;
+using coll::schedule;
+using transport_ptr = std::shared_ptr<coll::session_transport>;
+
+std::map<const comm_obj*, transport_ptr>& transports() {
+  static auto* t = new std::map<const comm_obj*, transport_ptr>();  // guarded by st().mu
+  return *t;
 }
 
-coll::session_transport& transport_of(comm_obj& c) {
+transport_ptr transport_of(comm_obj& c) {
   std::lock_guard guard(st().mu);
   auto& t = transports()[&c];
   const nmad::tag_t base = static_cast<nmad::tag_t>(0x800000u | c.coll_ctx) << coll::tag_bits_total;
   // A communicator object may be reused for a new communicator after a free.
   if (!t || t->base_tag() != base || t->size() != c.size() || t->rank() != c.rank)
-    t = std::make_unique<coll::session_transport>(*st().session, c.world_of, base);
-  return *t;
+    t = std::make_shared<coll::session_transport>(*st().session, c.world_of, base);
+  return t;
 }
 
-bool basic_of(MPI_Datatype t, BasicType& out) {
-  auto b = nmad::mpi::basic_of(t);
-  if (b) out = *b;
-  return b.has_value();
+// ---- non-blocking collectives: hook and registry ----------------------------
+
+struct nb_coll {
+  transport_ptr tr;                         // outlives ex (declared first)
+  std::shared_ptr<coll::executor> ex;
+  const char* fn = "";
+};
+
+struct nb_state {
+  std::mutex mu;
+  std::unique_ptr<coll::progress_hook> hook;
+  std::vector<std::weak_ptr<nb_coll>> live;     // for MPI_Finalize
+  std::vector<std::shared_ptr<nb_coll>> abandoned;  // never destroyed
+};
+
+nb_state& nb() {
+  static auto* s = new nb_state();  // never destroyed (see st())
+  return *s;
 }
 
-struct basic_reducer final : coll::reducer {
+void register_nb(const std::shared_ptr<nb_coll>& x) {
+  nb_state& s = nb();
+  std::lock_guard g(s.mu);
+  if (!s.hook) s.hook = std::make_unique<coll::progress_hook>(*st().session);
+  std::erase_if(s.live, [](const std::weak_ptr<nb_coll>& w) {
+    auto p = w.lock();
+    return !p || p->ex->done();
+  });
+  s.live.push_back(x);
+  s.hook->add(x->ex);
+}
+
+// ---- reducers ---------------------------------------------------------------
+
+// Reduces `count` elements of an MPI datatype given as the schedule sees
+// them: packed (or, for contiguous types, the data bytes starting at
+// true_lb).
+struct mpi_reducer final : coll::reducer {
   Op op;
-  BasicType type;
+  Datatype type;
   MPI_Datatype handle;
-  basic_reducer(PredefinedOp o, BasicType t, MPI_Datatype h) : op(o), type(t), handle(h) {}
+  bool contiguous;
+  Aint true_lb = 0, extent = 0, true_extent = 0;
+  BasicType basic = BasicType::Byte;  // predefined ops: the uniform basic type
+  Count basics_per_elem = 0;
+
+  mpi_reducer(const Op& o, const Datatype& t, MPI_Datatype h)
+      : op(o), type(t), handle(h), contiguous(t.is_contiguous()) {
+    true_lb = t.true_lb();
+    extent = t.extent();
+    true_extent = t.true_extent();
+    if (op.is_predefined()) {
+      if (auto b = t.uniform_basic_type()) {
+        basic = *b;
+        const auto bs = static_cast<Count>(basic_type_info(*b).size);
+        basics_per_elem = bs ? t.size() / bs : 0;
+      }
+    }
+  }
+
   void apply(const void* in, void* inout, std::size_t count) override {
-    op.reduce(in, inout, static_cast<Count>(count), type, handle);
+    const auto n = static_cast<Count>(count);
+    if (op.is_predefined()) {
+      if (basics_per_elem) apply_packed(op.predefined_op(), in, inout, n * basics_per_elem, basic);
+      return;
+    }
+    if (contiguous) {  // the user function sees the buffers' own layout
+      op.reduce_user(static_cast<const std::byte*>(in) - true_lb, static_cast<std::byte*>(inout) - true_lb, n,
+                     handle);
+      return;
+    }
+    // Non-contiguous: unpack both operands into the type's layout.
+    const std::size_t span = static_cast<std::size_t>((n - 1) * (extent < 0 ? -extent : extent) + true_extent);
+    std::vector<std::byte> a(span), b(span);
+    const Aint shift = extent < 0 ? -(n - 1) * extent : 0;
+    std::byte* ua = a.data() - true_lb + shift;
+    std::byte* ub = b.data() - true_lb + shift;
+    const Count bytes = type.packed_size(n);
+    Count pos = 0;
+    type.unpack(in, bytes, pos, ua, n);
+    pos = 0;
+    type.unpack(inout, bytes, pos, ub, n);
+    op.reduce_user(ua, ub, n, handle);
+    pos = 0;
+    type.pack(ub, n, inout, bytes, pos);
   }
   bool commutative() const override { return op.is_commutative(); }
 };
 
-int checks(const char* fn, comm_obj* c, int count, MPI_Datatype t, std::string& detail) {
-  if (!c) return MPI_ERR_COMM;
-  if (count < 0) {
-    detail = "negative count " + std::to_string(count);
-    return MPI_ERR_COUNT;
+// ---- one collective call ----------------------------------------------------
+
+std::byte g_dummy[1];  // a non-null address for empty buffers (null = in place for the builders)
+
+// buf + off computed on addresses: buf may be null (MPI_BOTTOM with a
+// datatype of absolute displacements).
+std::byte* at(const void* buf, Aint off) {
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(off));
+}
+
+struct tinfo {
+  Datatype t;
+  MPI_Datatype h = MPI_DATATYPE_NULL;
+  bool contig = true;
+  Aint true_lb = 0, extent = 0;
+  std::size_t size = 0;
+};
+
+class call_error : public std::runtime_error {
+ public:
+  call_error(int code, const std::string& what) : std::runtime_error(what), code(code) {}
+  int code;
+};
+
+struct call {
+  const char* fn;
+  comm_obj* c = nullptr;
+  transport_ptr tr;
+  schedule sch;
+  std::vector<std::function<void()>> post;  // unpack steps, appended after the build
+  std::shared_ptr<mpi_reducer> red;
+  // Packing temporaries, made before the builder returns the schedule, then
+  // attached to it (schedule::keep) so they live exactly as long.
+  std::shared_ptr<std::vector<std::unique_ptr<std::byte[]>>> temps =
+      std::make_shared<std::vector<std::unique_ptr<std::byte[]>>>();
+  int rank = 0, size = 1;
+
+  std::byte* temp(std::size_t bytes) {
+    temps->push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
+    return temps->back().get();
   }
-  BasicType b;
-  if (!basic_of(t, b)) {
-    detail = "datatype " + std::to_string(t) + " is not a basic datatype";
-    return MPI_ERR_TYPE;
+
+  explicit call(const char* f) : fn(f) {}
+
+  [[noreturn]] void fail(int code, const std::string& detail) { throw call_error(code, detail); }
+
+  tinfo type(MPI_Datatype h, const char* what) {
+    tinfo ti;
+    std::string detail;
+    if (int e = check_datatype(h, ti.t, detail)) fail(e, std::string(what) + ": " + detail);
+    ti.h = h;
+    ti.contig = ti.t.is_contiguous();
+    ti.true_lb = ti.t.true_lb();
+    ti.extent = ti.t.extent();
+    ti.size = static_cast<std::size_t>(ti.t.size());
+    return ti;
   }
+  void count(int n, const char* what) {
+    if (n < 0) fail(MPI_ERR_COUNT, std::string(what) + " " + std::to_string(n) + " is negative");
+  }
+  void root(int r) {
+    if (r < 0 || r >= size)
+      fail(MPI_ERR_ROOT, "root " + std::to_string(r) + " out of range for " + std::to_string(size) + " process(es)");
+  }
+  // A null buffer is only refused for predefined types: a derived type
+  // may address absolute locations from MPI_BOTTOM.
+  void buffer(const void* buf, long long n, const tinfo& t, const char* what) {
+    if (n > 0 && t.size > 0 && ((buf == nullptr && basic_of(t.h)) || buf == MPI_IN_PLACE))
+      fail(MPI_ERR_BUFFER, std::string(buf ? "MPI_IN_PLACE" : "null") + " " + what + " with count " +
+                               std::to_string(n));
+  }
+  const int* array(const int* a, const char* what) {
+    if (!a) fail(MPI_ERR_ARG, std::string("null ") + what + " array");
+    for (int i = 0; i < size; ++i)
+      if (std::strstr(what, "count") && a[i] < 0)
+        fail(MPI_ERR_COUNT, std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(a[i]) + " is negative");
+    return a;
+  }
+  void reduction(MPI_Op o, const tinfo& t) {
+    std::string detail;
+    Op op;
+    if (int e = check_op(o, t.h, t.t, true, op, detail)) fail(e, detail);
+    red = std::make_shared<mpi_reducer>(op, t.t, t.h);
+  }
+
+  // Contiguous bytes holding `n` elements of t at buf (input): the buffer
+  // itself, or a packed copy made now.
+  const std::byte* in(const void* buf, Count n, const tinfo& t) {
+    const std::size_t bytes = static_cast<std::size_t>(n) * t.size;
+    if (bytes == 0) return g_dummy;
+    if (t.contig) return at(buf, t.true_lb);
+    std::byte* tmp = temp(bytes);
+    Count pos = 0;
+    t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    return tmp;
+  }
+  // Where the schedule writes `n` elements of t destined for buf: the buffer
+  // itself, or a temporary unpacked into buf when the schedule ends
+  // (preloaded with buf's current content when that is input too).
+  std::byte* out(void* buf, Count n, const tinfo& t, bool preload, Count unpack_n = -1) {
+    const std::size_t bytes = static_cast<std::size_t>(n) * t.size;
+    if (bytes == 0) return g_dummy;
+    if (t.contig) return at(buf, t.true_lb);
+    std::byte* tmp = temp(bytes);
+    if (preload) {
+      Count pos = 0;
+      t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    }
+    const Count un = unpack_n < 0 ? n : unpack_n;
+    Datatype dt = t.t;
+    post.push_back([dt, tmp, buf, un] {
+      Count pos = 0;
+      dt.unpack(tmp, dt.packed_size(un), pos, buf, un);
+    });
+    return tmp;
+  }
+
+  // Per-rank blocks of a v-collective: block i = counts[i] elements of
+  // types[i] at base_i. Returns a common base and byte sizes/displacements
+  // relative to it; packs (send side) or stages with unpack steps (receive
+  // side) when a type is not contiguous.
+  struct vblocks {
+    std::byte* base = g_dummy;
+    std::vector<std::size_t> bytes, displs;
+  };
+  vblocks blocks(const std::vector<std::byte*>& addr, const std::vector<Count>& counts,
+                 const std::vector<const tinfo*>& types, bool send, bool preload) {
+    const std::size_t n = addr.size();
+    vblocks v;
+    v.bytes.assign(n, 0);
+    v.displs.assign(n, 0);
+    bool direct = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      v.bytes[i] = static_cast<std::size_t>(counts[i]) * types[i]->size;
+      if (v.bytes[i] && !types[i]->contig) direct = false;
+    }
+    if (direct) {
+      std::byte* lo = nullptr;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!v.bytes[i]) continue;
+        std::byte* p = at(addr[i], types[i]->true_lb);
+        if (!lo || p < lo) lo = p;
+      }
+      if (!lo) return v;
+      v.base = lo;
+      for (std::size_t i = 0; i < n; ++i)
+        if (v.bytes[i]) v.displs[i] = static_cast<std::size_t>(at(addr[i], types[i]->true_lb) - lo);
+      return v;
+    }
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      v.displs[i] = total;
+      total += v.bytes[i];
+    }
+    v.base = temp(total);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!v.bytes[i]) continue;
+      std::byte* tmp = v.base + v.displs[i];
+      const Datatype dt = types[i]->t;
+      const Count cnt = counts[i];
+      void* user = addr[i];
+      if (send || preload) {
+        Count pos = 0;
+        dt.pack(user, cnt, tmp, static_cast<Count>(v.bytes[i]), pos);
+      }
+      if (!send)
+        post.push_back([dt, tmp, user, cnt] {
+          Count pos = 0;
+          dt.unpack(tmp, dt.packed_size(cnt), pos, user, cnt);
+        });
+    }
+    return v;
+  }
+};
+
+// Common prologue: communicator checks. Throws call_error.
+void open(call& x, MPI_Comm comm) {
+  x.c = lookup_comm(comm);
+  if (!x.c) throw call_error(MPI_ERR_COMM, "invalid communicator");
+  if (x.c->inter) throw call_error(MPI_ERR_COMM, "collectives on intercommunicators are not supported");
+  x.rank = x.c->rank;
+  x.size = x.c->size();
+}
+
+int launch(call& x, MPI_Request* req) {
+  if (x.red) x.sch.keep(x.red);
+  if (!x.temps->empty()) x.sch.keep(x.temps);
+  if (!x.post.empty()) {
+    x.sch.new_round();
+    for (auto& f : x.post) x.sch.call(std::move(f));
+    x.post.clear();
+  }
+  x.tr = transport_of(*x.c);
+  const std::uint64_t seq = x.tr->next_sequence();
+  if (!req) {
+    std::string why;
+    const nmad::errc e = coll::run(std::move(x.sch), *x.tr, seq, &why);
+    if (e == nmad::errc::ok) return MPI_SUCCESS;
+    return mpi_raise(x.fn, x.c, from_errc(e) == MPI_SUCCESS ? MPI_ERR_OTHER : from_errc(e), why);
+  }
+  auto job = std::make_shared<nb_coll>();
+  job->tr = x.tr;
+  job->fn = x.fn;
+  job->ex = std::make_shared<coll::executor>(std::move(x.sch), *x.tr, seq);
+  request_obj* r = new_request();
+  r->type = request_obj::kind::generic;
+  r->comm = x.c;
+  r->persistent = false;
+  r->local_done = false;
+  r->extra = job;
+  r->poll = [](request_obj& q) { return static_cast<nb_coll*>(q.extra.get())->ex->advance(); };
+  r->on_complete = [](request_obj& q, std::string& detail) {
+    const auto* j = static_cast<nb_coll*>(q.extra.get());
+    empty_status(&q.local_status);
+    int err = from_errc(j->ex->error());
+    if (err == MPI_SUCCESS && j->ex->error() != nmad::errc::ok) err = MPI_ERR_OTHER;
+    if (err != MPI_SUCCESS) detail = std::string(j->fn) + ": " + j->ex->error_message();
+    q.local_status.MPI_ERROR = err;
+    return err;
+  };
+  r->active = true;
+  register_nb(job);
+  *req = r->handle;
   return MPI_SUCCESS;
 }
 
-int run(const char* fn, comm_obj& c, coll::schedule s) {
-  std::string why;
-  const nmad::errc e = coll::run(std::move(s), transport_of(c), transport_of(c).next_sequence(), &why);
-  if (e == nmad::errc::ok) return MPI_SUCCESS;
-  return mpi_raise(fn, &c, from_errc(e), why);
+// Runs body(x) (checks + build) then launches; every failure becomes an MPI
+// error raised on the communicator.
+template <class Body>
+int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  call x(fn);
+  if (req) *req = MPI_REQUEST_NULL;
+  try {
+    open(x, comm);
+    if (req == nullptr && std::strncmp(fn, "MPI_I", 5) == 0) throw call_error(MPI_ERR_ARG, "null request pointer");
+    body(x);
+  } catch (const call_error& e) {
+    if (!x.c) return mpi_raise_handle(fn, comm, e.code, e.what());
+    return mpi_raise(fn, x.c, e.code, e.what());
+  } catch (const OpError& e) {
+    return mpi_raise(fn, x.c, e.code() == OpErrc::invalid_count ? MPI_ERR_COUNT : MPI_ERR_OP, e.what());
+  } catch (const DatatypeError& e) {
+    return mpi_raise(fn, x.c, e.code() == DatatypeErrc::invalid_count ? MPI_ERR_COUNT : MPI_ERR_TYPE, e.what());
+  } catch (const std::invalid_argument& e) {
+    return mpi_raise(fn, x.c, MPI_ERR_ARG, e.what());
+  } catch (const std::bad_alloc&) {
+    return mpi_raise(fn, x.c, MPI_ERR_NO_MEM, "out of memory for the collective's temporaries");
+  } catch (const std::exception& e) {
+    return mpi_raise(fn, x.c, MPI_ERR_INTERN, e.what());
+  }
+  return launch(x, req);
+}
+
+bool in_place(const void* p) { return p == MPI_IN_PLACE; }
+
+std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }
+
+// ---- the collectives (shared by blocking and non-blocking forms) ----------
+
+int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) { x.sch = coll::build_barrier(x.rank, x.size); });
+}
+
+int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    x.count(count, "count");
+    const tinfo t = x.type(dt, "datatype");
+    x.root(root);
+    x.buffer(buf, count, t, "buffer");
+    std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
+    x.sch = coll::build_bcast(x.rank, x.size, p, sz(count, t), root);
+  });
+}
+
+// reduce (root >= 0), allreduce (root == -1), scan (-2), exscan (-3)
+enum class red_kind { reduce, allreduce, scan, exscan };
+int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+           red_kind k, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    x.count(count, "count");
+    const tinfo t = x.type(dt, "datatype");
+    if (k == red_kind::reduce) x.root(root);
+    x.reduction(op, t);
+    const bool is_root = k != red_kind::reduce || x.rank == root;
+    const bool inplace = in_place(sbuf);
+    if (inplace && !is_root) x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+    if (!inplace) x.buffer(sbuf, count, t, "send buffer");
+    if (is_root) x.buffer(rbuf, count, t, "receive buffer");
+    const std::byte* s = inplace ? nullptr : x.in(sbuf, count, t);
+    std::byte* r = is_root ? x.out(rbuf, count, t, inplace) : nullptr;
+    // Exscan: rank 0's recvbuf is undefined; leave it untouched when staged.
+    if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
+    if (inplace && sz(count, t) == 0) s = g_dummy;
+    const auto n = static_cast<std::size_t>(count);
+    switch (k) {
+      case red_kind::reduce:
+        x.sch = coll::build_reduce(x.rank, x.size, s, r, n, t.size, *x.red, root);
+        break;
+      case red_kind::allreduce:
+        x.sch = coll::build_allreduce(x.rank, x.size, s, r, n, t.size, *x.red);
+        break;
+      case red_kind::scan:
+        x.sch = coll::build_scan(x.rank, x.size, s, r, n, t.size, *x.red);
+        break;
+      case red_kind::exscan:
+        x.sch = coll::build_exscan(x.rank, x.size, s, r, n, t.size, *x.red);
+        break;
+    }
+  });
+}
+
+int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+           MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    if (!all) x.root(root);
+    const bool is_root = all || x.rank == root;
+    const bool inplace = in_place(sbuf);
+    if (inplace && !is_root) x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+    tinfo st_, rt;
+    if (!inplace) {
+      x.count(scount, "sendcount");
+      st_ = x.type(stype, "sendtype");
+      x.buffer(sbuf, scount, st_, "send buffer");
+    }
+    std::size_t block = inplace ? 0 : sz(scount, st_);
+    std::byte* r = nullptr;
+    if (is_root) {
+      x.count(rcount, "recvcount");
+      rt = x.type(rtype, "recvtype");
+      x.buffer(rbuf, static_cast<long long>(rcount) * x.size, rt, "receive buffer");
+      if (!inplace && block != sz(rcount, rt))
+        x.fail(MPI_ERR_TRUNCATE, "this rank sends " + std::to_string(block) + " bytes but expects blocks of " +
+                                     std::to_string(sz(rcount, rt)));
+      block = sz(rcount, rt);
+      r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
+    }
+    const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
+    if (block == 0) s = g_dummy;
+    if (all) x.sch = coll::build_allgather(x.rank, x.size, s, r, block);
+    else x.sch = coll::build_gather(x.rank, x.size, s, r, block, root);
+  });
+}
+
+int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int* rcounts,
+            const int* displs, MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    if (!all) x.root(root);
+    const bool is_root = all || x.rank == root;
+    const bool inplace = in_place(sbuf);
+    if (inplace && !is_root) x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+    tinfo st_, rt;
+    if (!inplace) {
+      x.count(scount, "sendcount");
+      st_ = x.type(stype, "sendtype");
+      x.buffer(sbuf, scount, st_, "send buffer");
+    }
+    call::vblocks v;
+    v.bytes.assign(x.size, 0);
+    v.displs.assign(x.size, 0);
+    std::size_t sbytes = inplace ? 0 : sz(scount, st_);
+    if (is_root) {
+      x.array(rcounts, "recvcounts");
+      x.array(displs, "displs");
+      rt = x.type(rtype, "recvtype");
+      if (!inplace && sbytes != sz(rcounts[x.rank], rt))
+        x.fail(MPI_ERR_TRUNCATE, "this rank sends " + std::to_string(sbytes) + " bytes but its block holds " +
+                                     std::to_string(sz(rcounts[x.rank], rt)));
+      std::vector<std::byte*> addr(x.size);
+      std::vector<Count> cnt(x.size);
+      std::vector<const tinfo*> types(x.size, &rt);
+      for (int i = 0; i < x.size; ++i) {
+        x.buffer(rbuf, rcounts[i], rt, "receive buffer");
+        addr[i] = at(rbuf, static_cast<Aint>(displs[i]) * rt.extent);
+        cnt[i] = rcounts[i];
+      }
+      v = x.blocks(addr, cnt, types, false, inplace);
+      if (inplace) sbytes = v.bytes[x.rank];
+    }
+    const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
+    if (sbytes == 0) s = g_dummy;
+    if (all) x.sch = coll::build_allgatherv(x.rank, x.size, s, sbytes, v.base, v.bytes, v.displs);
+    else x.sch = coll::build_gatherv(x.rank, x.size, s, sbytes, is_root ? v.base : nullptr, v.bytes, v.displs, root);
+  });
+}
+
+int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+            MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    x.root(root);
+    const bool is_root = x.rank == root;
+    const bool inplace = in_place(rbuf);
+    if (inplace && !is_root) x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+    tinfo st_, rt;
+    std::size_t block = 0;
+    std::byte* r = nullptr;
+    if (!inplace) {
+      x.count(rcount, "recvcount");
+      rt = x.type(rtype, "recvtype");
+      x.buffer(rbuf, rcount, rt, "receive buffer");
+      block = sz(rcount, rt);
+      r = x.out(rbuf, rcount, rt, false);
+    }
+    const std::byte* s = nullptr;
+    if (is_root) {
+      x.count(scount, "sendcount");
+      st_ = x.type(stype, "sendtype");
+      x.buffer(sbuf, static_cast<long long>(scount) * x.size, st_, "send buffer");
+      if (!inplace && block != sz(scount, st_))
+        x.fail(MPI_ERR_TRUNCATE, "blocks of " + std::to_string(sz(scount, st_)) + " bytes but this rank expects " +
+                                     std::to_string(block));
+      block = sz(scount, st_);
+      s = x.in(sbuf, static_cast<Count>(scount) * x.size, st_);
+    }
+    if (block == 0) r = g_dummy;
+    x.sch = coll::build_scatter(x.rank, x.size, s, r, block, root);
+  });
+}
+
+int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* displs, MPI_Datatype stype, void* rbuf,
+             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    x.root(root);
+    const bool is_root = x.rank == root;
+    const bool inplace = in_place(rbuf);
+    if (inplace && !is_root) x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
+    tinfo st_, rt;
+    std::size_t rbytes = 0;
+    std::byte* r = nullptr;
+    if (!inplace) {
+      x.count(rcount, "recvcount");
+      rt = x.type(rtype, "recvtype");
+      x.buffer(rbuf, rcount, rt, "receive buffer");
+      rbytes = sz(rcount, rt);
+    }
+    call::vblocks v;
+    v.bytes.assign(x.size, 0);
+    v.displs.assign(x.size, 0);
+    if (is_root) {
+      x.array(scounts, "sendcounts");
+      x.array(displs, "displs");
+      st_ = x.type(stype, "sendtype");
+      if (!inplace && rbytes != sz(scounts[x.rank], st_))
+        x.fail(MPI_ERR_TRUNCATE, "the root's block holds " + std::to_string(sz(scounts[x.rank], st_)) +
+                                     " bytes but it receives " + std::to_string(rbytes));
+      std::vector<std::byte*> addr(x.size);
+      std::vector<Count> cnt(x.size);
+      std::vector<const tinfo*> types(x.size, &st_);
+      for (int i = 0; i < x.size; ++i) {
+        x.buffer(sbuf, scounts[i], st_, "send buffer");
+        addr[i] = at(sbuf, static_cast<Aint>(displs[i]) * st_.extent);
+        cnt[i] = scounts[i];
+      }
+      v = x.blocks(addr, cnt, types, true, false);
+    }
+    if (!inplace) r = x.out(rbuf, rcount, rt, false);
+    if (!inplace && rbytes == 0) r = g_dummy;
+    x.sch = coll::build_scatterv(x.rank, x.size, is_root ? v.base : nullptr, v.bytes, v.displs, r, rbytes, root);
+  });
+}
+
+int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+             MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    const bool inplace = in_place(sbuf);
+    x.count(rcount, "recvcount");
+    const tinfo rt = x.type(rtype, "recvtype");
+    x.buffer(rbuf, static_cast<long long>(rcount) * x.size, rt, "receive buffer");
+    const std::size_t block = sz(rcount, rt);
+    const std::byte* s = nullptr;
+    if (!inplace) {
+      x.count(scount, "sendcount");
+      const tinfo st_ = x.type(stype, "sendtype");
+      x.buffer(sbuf, static_cast<long long>(scount) * x.size, st_, "send buffer");
+      if (sz(scount, st_) != block)
+        x.fail(MPI_ERR_TRUNCATE, "sends blocks of " + std::to_string(sz(scount, st_)) + " bytes but receives " +
+                                     std::to_string(block));
+      s = x.in(sbuf, static_cast<Count>(scount) * x.size, st_);
+    }
+    std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
+    if (block == 0) s = g_dummy;
+    x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);
+  });
+}
+
+// alltoallv (stypes/rtypes: one type repeated, displacements in its extent)
+// and alltoallw (per-peer types, displacements in bytes).
+int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* sdispls, const MPI_Datatype* stypes,
+              void* rbuf, const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes, bool w,
+              MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    const bool inplace = in_place(sbuf);
+    const int n = x.size;
+    std::vector<tinfo> rts(w ? n : 1), sts(w ? n : 1);
+    x.array(rcounts, "recvcounts");
+    x.array(rdispls, "rdispls");
+    if (w && !rtypes) x.fail(MPI_ERR_ARG, "null recvtypes array");
+    for (std::size_t i = 0; i < rts.size(); ++i) rts[i] = x.type(w ? rtypes[i] : rtypes[0], "recvtype");
+    std::vector<std::byte*> raddr(n), saddr(n);
+    std::vector<Count> rc(n), sc(n);
+    std::vector<const tinfo*> rtp(n), stp(n);
+    for (int i = 0; i < n; ++i) {
+      rtp[i] = &rts[w ? i : 0];
+      x.buffer(rbuf, rcounts[i], *rtp[i], "receive buffer");
+      raddr[i] = at(rbuf, w ? static_cast<Aint>(rdispls[i]) : static_cast<Aint>(rdispls[i]) * rtp[i]->extent);
+      rc[i] = rcounts[i];
+    }
+    call::vblocks sv;
+    if (!inplace) {
+      x.array(scounts, "sendcounts");
+      x.array(sdispls, "sdispls");
+      if (w && !stypes) x.fail(MPI_ERR_ARG, "null sendtypes array");
+      for (std::size_t i = 0; i < sts.size(); ++i) sts[i] = x.type(w ? stypes[i] : stypes[0], "sendtype");
+      for (int i = 0; i < n; ++i) {
+        stp[i] = &sts[w ? i : 0];
+        x.buffer(sbuf, scounts[i], *stp[i], "send buffer");
+        saddr[i] = at(sbuf, w ? static_cast<Aint>(sdispls[i]) : static_cast<Aint>(sdispls[i]) * stp[i]->extent);
+        sc[i] = scounts[i];
+      }
+      sv = x.blocks(saddr, sc, stp, true, false);
+    }
+    call::vblocks rv = x.blocks(raddr, rc, rtp, false, inplace);
+    if (inplace) {
+      x.sch = coll::build_alltoallv(x.rank, n, nullptr, rv.bytes, rv.displs, rv.base, rv.bytes, rv.displs);
+      return;
+    }
+    x.sch = coll::build_alltoallv(x.rank, n, sv.base, sv.bytes, sv.displs, rv.base, rv.bytes, rv.displs);
+  });
+}
+
+int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, const int* rcounts, int block_count,
+                   MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
+  return collective(fn, comm, req, [&](call& x) {
+    std::vector<std::size_t> counts(x.size);
+    if (block) {
+      x.count(block_count, "recvcount");
+      counts.assign(x.size, static_cast<std::size_t>(block_count));
+    } else {
+      x.array(rcounts, "recvcounts");
+      for (int i = 0; i < x.size; ++i) counts[i] = static_cast<std::size_t>(rcounts[i]);
+    }
+    const tinfo t = x.type(dt, "datatype");
+    x.reduction(op, t);
+    const Count total = static_cast<Count>(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
+    const Count mine = static_cast<Count>(counts[x.rank]);
+    const bool inplace = in_place(sbuf);
+    const std::byte* s = nullptr;
+    std::byte* r;
+    if (inplace) {
+      // The whole input vector is in recvbuf; the result lands at its start.
+      x.buffer(rbuf, total, t, "receive buffer");
+      r = x.out(rbuf, total, t, true, mine);
+    } else {
+      x.buffer(sbuf, total, t, "send buffer");
+      x.buffer(rbuf, mine, t, "receive buffer");
+      s = x.in(sbuf, total, t);
+      r = x.out(rbuf, mine, t, false);
+    }
+    if (inplace && sz(total, t) == 0) s = g_dummy;
+    if (block)
+      x.sch = coll::build_reduce_scatter_block(x.rank, x.size, s, r, static_cast<std::size_t>(block_count), t.size,
+                                               *x.red);
+    else x.sch = coll::build_reduce_scatter(x.rank, x.size, s, r, counts, t.size, *x.red);
+  });
 }
 
 }  // namespace
+
+void coll_finalize() {
+  nb_state& s = nb();
+  std::vector<std::shared_ptr<nb_coll>> pending;
+  {
+    std::lock_guard g(s.mu);
+    for (auto& w : s.live)
+      if (auto p = w.lock(); p && !p->ex->done()) pending.push_back(std::move(p));
+    s.live.clear();
+  }
+  long timeout_ms = 10000;
+  if (const char* e = std::getenv("NMAD_COLL_FINALIZE_TIMEOUT_MS")) timeout_ms = std::atol(e);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int idle = 0;
+  for (;;) {
+    bool all_done = true;
+    for (auto& p : pending) all_done = p->ex->advance() && all_done;
+    if (all_done || std::chrono::steady_clock::now() >= deadline) break;
+    if (st().session->progress() > 0) idle = 0;
+    backoff(idle);
+  }
+  std::lock_guard g(s.mu);
+  s.hook.reset();  // before the session; no executor is advanced by it any more
+  for (auto& p : pending) {
+    if (p->ex->done()) continue;
+    if (p->ex->abandon()) continue;
+    s.abandoned.push_back(p);  // sends still in flight: never destroyed
+  }
+  std::lock_guard g2(st().mu);
+  transports().clear();
+}
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
 
 extern "C" {
 
-int PMPI_Barrier(MPI_Comm comm) {
-  if (!check_initialized("MPI_Barrier")) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise_handle("MPI_Barrier", comm, MPI_ERR_COMM, "invalid communicator");
-  return run("MPI_Barrier", *c, nmad::coll::build_barrier(c->rank, c->size()));
-}
+int PMPI_Barrier(MPI_Comm comm) { return barrier("MPI_Barrier", comm, nullptr); }
+int PMPI_Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier("MPI_Ibarrier", comm, request); }
 
 int PMPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  if (!check_initialized("MPI_Bcast")) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  std::string detail;
-  if (int e = checks("MPI_Bcast", c, count, datatype, detail))
-    return c ? mpi_raise("MPI_Bcast", c, e, detail) : mpi_raise_handle("MPI_Bcast", comm, e, "invalid communicator");
-  if (root < 0 || root >= c->size())
-    return mpi_raise("MPI_Bcast", c, MPI_ERR_ROOT, "root " + std::to_string(root) + " out of range");
-  const std::size_t bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(type_size(datatype));
-  return run("MPI_Bcast", *c, nmad::coll::build_bcast(c->rank, c->size(), buffer, bytes, root));
+  return bcast("MPI_Bcast", buffer, count, datatype, root, comm, nullptr);
 }
-
-static int reduce_common(const char* fn, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
-                         MPI_Op op, int root, MPI_Comm comm, bool all) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  std::string detail;
-  if (int e = checks(fn, c, count, datatype, detail))
-    return c ? mpi_raise(fn, c, e, detail) : mpi_raise_handle(fn, comm, e, "invalid communicator");
-  if (!all && (root < 0 || root >= c->size()))
-    return mpi_raise(fn, c, MPI_ERR_ROOT, "root " + std::to_string(root) + " out of range");
-  if (op < MPI_MAX || op > MPI_NO_OP || op == 11 || op == 12)
-    return mpi_raise(fn, c, MPI_ERR_OP, "op " + std::to_string(op) + " is not supported here");
-  BasicType type;
-  basic_of(datatype, type);
-  const auto pop = static_cast<PredefinedOp>(op - 1);
-  if (!op_allowed(pop, type))
-    return mpi_raise(fn, c, MPI_ERR_OP,
-                     std::string(op_name(pop)) + " is not defined on datatype " + std::to_string(datatype));
-  basic_reducer red(pop, type, datatype);
-  const void* in = sendbuf == MPI_IN_PLACE ? nullptr : sendbuf;
-  const std::size_t n = static_cast<std::size_t>(count), elem = static_cast<std::size_t>(type_size(datatype));
-  if (all) return run(fn, *c, nmad::coll::build_allreduce(c->rank, c->size(), in, recvbuf, n, elem, red));
-  return run(fn, *c, nmad::coll::build_reduce(c->rank, c->size(), in, recvbuf, n, elem, red, root));
+int PMPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
+  return bcast("MPI_Ibcast", buffer, count, datatype, root, comm, request);
 }
 
 int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm) {
-  return reduce_common("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, false);
+  return reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, red_kind::reduce, comm, nullptr);
 }
-
+int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                 MPI_Comm comm, MPI_Request* request) {
+  return reduce("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, red_kind::reduce, comm, request);
+}
 int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm) {
-  return reduce_common("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, 0, comm, true);
+  return reduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, 0, red_kind::allreduce, comm, nullptr);
+}
+int PMPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                    MPI_Comm comm, MPI_Request* request) {
+  return reduce("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, 0, red_kind::allreduce, comm, request);
+}
+int PMPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return reduce("MPI_Scan", sendbuf, recvbuf, count, datatype, op, 0, red_kind::scan, comm, nullptr);
+}
+int PMPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+               MPI_Request* request) {
+  return reduce("MPI_Iscan", sendbuf, recvbuf, count, datatype, op, 0, red_kind::scan, comm, request);
+}
+int PMPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return reduce("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, 0, red_kind::exscan, comm, nullptr);
+}
+int PMPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                 MPI_Request* request) {
+  return reduce("MPI_Iexscan", sendbuf, recvbuf, count, datatype, op, 0, red_kind::exscan, comm, request);
+}
+
+int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, false, comm, nullptr);
+}
+int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return gather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, false, comm,
+                request);
+}
+int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm) {
+  return gather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, true, comm, nullptr);
+}
+int PMPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return gather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, true, comm,
+                request);
+}
+int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gatherv("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, false,
+                 comm, nullptr);
+}
+int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return gatherv("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, false,
+                 comm, request);
+}
+int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return gatherv("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, 0, true,
+                 comm, nullptr);
+}
+int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                     MPI_Request* request) {
+  return gatherv("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, 0, true,
+                 comm, request);
+}
+
+int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr);
+}
+int PMPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return scatter("MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+}
+int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatterv("MPI_Scatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                  nullptr);
+}
+int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                   void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                   MPI_Request* request) {
+  return scatterv("MPI_Iscatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                  request);
+}
+
+int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, nullptr);
+}
+int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return alltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+}
+int PMPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  return alltoallw("MPI_Alltoallv", sendbuf, sendcounts, sdispls, &sendtype, recvbuf, recvcounts, rdispls,
+                   &recvtype, false, comm, nullptr);
+}
+int PMPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                    void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request* request) {
+  return alltoallw("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, &sendtype, recvbuf, recvcounts, rdispls,
+                   &recvtype, false, comm, request);
+}
+int PMPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                   void* recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                   MPI_Comm comm) {
+  return alltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, true, comm, nullptr);
+}
+int PMPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                    const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[], const int rdispls[],
+                    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request* request) {
+  return alltoallw("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, true, comm, request);
+}
+
+int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm) {
+  return reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, false, recvcounts, 0, datatype, op, comm, nullptr);
+}
+int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return reduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, false, recvcounts, 0, datatype, op, comm, request);
+}
+int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm) {
+  return reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, true, nullptr, recvcount, datatype, op, comm,
+                        nullptr);
+}
+int PMPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
+                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return reduce_scatter("MPI_Ireduce_scatter_block", sendbuf, recvbuf, true, nullptr, recvcount, datatype, op, comm,
+                        request);
 }
 
 }  // extern "C"
 
 #pragma weak MPI_Barrier = PMPI_Barrier
+#pragma weak MPI_Ibarrier = PMPI_Ibarrier
 #pragma weak MPI_Bcast = PMPI_Bcast
+#pragma weak MPI_Ibcast = PMPI_Ibcast
 #pragma weak MPI_Reduce = PMPI_Reduce
+#pragma weak MPI_Ireduce = PMPI_Ireduce
 #pragma weak MPI_Allreduce = PMPI_Allreduce
+#pragma weak MPI_Iallreduce = PMPI_Iallreduce
+#pragma weak MPI_Scan = PMPI_Scan
+#pragma weak MPI_Iscan = PMPI_Iscan
+#pragma weak MPI_Exscan = PMPI_Exscan
+#pragma weak MPI_Iexscan = PMPI_Iexscan
+#pragma weak MPI_Gather = PMPI_Gather
+#pragma weak MPI_Igather = PMPI_Igather
+#pragma weak MPI_Gatherv = PMPI_Gatherv
+#pragma weak MPI_Igatherv = PMPI_Igatherv
+#pragma weak MPI_Allgather = PMPI_Allgather
+#pragma weak MPI_Iallgather = PMPI_Iallgather
+#pragma weak MPI_Allgatherv = PMPI_Allgatherv
+#pragma weak MPI_Iallgatherv = PMPI_Iallgatherv
+#pragma weak MPI_Scatter = PMPI_Scatter
+#pragma weak MPI_Iscatter = PMPI_Iscatter
+#pragma weak MPI_Scatterv = PMPI_Scatterv
+#pragma weak MPI_Iscatterv = PMPI_Iscatterv
+#pragma weak MPI_Alltoall = PMPI_Alltoall
+#pragma weak MPI_Ialltoall = PMPI_Ialltoall
+#pragma weak MPI_Alltoallv = PMPI_Alltoallv
+#pragma weak MPI_Ialltoallv = PMPI_Ialltoallv
+#pragma weak MPI_Alltoallw = PMPI_Alltoallw
+#pragma weak MPI_Ialltoallw = PMPI_Ialltoallw
+#pragma weak MPI_Reduce_scatter = PMPI_Reduce_scatter
+#pragma weak MPI_Ireduce_scatter = PMPI_Ireduce_scatter
+#pragma weak MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block
+#pragma weak MPI_Ireduce_scatter_block = PMPI_Ireduce_scatter_block

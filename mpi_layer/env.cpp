@@ -75,6 +75,9 @@ int PMPI_Finalize(void) {
     if (int e = delete_attrs(*self, detail)) mpi_raise("MPI_Finalize", self, e, detail);
   }
   bsend_flush();
+  // Pending non-blocking collectives are finished (or abandoned) and their
+  // progress hook removed while the session still exists (coll.cpp).
+  coll_finalize();
   // Receives still posted can never complete: withdraw them so the engine
   // does not write into memory the program may free.
   {

@@ -312,6 +312,24 @@ void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int er
 int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail);
 void bsend_flush();  // waits for every buffered send (detach, finalize)
 
+// ---- collectives and reduction ops (ops.cpp, coll.cpp) ----
+class Op;
+// The op behind a handle (predefined 1..14, user ops from 32): false if
+// the handle is invalid or freed. Thread-safe.
+bool op_of(MPI_Op h, Op& out);
+std::string op_display_name(MPI_Op h);  // "MPI_SUM", "user op 33"
+// Checks that op h applies to datatype `type` (handle th): predefined ops
+// need a type built from one basic type they are defined on (collective:
+// MPI_REPLACE/MPI_NO_OP are refused too); user ops take any type. 0 or
+// MPI_ERR_OP with a detail naming the op and the type.
+int check_op(MPI_Op h, MPI_Datatype th, const Datatype& type, bool collective, Op& out, std::string& detail);
+// type_of(h), and MPI_ERR_TYPE unless it is valid and committed.
+int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail);
+// MPI_Finalize, before the session goes: finishes (or, after a bounded
+// wait, abandons) pending non-blocking collectives and removes their
+// progress hook. See coll.cpp.
+void coll_finalize();
+
 // Polls with a bounded spin before yielding the CPU.
 inline void backoff(int& idle) {
   if (++idle > 1000) std::this_thread::yield();

@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -427,6 +428,73 @@ TEST_CASE("executor: a step that fails to start ends the schedule with a clear e
   // An empty schedule is done from the start.
   executor empty(schedule{}, t, 9);
   CHECK(empty.done());
+}
+
+namespace {
+// Posts succeed but nothing ever completes, except receives once cancelled:
+// a peer that never joins the collective.
+struct silent_transport final : transport {
+  std::map<const nmad::request*, bool> cancelled;
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  errc isend(int, nmad::tag_t, const void*, std::size_t, nmad::request& r) override {
+    cancelled[&r] = false;
+    return errc::ok;
+  }
+  errc irecv(int, nmad::tag_t, void*, std::size_t, nmad::request& r) override {
+    cancelled[&r] = false;
+    return errc::ok;
+  }
+  bool test(nmad::request& r) override { return cancelled[&r]; }
+  bool cancel(nmad::request& r) override { return cancelled[&r] = true; }
+};
+}  // namespace
+
+TEST_CASE("schedule: call steps run in order after the round's communication; a throwing step fails it") {
+  failing_transport t;  // never used: no communication
+  std::vector<int> log;
+  int src = 5, dst = 0;
+  schedule s;
+  s.copy(&src, &dst, sizeof src);
+  s.call([&] { log.push_back(dst); });
+  s.new_round();
+  s.call([&] { log.push_back(2); });
+  CHECK(s.describe().find("call()") != std::string::npos);
+  CHECK(run(std::move(s), t, 1) == errc::ok);
+  CHECK(log == std::vector<int>{5, 2});
+
+  schedule bad;
+  bad.call([] { throw std::runtime_error("unpack failed"); });
+  bad.new_round();
+  bad.call([&] { log.push_back(99); });
+  std::string why;
+  CHECK(run(std::move(bad), t, 2, &why) == errc::internal);
+  CHECK(why.find("unpack failed") != std::string::npos);
+  CHECK(log.size() == 2);  // the later round never ran
+}
+
+TEST_CASE("executor::abandon: cancels receives; an unfinished send keeps it pending") {
+  silent_transport t;
+  int a = 1, b = 0;
+  {
+    schedule s;
+    s.recv(1, 0, &b, sizeof b);
+    executor ex(std::move(s), t, 3);
+    CHECK_FALSE(ex.advance());
+    CHECK(ex.abandon());
+    CHECK(ex.done());
+    CHECK(ex.error() == errc::cancelled);
+  }
+  schedule s;
+  s.send(1, 0, &a, sizeof a);
+  s.recv(1, 0, &b, sizeof b);
+  executor ex(std::move(s), t, 4);
+  CHECK_FALSE(ex.advance());
+  CHECK_FALSE(ex.abandon());  // the send cannot be withdrawn
+  CHECK_FALSE(ex.done());     // (MPI_Finalize keeps such an executor forever)
+  for (auto& [req, done] : t.cancelled) done = true;  // the send drains after all
+  CHECK(ex.advance());
+  CHECK(ex.error() == errc::cancelled);
 }
 
 TEST_CASE("bad arguments are refused with std::invalid_argument") {

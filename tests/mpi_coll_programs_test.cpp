@@ -4,3 +4,53 @@
 #include "tests/mpi_run.hpp"
 
 using namespace nmad_mpi_test;
+
+// Data-moving programs also run on each driver (shm, tcp) at 3 processes.
+#define COLL_PROGRAM(name, what)                          \
+  TEST_CASE("mpi " name ": " what) {                      \
+    expect_pass(name, {1, 2, 3, 4});                      \
+    expect_pass_all_drivers(name, {3});                   \
+  }
+
+COLL_PROGRAM("coll_gather", "Gather, every root, sizes to > 64 KiB, mixed types, errors")
+COLL_PROGRAM("coll_gatherv", "Gatherv with uneven counts and gaps")
+COLL_PROGRAM("coll_scatter", "Scatter, every root, sizes to > 64 KiB")
+COLL_PROGRAM("coll_scatterv", "Scatterv with uneven counts")
+COLL_PROGRAM("coll_allgather", "Allgather on WORLD and an odd-sized sub-communicator")
+COLL_PROGRAM("coll_allgatherv", "Allgatherv with uneven counts and gaps")
+COLL_PROGRAM("coll_alltoall", "Alltoall, block sizes to 80 KB")
+COLL_PROGRAM("coll_alltoallv", "Alltoallv with uneven counts and gaps")
+COLL_PROGRAM("coll_alltoallw", "Alltoallw with per-peer (non-contiguous) datatypes")
+COLL_PROGRAM("coll_reduce_scatter", "Reduce_scatter(_block), in place, non-commutative op")
+COLL_PROGRAM("coll_scan_exscan", "Scan and Exscan, in place, non-commutative op")
+COLL_PROGRAM("coll_inplace", "every MPI_IN_PLACE form, blocking and non-blocking")
+COLL_PROGRAM("coll_derived", "collectives on non-contiguous and derived datatypes")
+COLL_PROGRAM("op_user", "user ops: commutative and not, rank order, handles")
+COLL_PROGRAM("op_minmaxloc", "MAXLOC/MINLOC on every pair type, ties")
+COLL_PROGRAM("op_predefined", "every predefined op x type, MPI_ERR_OP for the rest")
+COLL_PROGRAM("coll_nonblocking", "every I-collective, several pending, Waitall/Testany/Waitsome, p2p overlap")
+COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes and tests")
+COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
+
+TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
+  expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});
+}
+
+// Tiny thresholds (NMAD_COLL_*): the large-message algorithms (scatter +
+// allgather and chain bcast, Rabenseifner, linear gather, ring allgather,
+// pairwise alltoall and reduce_scatter, chain scan) and Bruck alltoall run
+// on small data, non-contiguous types and user ops included.
+TEST_CASE("mpi coll programs with thresholds forcing the other algorithms") {
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"NMAD_COLL_BCAST_SMALL", "64"},         {"NMAD_COLL_BCAST_LARGE", "4096"},
+      {"NMAD_COLL_CHAIN_SEGMENT", "1000"},     {"NMAD_COLL_ALLREDUCE_SMALL", "16"},
+      {"NMAD_COLL_GATHER_LARGE", "256"},       {"NMAD_COLL_ALLGATHER_SMALL", "64"},
+      {"NMAD_COLL_ALLTOALL_SMALL", "64"},      {"NMAD_COLL_ALLTOALL_BRUCK", "1024"},
+      {"NMAD_COLL_ALLTOALL_BRUCK_PROCS", "2"}, {"NMAD_COLL_REDUCE_SCATTER_LARGE", "64"},
+      {"NMAD_COLL_SCAN_LARGE", "64"}};
+  for (const char* prog : {"coll_derived", "coll_inplace", "op_user", "op_minmaxloc", "coll_alltoall",
+                           "coll_nonblocking", "coll_reduce_scatter", "coll_scan_exscan", "coll_allgather"}) {
+    CAPTURE(prog);
+    expect_pass(prog, {3, 4}, env);
+  }
+}

@@ -73,6 +73,15 @@ void schedule::copy(const void* src, void* dst, std::size_t bytes) {
   current().local.push_back(s);
 }
 
+void schedule::call(std::function<void()> fn) {
+  if (!fn) return;
+  _calls.push_back(std::make_unique<std::function<void()>>(std::move(fn)));
+  step s;
+  s.k = step::kind::call;
+  s.fn = _calls.back().get();
+  current().local.push_back(s);
+}
+
 std::byte* schedule::temp(std::size_t bytes) {
   _temps.push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
   _temp_bytes += bytes;
@@ -104,9 +113,14 @@ std::string schedule::describe() const {
     o << "round " << i << ":";
     for (const auto& s : _rounds[i].comm)
       o << (s.k == step::kind::send ? " send(" : " recv(") << s.peer << ",t" << s.tag << "," << s.bytes << ")";
-    for (const auto& s : _rounds[i].local)
+    for (const auto& s : _rounds[i].local) {
+      if (s.k == step::kind::call) {
+        o << " call()";
+        continue;
+      }
       o << (s.k == step::kind::reduce ? " reduce(" : " copy(") << (s.k == step::kind::reduce ? s.count : s.bytes)
         << ")";
+    }
     o << "\n";
   }
   return o.str();
@@ -188,14 +202,34 @@ bool executor::advance_locked() {
     }
     if (_npending) return false;
     if (_error != errc::ok) return true;  // everything drained
-    for (const step& s : r.local) {
-      if (s.k == step::kind::reduce) s.red->apply(s.src, s.dst, s.count);
-      else std::memmove(s.dst, s.src, s.bytes);
+    try {
+      for (const step& s : r.local) {
+        if (s.k == step::kind::reduce) s.red->apply(s.src, s.dst, s.count);
+        else if (s.k == step::kind::call) (*s.fn)();
+        else std::memmove(s.dst, s.src, s.bytes);
+      }
+    } catch (const std::exception& e) {
+      // A reducer or a call step (user op, unpacking) failed: the schedule
+      // cannot go on, and nothing of this round is in flight any more.
+      fail(errc::internal, std::string("local step of round ") + std::to_string(_round) + " failed: " + e.what());
+      return true;
     }
     ++_round;
     _posted = false;
   }
   return true;
+}
+
+bool executor::abandon() {
+  if (done()) return true;
+  if (_busy.exchange(true, std::memory_order_acquire)) return false;
+  if (_round < _sched.rounds().size()) {
+    fail(errc::cancelled, "abandoned before completion");
+    const bool finished = advance_locked();  // collects the cancelled receives
+    if (finished) _done.store(true, std::memory_order_release);
+  }
+  _busy.store(false, std::memory_order_release);
+  return done();
 }
 
 errc run(schedule&& s, transport& t, std::uint64_t seq, std::string* error_message) {

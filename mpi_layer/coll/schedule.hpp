@@ -58,6 +58,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,7 +108,7 @@ class transport {
 };
 
 struct step {
-  enum class kind : std::uint8_t { send, recv, reduce, copy };
+  enum class kind : std::uint8_t { send, recv, reduce, copy, call };
   kind k = kind::send;
   int peer = -1;              // send/recv: group rank
   std::uint32_t tag = 0;      // send/recv: local tag (< 2^tag_bits_local)
@@ -116,6 +117,7 @@ struct step {
   std::size_t bytes = 0;           // send/recv/copy: length in bytes
   std::size_t count = 0;           // reduce: element count
   reducer* red = nullptr;          // reduce
+  std::function<void()>* fn = nullptr;  // call (owned by the schedule)
 };
 
 struct round {
@@ -142,6 +144,12 @@ class schedule {
   void reduce(reducer& r, const void* in, void* inout, std::size_t count);
   // Skipped when bytes == 0 or src == dst.
   void copy(const void* src, void* dst, std::size_t bytes);
+  // Runs fn() as a local step (after this round's communication, in order
+  // with the other local steps), e.g. unpacking a received temporary into a
+  // non-contiguous user buffer at the end of a collective. fn runs on
+  // whichever thread advances the executor (possibly an engine progress
+  // task holding the session lock): it must not block or call the engine.
+  void call(std::function<void()> fn);
   // A schedule-owned buffer (stable address, lives as long as the schedule).
   std::byte* temp(std::size_t bytes);
   // Keeps any object alive as long as the schedule (reducer, pack buffers).
@@ -166,6 +174,7 @@ class schedule {
   std::vector<std::unique_ptr<std::byte[]>> _temps;
   std::size_t _temp_bytes = 0;
   std::vector<std::shared_ptr<void>> _kept;
+  std::vector<std::unique_ptr<std::function<void()>>> _calls;  // stable addresses
   std::uint32_t _next_block = 0;
 };
 
@@ -182,6 +191,13 @@ class executor {
   // done (successfully or not). See THREAD SAFETY above.
   bool advance();
   bool done() const { return _done.load(std::memory_order_acquire); }
+  // Gives up on a schedule that cannot finish (MPI_Finalize with a
+  // collective some member never started): fails it with errc::cancelled
+  // and cancels its receives still waiting for a match. Sends in flight
+  // cannot be withdrawn, so the executor may stay unfinished: its owner
+  // must then keep it (and the transport) alive instead of destroying it.
+  // Returns done(). Call only when no other thread advances it.
+  bool abandon();
   errc error() const { return _error; }                 // valid once done
   const std::string& error_message() const { return _error_message; }
   const schedule& sched() const { return _sched; }
