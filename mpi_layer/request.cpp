@@ -1,5 +1,6 @@
 // Requests: the handle table, completion (Wait/Test and their all/any/some
 // forms), cancel, free, persistent requests (Send_init..., Start).
+#include <algorithm>
 #include <vector>
 
 #include "mpi_layer/mpi_impl.hpp"
@@ -97,7 +98,9 @@ void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int er
 static int zombie_task(void*) {
   state& s = st();
   if (s.nzombies.load(std::memory_order_acquire) == 0) return 0;
-  std::lock_guard g(s.zombie_mu);
+  // try_lock: a thread sweeping or freeing may hold it; next round then.
+  std::unique_lock g(s.zombie_mu, std::try_to_lock);
+  if (!g.owns_lock()) return 0;
   int work = 0;
   for (request_obj* z : s.zombies)
     if (z->on_complete && z->type != request_obj::kind::generic && !z->local_done && z->engine.completed()) {
@@ -108,22 +111,21 @@ static int zombie_task(void*) {
 }
 
 static void sweep_zombies(state& s) {
-  std::vector<request_obj*> done;
+  // request_done() may advance a generic request, hence make progress and
+  // run zombie_task: it is called without zombie_mu held.
+  std::vector<request_obj*> candidates, done;
   {
     std::lock_guard g(s.zombie_mu);
-    for (std::size_t i = 0; i < s.zombies.size();) {
-      request_obj* z = s.zombies[i];
-      if (request_done(*z)) {
-        done.push_back(z);
-        s.zombies[i] = s.zombies.back();
-        s.zombies.pop_back();
-      } else {
-        ++i;
-      }
-    }
+    candidates = s.zombies;
+  }
+  for (request_obj* z : candidates)
+    if (request_done(*z)) done.push_back(z);
+  if (done.empty()) return;
+  {
+    std::lock_guard g(s.zombie_mu);
+    for (request_obj* z : done) s.zombies.erase(std::find(s.zombies.begin(), s.zombies.end(), z));
     s.nzombies.store(s.zombies.size(), std::memory_order_release);
   }
-  if (done.empty()) return;
   for (request_obj* z : done) run_completion_hook(*z);
   std::lock_guard g(s.mu);
   for (request_obj* z : done) release_locked(s, z);
