@@ -4,9 +4,7 @@
  *     MPI_SHORT_INT, MPI_LONG_DOUBLE_INT) in Bcast, Gather, Allgather,
  *     Alltoall, Scatterv, Allreduce/Reduce_scatter_block/Scan with
  *     MAXLOC/MINLOC, blocking and not;
- *  B. when the derived datatype constructors are linked in (weak
- *     references: they come from the datatype part of the layer): a vector
- *     of ints and a struct {int; double;} in Bcast, Allgather, Alltoall
+ *  B. a vector of ints and a struct {int; double;} in Bcast, Allgather, Alltoall
  *     (vector against contiguous), Allreduce with MPI_SUM on the vector,
  *     a user op on the vector and on the struct, and MPI_ERR_OP for a
  *     predefined op on the struct (mixed basic types). */
@@ -14,13 +12,6 @@
 #include <string.h>
 
 #include "mpitest.h"
-
-int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype* newtype)
-    __attribute__((weak));
-int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
-                           const MPI_Datatype array_of_types[], MPI_Datatype* newtype) __attribute__((weak));
-int MPI_Type_commit(MPI_Datatype* datatype) __attribute__((weak));
-int MPI_Type_free(MPI_Datatype* datatype) __attribute__((weak));
 
 typedef struct { double v; int i; } double_int;
 typedef struct { short v; int i; } short_int;
@@ -264,7 +255,6 @@ int main(int argc, char** argv) {
   mt_start("coll_derived", &argc, &argv);
   const int counts[] = {1, 33, 6000}; /* 6000 x 16 B = 96 KB */
   for (int k = 0; k < 3; ++k) pairs(counts[k]);
-  if (MPI_Type_vector && MPI_Type_create_struct && MPI_Type_commit && MPI_Type_free) derived();
-  else if (mt_rank == 0) printf("coll_derived: derived datatype constructors not linked in: part B skipped\n");
+  derived();
   return mt_pass();
 }
