@@ -573,12 +573,19 @@ void init_comms(int world_rank, int world_size) {
   s.comms.push_back(nullptr);  // MPI_COMM_NULL
   std::vector<int> all(world_size);
   for (int i = 0; i < world_size; ++i) all[i] = i;
-  make_comm(s, 0, std::move(all), world_rank)->name = "MPI_COMM_WORLD";
-  make_comm(s, 1, {world_rank}, world_rank)->name = "MPI_COMM_SELF";
+  comm_obj* world = make_comm(s, 0, std::move(all), world_rank);
+  world->name = "MPI_COMM_WORLD";
+  comm_obj* self = make_comm(s, 1, {world_rank}, world_rank);
+  self->name = "MPI_COMM_SELF";
+  s.predefined_comms[MPI_COMM_WORLD].store(world, std::memory_order_release);
+  s.predefined_comms[MPI_COMM_SELF].store(self, std::memory_order_release);
 }
 
 comm_obj* lookup_comm(MPI_Comm c) {
   state& s = st();
+  // The predefined communicators are never freed: no lock on the hot path.
+  if (c == MPI_COMM_WORLD || c == MPI_COMM_SELF)
+    if (comm_obj* p = s.predefined_comms[c].load(std::memory_order_acquire)) return p;
   std::lock_guard g(s.mu);
   if (c <= 0 || static_cast<std::size_t>(c) >= s.comms.size()) return nullptr;
   comm_obj* p = s.comms[c].get();

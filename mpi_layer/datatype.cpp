@@ -22,21 +22,18 @@
 
 namespace nmad::mpi {
 
+int g_predefined_type_size[kLastPredefinedType + 1];
+
 namespace {
 
-// Sizes of the predefined types, by handle (no lock on the hot path).
-struct size_table {
-  int size[kLastPredefinedType + 1];
-  size_table() {
-    size[0] = -1;
+// Fills g_predefined_type_size when the library is loaded.
+struct size_table_filler {
+  size_table_filler() {
+    g_predefined_type_size[0] = -1;
     for (int h = 1; h <= kLastPredefinedType; ++h)
-      size[h] = static_cast<int>(basic_type_info(static_cast<BasicType>(h - 1)).size);
+      g_predefined_type_size[h] = static_cast<int>(basic_type_info(static_cast<BasicType>(h - 1)).size);
   }
-};
-const size_table& sizes() {
-  static const size_table t;
-  return t;
-}
+} const fill_sizes;
 
 struct type_entry {
   Datatype type;
@@ -57,10 +54,6 @@ type_table& table() {
 
 }  // namespace
 
-int type_size(MPI_Datatype t) {
-  if (t < 1 || t > kLastPredefinedType) return -1;
-  return sizes().size[t];
-}
 
 Datatype type_of(MPI_Datatype t) {
   if (auto b = basic_of(t)) return Datatype::basic(*b);

@@ -12,10 +12,6 @@ namespace nmad::mpi {
 
 // Never destroyed: a program that forgets MPI_Finalize must not run the
 // session's collective shutdown from a static destructor.
-state& st() {
-  static state* s = new state();
-  return *s;
-}
 
 }  // namespace nmad::mpi
 

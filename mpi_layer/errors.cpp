@@ -82,7 +82,7 @@ int from_errc(nmad::errc e) {
   std::_Exit(1);
 }
 
-bool check_initialized(const char* fn) {
+bool check_initialized_slow(const char* fn) {
   state& s = st();
   if (s.initialized.load() && !s.finalized.load()) return true;
   fatal(std::string(fn) + ": MPI_ERR_OTHER: " +

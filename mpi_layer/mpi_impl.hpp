@@ -135,6 +135,9 @@ struct state {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   int world_rank = 0, world_size = 1;
 
+  // MPI_COMM_WORLD and MPI_COMM_SELF (indexes 1 and 2), looked up without `mu`.
+  std::atomic<comm_obj*> predefined_comms[3] = {};
+
   std::mutex mu;  // guards every table below
   std::vector<std::unique_ptr<comm_obj>> comms;        // index = handle
   // Context slots in use; guarded by comm.cpp's slot lock (a leaf lock,
@@ -157,7 +160,12 @@ struct state {
   std::list<bsend_record> bsends;  // in flight, in offset order of allocation
 };
 
-state& st();
+// The process's MPI state (never destroyed: threads may still be inside
+// MPI calls at exit). Inline: every MPI call starts here.
+inline state& st() {
+  static state* const s = new state();
+  return *s;
+}
 
 // ---- errors (errors.cpp) ----
 // Reports `code` from function `fn` on communicator c (null: MPI_COMM_WORLD's
@@ -169,7 +177,12 @@ const char* error_name(int code);
 const char* error_text(int code);
 int from_errc(nmad::errc e);
 // Fails (fatally: nothing can be returned to) when MPI is not initialised.
-bool check_initialized(const char* fn);
+bool check_initialized_slow(const char* fn);
+inline bool check_initialized(const char* fn) {
+  const state& s = st();
+  if (s.initialized.load(std::memory_order_acquire) && !s.finalized.load(std::memory_order_acquire)) return true;
+  return check_initialized_slow(fn);
+}
 
 // ---- datatypes (datatype.cpp) ----
 // Handles: predefined types are 1..kLastPredefinedType with
@@ -187,7 +200,10 @@ inline std::optional<BasicType> basic_of(MPI_Datatype t) {
 Datatype type_of(MPI_Datatype t);
 // Size in bytes of one element of a predefined datatype, or -1 if the
 // handle is not predefined (fast path, no lock).
-int type_size(MPI_Datatype t);
+extern int g_predefined_type_size[kLastPredefinedType + 1];  // [0] = -1; filled at load time
+inline int type_size(MPI_Datatype t) {
+  return (t >= 1 && t <= kLastPredefinedType) ? g_predefined_type_size[t] : -1;
+}
 // Derived handle table (datatype.cpp): registers a type under a new (or
 // recycled) handle >= kFirstDerivedType.
 MPI_Datatype register_type(Datatype d);

@@ -126,8 +126,11 @@ int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int 
               int tag, bool send) {
   c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  std::string detail;
-  if (int e = check_comm_buffer(count, type, buf, detail)) return mpi_raise(fn, c, e, detail);
+  const int n = type_size(type);
+  if (count < 0 || n < 0 || (!buf && count > 0 && n > 0)) {  // not the plain predefined case
+    std::string detail;
+    if (int e = check_comm_buffer(count, type, buf, detail)) return mpi_raise(fn, c, e, detail);
+  }
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
     return mpi_raise(fn, c, MPI_ERR_RANK,
                      (send ? "destination " : "source ") + std::to_string(peer) + " not in [0, " +

@@ -466,8 +466,10 @@ def nmad_mpi_config(args, np, notes):
     prefix = os.path.abspath(args.nmad_prefix or os.path.join(REPO, "out", "install"))
     mpicc = os.path.join(prefix, "bin", "mpicc")
     installer = os.path.join(REPO, "tools", "install")
-    if not os.path.exists(mpicc) and not args.no_nmad_build and os.access(installer, os.X_OK):
-        log("our mpicc is not in %s: running tools/install %s" % (prefix, prefix))
+    # Always reinstall (unless told not to): a prefix left by an earlier
+    # build would silently measure old code.
+    if not args.no_nmad_build and os.access(installer, os.X_OK):
+        log("installing the current tree: tools/install %s" % prefix)
         rc, out, err, secs = run_cmd([installer, prefix], args.build_timeout, cwd=REPO)
         if rc != 0:
             notes.append("`tools/install %s` failed (exit %d, %.0f s): %s" % (
