@@ -1,9 +1,13 @@
-/* mpi.h: the MPI interface of nmad (MPI 3.1 subset over the nmad engine).
+/* mpi.h: the MPI interface of nmad (MPI 3.1 over the nmad engine).
  *
  * Only what is implemented is declared here: environment management, error
  * handling, point-to-point (every send mode, blocking and non-blocking,
  * probes including matched probes, persistent requests, completion calls),
- * communicator duplication/splitting and the basic C datatypes (contiguous).
+ * every C basic and derived datatype with packing, reduction operations,
+ * every collective (blocking and non-blocking), groups, communicators
+ * (intra and inter), attributes, info, Cartesian topologies, MPI_Alloc_mem.
+ * Not provided: one-sided communication, MPI-IO, dynamic processes, graph
+ * topologies and neighbourhood collectives, the Fortran bindings.
  * Handles are ints (like MPICH); predefined handles are constants. Usable
  * from C and C++. Every MPI_X is also available as PMPI_X (profiling).
  */
