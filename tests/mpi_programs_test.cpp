@@ -198,3 +198,7 @@ TEST_CASE("mpi type_request_free: a freed pending receive of a derived type stil
 TEST_CASE("mpi alloc_mem: Alloc_mem/Free_mem buffers move data; negative size is an error") {
   expect_pass("alloc_mem", {1, 2, 3});
 }
+
+TEST_CASE("mpi misc: Pcontrol, Comm_get_parent, Status_set_cancelled, handle c2f/f2c") {
+  expect_pass("misc", {1, 2});
+}

@@ -852,6 +852,50 @@ int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm);
 int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int* newrank);
 /* ==== end of process topologies ========================================== */
 
+/* ==== miscellaneous ====================================================== */
+/* MPI_Pcontrol is a no-op without a profiler; there are no spawned
+ * processes (MPI_Comm_get_parent gives MPI_COMM_NULL); Fortran handles are
+ * the C handles (MPI_Fint = int). */
+typedef int MPI_Fint;
+int MPI_Pcontrol(const int level, ...);
+int MPI_Comm_get_parent(MPI_Comm* parent);
+int MPI_Status_set_cancelled(MPI_Status* status, int flag);
+MPI_Fint MPI_Comm_c2f(MPI_Comm handle);
+MPI_Comm MPI_Comm_f2c(MPI_Fint handle);
+MPI_Fint MPI_Type_c2f(MPI_Datatype handle);
+MPI_Datatype MPI_Type_f2c(MPI_Fint handle);
+MPI_Fint MPI_Group_c2f(MPI_Group handle);
+MPI_Group MPI_Group_f2c(MPI_Fint handle);
+MPI_Fint MPI_Request_c2f(MPI_Request handle);
+MPI_Request MPI_Request_f2c(MPI_Fint handle);
+MPI_Fint MPI_Op_c2f(MPI_Op handle);
+MPI_Op MPI_Op_f2c(MPI_Fint handle);
+MPI_Fint MPI_Info_c2f(MPI_Info handle);
+MPI_Info MPI_Info_f2c(MPI_Fint handle);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler handle);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint handle);
+MPI_Fint MPI_Message_c2f(MPI_Message handle);
+MPI_Message MPI_Message_f2c(MPI_Fint handle);
+int PMPI_Pcontrol(const int level, ...);
+int PMPI_Comm_get_parent(MPI_Comm* parent);
+int PMPI_Status_set_cancelled(MPI_Status* status, int flag);
+MPI_Fint PMPI_Comm_c2f(MPI_Comm handle);
+MPI_Comm PMPI_Comm_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Type_c2f(MPI_Datatype handle);
+MPI_Datatype PMPI_Type_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Group_c2f(MPI_Group handle);
+MPI_Group PMPI_Group_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Request_c2f(MPI_Request handle);
+MPI_Request PMPI_Request_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Op_c2f(MPI_Op handle);
+MPI_Op PMPI_Op_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Info_c2f(MPI_Info handle);
+MPI_Info PMPI_Info_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler handle);
+MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint handle);
+MPI_Fint PMPI_Message_c2f(MPI_Message handle);
+MPI_Message PMPI_Message_f2c(MPI_Fint handle);
+
 /* ==== memory allocation ================================================== */
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr);
 int MPI_Free_mem(void* base);
