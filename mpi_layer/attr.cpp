@@ -83,7 +83,6 @@ struct predefined_values {
   int wtime_is_global = 0;  // clocks are per process (MPI_Wtime counts from MPI_Init)
   int appnum = 0;           // one application (no MPI_Comm_spawn_multiple)
   int universe_size = st().world_size;  // no MPI_Comm_spawn: the world is all
-  int lastusedcode = MPI_ERR_LASTCODE;
 };
 // Made on first use (after MPI_Init), never written again: threads may
 // read the ints through the pointers they got.
@@ -116,7 +115,7 @@ int copy_attrs(comm_obj& from, comm_obj& to, std::string& detail) {
       // communicator runs their delete callbacks.
       std::lock_guard g(t.mu);
       to.attrs = std::move(out);
-      return e >= 0 && e <= MPI_ERR_LASTCODE ? e : MPI_ERR_OTHER;
+      return valid_error_code(e) ? e : MPI_ERR_OTHER;
     }
     if (flag) out.emplace_back(src[i].first, value);
   }
@@ -139,7 +138,7 @@ int delete_attrs(comm_obj& c, std::string& detail) {
     const int e = run_delete(c, last.first, last.second, k);
     if (e != MPI_SUCCESS) {
       detail = "the delete callback of keyval " + std::to_string(last.first) + " returned " + std::to_string(e);
-      return e >= 0 && e <= MPI_ERR_LASTCODE ? e : MPI_ERR_OTHER;
+      return valid_error_code(e) ? e : MPI_ERR_OTHER;
     }
     std::lock_guard g(t.mu);
     auto it = std::find(c.attrs.begin(), c.attrs.end(), last);
@@ -224,7 +223,7 @@ int PMPI_Comm_set_attr(MPI_Comm comm, int keyval, void* attribute_val) {
   if (!had) return MPI_SUCCESS;
   // Replacing a value deletes the old one first (its callback may refuse).
   if (const int e = run_delete(*c, keyval, old, *k); e != MPI_SUCCESS)
-    return mpi_raise(fn, c, e >= 0 && e <= MPI_ERR_LASTCODE ? e : MPI_ERR_OTHER,
+    return mpi_raise(fn, c, valid_error_code(e) ? e : MPI_ERR_OTHER,
                      "the delete callback of " + kvname(keyval) + " on the old value returned " + std::to_string(e));
   std::lock_guard g(t.mu);
   for (auto& a : c->attrs)
@@ -249,7 +248,7 @@ int PMPI_Comm_get_attr(MPI_Comm comm, int keyval, void* attribute_val, int* flag
              : keyval == MPI_WTIME_IS_GLOBAL   ? &v.wtime_is_global
              : keyval == MPI_APPNUM            ? &v.appnum
              : keyval == MPI_UNIVERSE_SIZE     ? &v.universe_size
-                                               : &v.lastusedcode;
+                                               : last_used_error_code();
     *static_cast<void**>(attribute_val) = p;
     return MPI_SUCCESS;
   }
@@ -281,17 +280,21 @@ int PMPI_Comm_delete_attr(MPI_Comm comm, int keyval) {
   {
     std::lock_guard g(t.mu);
     k = user_keyval_locked(t, keyval);
-    if (k)
+    if (keyval >= kFirstUserKeyval && static_cast<std::size_t>(keyval) < t.keyvals.size())
       for (auto& a : c->attrs)
         if (a.first == keyval) {
           had = true;
           value = a.second;
         }
+    // MPI-3.1 6.7.2: freeing a keyval in use is not erroneous; its cached
+    // attributes stay until MPI_Comm_delete_attr or MPI_Comm_free, so
+    // deleting one through a freed keyval works (and runs its callback).
+    if (!k && had) k = callbacks_locked(t, keyval);
   }
   if (!k) return bad_keyval(fn, c, keyval);
   if (!had) return MPI_SUCCESS;  // nothing cached: nothing to delete
   if (const int e = run_delete(*c, keyval, value, *k); e != MPI_SUCCESS)
-    return mpi_raise(fn, c, e >= 0 && e <= MPI_ERR_LASTCODE ? e : MPI_ERR_OTHER,
+    return mpi_raise(fn, c, valid_error_code(e) ? e : MPI_ERR_OTHER,
                      "the delete callback of " + kvname(keyval) + " returned " + std::to_string(e));
   std::lock_guard g(t.mu);
   std::erase_if(c->attrs, [&](auto& a) { return a.first == keyval; });

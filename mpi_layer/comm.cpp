@@ -661,6 +661,29 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return dup("MPI_Comm_dup", c, newcomm);
 }
 
+// MPI-3.1 6.4.2: exactly MPI_Comm_dup, except that the new communicator's
+// hints are those of info (MPI_INFO_NULL: none), not the parent's.
+int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
+  const char* fn = "MPI_Comm_dup_with_info";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!newcomm) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm");
+  info_entries hints;
+  if (info != MPI_INFO_NULL) {
+    auto e = info_get_entries(info);
+    if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
+    hints = std::move(*e);
+  }
+  int e = dup(fn, c, newcomm);
+  if (e != MPI_SUCCESS) return e;
+  comm_obj* n = lookup_comm(*newcomm);
+  state& s = st();
+  std::lock_guard g(s.mu);
+  n->hints = std::move(hints);
+  return MPI_SUCCESS;
+}
+
 // Non-blocking (see "MPI_Comm_idup" above): the new handle is returned at
 // once but is valid (found by lookup) only once the request completes;
 // attributes are copied, and the error handler and hints inherited, here.
@@ -783,7 +806,11 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   // intercommunicator each side gives a subgroup of its local group; the
   // result joins them (MPI_COMM_NULL where either is empty).
   if (c->inter) return inter_split(fn, c, pos < 0 ? MPI_UNDEFINED : 0, pos, newcomm);
-  return split(fn, c, pos < 0 ? MPI_UNDEFINED : 0, pos, newcomm);
+  // MPI-3.1 6.4.2: on an intracommunicator the processes may pass different,
+  // disjoint groups, each giving its own communicator. The color is the
+  // world rank of the group's first member: the same for all members of a
+  // group, different for disjoint groups.
+  return split(fn, c, pos < 0 ? MPI_UNDEFINED : world[0], pos, newcomm);
 }
 
 int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
@@ -1100,6 +1127,7 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
 #pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
 #pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
+#pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
 #pragma weak MPI_Comm_idup = PMPI_Comm_idup
 #pragma weak MPI_Comm_split = PMPI_Comm_split
 #pragma weak MPI_Comm_split_type = PMPI_Comm_split_type

@@ -1,7 +1,11 @@
 // Error classes, strings and handlers (MPI_ERRORS_ARE_FATAL by default).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "mpi_layer/mpi_impl.hpp"
 
@@ -48,7 +52,49 @@ const error_entry* find_error(int code) {
     if (e.code == code) return &e;
   return nullptr;
 }
+
+// Error classes and codes added at run time (MPI_Add_error_class/code,
+// MPI-3.1 8.5): values MPI_ERR_LASTCODE + 1 + i, each with its class (a
+// class is its own) and the string set by MPI_Add_error_string ("" until
+// then). `last` is MPI_LASTUSEDCODE's value; the attribute hands out a
+// pointer to it, so it is written through atomic_ref only.
+struct user_error {
+  int cls;
+  std::string text;
+};
+struct user_errors {
+  std::mutex mu;
+  std::vector<user_error> codes;
+  alignas(std::atomic_ref<int>::required_alignment) int last = MPI_ERR_LASTCODE;
+};
+user_errors& uerr() {
+  static user_errors u;
+  return u;
+}
+// Copies the entry of a user code out; false if `code` is not one.
+bool find_user(int code, user_error* out) {
+  if (code <= MPI_ERR_LASTCODE) return false;
+  user_errors& u = uerr();
+  std::lock_guard g(u.mu);
+  const std::size_t i = static_cast<std::size_t>(code - MPI_ERR_LASTCODE - 1);
+  if (i >= u.codes.size()) return false;
+  if (out) *out = u.codes[i];
+  return true;
+}
+int add_user(int cls_or_self) {
+  user_errors& u = uerr();
+  std::lock_guard g(u.mu);
+  const int code = MPI_ERR_LASTCODE + 1 + static_cast<int>(u.codes.size());
+  u.codes.push_back({cls_or_self < 0 ? code : cls_or_self, {}});
+  std::atomic_ref<int>(u.last).store(code);
+  return code;
+}
 }  // namespace
+
+// Declared where used (attr.cpp): MPI_LASTUSEDCODE's value, and whether a
+// callback's return value is an error code MPI knows (predefined or added).
+int* last_used_error_code() { return &uerr().last; }
+bool valid_error_code(int code) { return find_error(code) != nullptr || find_user(code, nullptr); }
 
 const char* error_name(int code) {
   const error_entry* e = find_error(code);
@@ -110,8 +156,12 @@ int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) 
     user(&handle, &e);
     return code;
   }
-  std::string line = "nmad MPI (rank " + std::to_string(s.world_rank) + "): " + fn + ": " + error_name(code) +
-                     ": " + error_text(code);
+  std::string line = "nmad MPI (rank " + std::to_string(s.world_rank) + "): " + fn + ": ";
+  user_error ue;
+  if (find_user(code, &ue))
+    line += "user error code " + std::to_string(code) + " (class " + std::to_string(ue.cls) + "): " + ue.text;
+  else
+    line += std::string(error_name(code)) + ": " + error_text(code);
   if (!detail.empty()) line += " (" + detail + ")";
   fatal(line);
 }
@@ -128,18 +178,61 @@ extern "C" {
 
 int PMPI_Error_string(int errorcode, char* string, int* resultlen) {
   if (!string || !resultlen) return MPI_ERR_ARG;
-  std::string s = std::string(error_name(errorcode)) + ": " + error_text(errorcode);
+  user_error ue;
+  const bool user = find_user(errorcode, &ue);
+  // A user code's string is exactly what MPI_Add_error_string set ("" if none).
+  std::string s = user ? ue.text : std::string(error_name(errorcode)) + ": " + error_text(errorcode);
   if (s.size() >= MPI_MAX_ERROR_STRING) s.resize(MPI_MAX_ERROR_STRING - 1);
   std::memcpy(string, s.c_str(), s.size() + 1);
   *resultlen = static_cast<int>(s.size());
-  return find_error(errorcode) ? MPI_SUCCESS : MPI_ERR_ARG;
+  return user || find_error(errorcode) ? MPI_SUCCESS : MPI_ERR_ARG;
 }
 
 int PMPI_Error_class(int errorcode, int* errorclass) {
   if (!errorclass) return MPI_ERR_ARG;
+  user_error ue;
+  if (find_user(errorcode, &ue)) {
+    *errorclass = ue.cls;
+    return MPI_SUCCESS;
+  }
   if (!find_error(errorcode)) return mpi_raise("MPI_Error_class", nullptr, MPI_ERR_ARG,
                                            "unknown error code " + std::to_string(errorcode));
-  *errorclass = errorcode;  // every code is its own class
+  *errorclass = errorcode;  // every predefined code is its own class
+  return MPI_SUCCESS;
+}
+
+int PMPI_Add_error_class(int* errorclass) {
+  const char* fn = "MPI_Add_error_class";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!errorclass) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null errorclass");
+  *errorclass = add_user(-1);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Add_error_code(int errorclass, int* errorcode) {
+  const char* fn = "MPI_Add_error_code";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!errorcode) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null errorcode");
+  user_error ue;
+  const bool user_class = find_user(errorclass, &ue) && ue.cls == errorclass;
+  if (!user_class && !(errorclass > MPI_SUCCESS && find_error(errorclass)))
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "not an error class: " + std::to_string(errorclass));
+  *errorcode = add_user(errorclass);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Add_error_string(int errorcode, const char* string) {
+  const char* fn = "MPI_Add_error_string";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!string) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null string");
+  if (std::strlen(string) >= MPI_MAX_ERROR_STRING)
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "string longer than MPI_MAX_ERROR_STRING - 1");
+  if (!find_user(errorcode, nullptr))
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG,
+                     "not a code added by MPI_Add_error_class/code: " + std::to_string(errorcode));
+  user_errors& u = uerr();
+  std::lock_guard g(u.mu);
+  u.codes[static_cast<std::size_t>(errorcode - MPI_ERR_LASTCODE - 1)].text = string;
   return MPI_SUCCESS;
 }
 
@@ -202,6 +295,9 @@ int PMPI_Errhandler_free(MPI_Errhandler* errhandler) {
 // The public names: weak aliases, so profiling tools can interpose.
 #pragma weak MPI_Error_string = PMPI_Error_string
 #pragma weak MPI_Error_class = PMPI_Error_class
+#pragma weak MPI_Add_error_class = PMPI_Add_error_class
+#pragma weak MPI_Add_error_code = PMPI_Add_error_code
+#pragma weak MPI_Add_error_string = PMPI_Add_error_string
 #pragma weak MPI_Comm_create_errhandler = PMPI_Comm_create_errhandler
 #pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
 #pragma weak MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler

@@ -176,6 +176,11 @@ int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& de
 const char* error_name(int code);
 const char* error_text(int code);
 int from_errc(nmad::errc e);
+// MPI_LASTUSEDCODE's value (grows with MPI_Add_error_class/code), and
+// whether a code is known (predefined or added): attribute callbacks'
+// return values are passed on as is when they are.
+int* last_used_error_code();
+bool valid_error_code(int code);
 // Fails (fatally: nothing can be returned to) when MPI is not initialised.
 bool check_initialized_slow(const char* fn);
 inline bool check_initialized(const char* fn) {

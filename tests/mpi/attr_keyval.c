@@ -107,6 +107,24 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&base); /* k1, k2, k3 cached: 3 deletes, k3 first */
   CHECK(deletes == 3 && deleted[0] == k3 && deleted[1] == k2 && deleted[2] == k1copy, "free base: %d", deletes);
 
+  /* MPI_Comm_delete_attr through a keyval freed while in use (MPI-3.1
+   * 6.7.2: such references are freed explicitly by delete_attr or
+   * Comm_free): it succeeds and runs the delete callback once; once no
+   * attribute is left, the freed keyval is invalid again. */
+  int kf, kfcopy;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, record_delete, &kf, NULL);
+  kfcopy = kf;
+  MPI_Comm_set_attr(MPI_COMM_WORLD, kf, (void*)(intptr_t)5);
+  MPI_Comm_free_keyval(&kf);
+  deletes = 0;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rc = MPI_Comm_delete_attr(MPI_COMM_WORLD, kfcopy);
+  CHECK(rc == MPI_SUCCESS && deletes == 1 && deleted[0] == kfcopy, "delete_attr via freed keyval: rc %d, %d deletes",
+        rc, deletes);
+  rc = MPI_Comm_delete_attr(MPI_COMM_WORLD, kfcopy);
+  CHECK(rc == MPI_ERR_KEYVAL && deletes == 1, "freed keyval with nothing cached: rc %d", rc);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+
   /* MPI_COMM_DUP_FN with MPI_COMM_NULL_DELETE_FN on world. */
   static int payload = 7;
   MPI_Comm_set_attr(MPI_COMM_WORLD, k4, &payload);

@@ -61,6 +61,31 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&solo);
   }
   MPI_Group_free(&one);
+
+  /* Disjoint groups in one call (MPI-3.1 6.4.2): odd ranks pass the odd
+   * group in reverse order, even ranks the even group; each process gets
+   * the communicator of its own group, in that group's order. */
+  MPI_Group mine;
+  int par[64], np = 0;
+  for (int i = n - 1; i >= 0; --i)
+    if (i % 2 == me % 2) par[np++] = i;
+  MPI_Group_incl(world, np, par, &mine);
+  MPI_Comm pc;
+  MPI_Comm_create(d, mine, &pc);
+  CHECK(pc != MPI_COMM_NULL, "disjoint groups: no communicator");
+  if (pc != MPI_COMM_NULL) {
+    int r = -1, s = -1, sum = 0;
+    MPI_Comm_rank(pc, &r);
+    MPI_Comm_size(pc, &s);
+    CHECK(s == np && r == (n - 1 - me) / 2, "disjoint groups: rank %d size %d (expected %d of %d)", r, s,
+          (n - 1 - me) / 2, np);
+    MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, pc);
+    int expect = 0;
+    for (int i = 0; i < np; ++i) expect += par[i];
+    CHECK(sum == expect, "disjoint groups: sum of members %d, expected %d", sum, expect);
+    MPI_Comm_free(&pc);
+  }
+  MPI_Group_free(&mine);
   MPI_Comm_free(&all);
   MPI_Comm_free(&d);
   MPI_Group_free(&g);

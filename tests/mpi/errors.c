@@ -53,5 +53,37 @@ int main(int argc, char** argv) {
   MPI_Errhandler_free(&eh);
   CHECK(eh == MPI_ERRHANDLER_NULL, "Errhandler_free");
   MPI_Comm_free(&d);
+
+  /* Added error classes and codes: each code reports its class, its string
+   * is exactly the one set ("" before), MPI_LASTUSEDCODE follows, and a
+   * user handler receives the added code. */
+  int cls1, cls2, code1, code2, cls = -1, len = -1, *last = NULL, flag = 0;
+  char s[MPI_MAX_ERROR_STRING];
+  CHECK(MPI_Add_error_class(&cls1) == MPI_SUCCESS && cls1 > MPI_ERR_LASTCODE, "Add_error_class %d", cls1);
+  MPI_Add_error_class(&cls2);
+  CHECK(MPI_Add_error_code(cls1, &code1) == MPI_SUCCESS && code1 != cls1 && code1 != cls2, "Add_error_code");
+  MPI_Add_error_code(MPI_ERR_OTHER, &code2);
+  MPI_Error_class(code1, &cls);
+  CHECK(cls == cls1, "class of added code %d is %d, expected %d", code1, cls, cls1);
+  MPI_Error_class(code2, &cls);
+  CHECK(cls == MPI_ERR_OTHER, "class of code added to MPI_ERR_OTHER is %d", cls);
+  MPI_Error_class(cls2, &cls);
+  CHECK(cls == cls2, "added class %d is its own class (%d)", cls2, cls);
+  MPI_Error_string(code1, s, &len);
+  CHECK(len == 0 && s[0] == '\0', "string of a code with none set: '%s' (%d)", s, len);
+  CHECK(MPI_Add_error_string(code1, "disk on fire") == MPI_SUCCESS, "Add_error_string");
+  MPI_Error_string(code1, s, &len);
+  CHECK(strcmp(s, "disk on fire") == 0 && len == 12, "added string '%s' (%d)", s, len);
+  CHECK(MPI_Add_error_string(MPI_ERR_TAG, "no") == MPI_ERR_ARG, "string on a predefined code");
+  CHECK(MPI_Add_error_code(code1, &code2) == MPI_ERR_ARG, "a code is not a class");
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
+  CHECK(flag && last && *last >= code1 && *last >= cls2 && *last >= code2, "MPI_LASTUSEDCODE %d", last ? *last : -1);
+  MPI_Comm_dup(MPI_COMM_WORLD, &d);
+  MPI_Comm_create_errhandler(handler, &eh);
+  MPI_Comm_set_errhandler(d, eh);
+  MPI_Comm_call_errhandler(d, code1);
+  CHECK(handler_calls == 3 && handler_code == code1, "call_errhandler with an added code: %d", handler_code);
+  MPI_Errhandler_free(&eh);
+  MPI_Comm_free(&d);
   return mt_pass();
 }

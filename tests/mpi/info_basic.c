@@ -96,6 +96,30 @@ int main(int argc, char** argv) {
   CHECK(n == 3, "dup's hints %d", n);
   MPI_Info_free(&used);
   MPI_Comm_free(&d2);
+
+  /* Comm_dup_with_info: the given hints replace the parent's (none for
+   * MPI_INFO_NULL); the result is a working duplicate. */
+  MPI_Info only;
+  MPI_Info_create(&only);
+  MPI_Info_set(only, "delta", "4");
+  MPI_Comm_dup_with_info(d, only, &d2);
+  MPI_Info_free(&only);
+  MPI_Comm_get_info(d2, &used);
+  MPI_Info_get_nkeys(used, &n);
+  MPI_Info_get(used, "delta", MPI_MAX_INFO_VAL, val, &flag);
+  CHECK(n == 1 && flag && strcmp(val, "4") == 0, "dup_with_info hints: %d keys, delta '%s'", n, flag ? val : "");
+  MPI_Info_free(&used);
+  int cmp = -1, sum = 0, one = 1;
+  MPI_Comm_compare(d, d2, &cmp);
+  MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, d2);
+  CHECK(cmp == MPI_CONGRUENT && sum == mt_size, "dup_with_info: compare %d, allreduce %d", cmp, sum);
+  MPI_Comm_free(&d2);
+  MPI_Comm_dup_with_info(d, MPI_INFO_NULL, &d2);
+  MPI_Comm_get_info(d2, &used);
+  MPI_Info_get_nkeys(used, &n);
+  CHECK(n == 0, "dup_with_info(MPI_INFO_NULL) has %d hints", n);
+  MPI_Info_free(&used);
+  MPI_Comm_free(&d2);
   MPI_Comm_free(&d);
   MPI_Info_free(&info);
   return mt_pass();
