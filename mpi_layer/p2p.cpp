@@ -140,10 +140,23 @@ int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int 
   return MPI_SUCCESS;
 }
 
+// MPI-3.1 3.2.5: calls that return one status (Recv, Sendrecv, Probe,
+// Iprobe, Mprobe, Improbe, Mrecv) never modify its MPI_ERROR field; only
+// the multiple-completion calls set it (with MPI_ERR_IN_STATUS). So these
+// helpers fill source, tag, count and cancelled, and keep MPI_ERROR.
 void proc_null_status(MPI_Status* status) {
   if (status == MPI_STATUS_IGNORE) return;
+  const int keep = status->MPI_ERROR;
   empty_status(status);
   status->MPI_SOURCE = MPI_PROC_NULL;
+  status->MPI_ERROR = keep;
+}
+
+void received_status(MPI_Status* status, comm_obj* c, const nmad::recv_status& rs) {
+  if (status == MPI_STATUS_IGNORE) return;
+  const int keep = status->MPI_ERROR;
+  fill_status(status, c, rs, MPI_SUCCESS);
+  status->MPI_ERROR = keep;
 }
 
 std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t>(count) * type_size(t); }
@@ -157,7 +170,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
     const int unpack_err = stage->finish(req, detail);
     if (err == MPI_SUCCESS) err = unpack_err;
   }
-  if (status != MPI_STATUS_IGNORE) fill_status(status, c, req.status(), err);
+  received_status(status, c, req.status());
   if (err != MPI_SUCCESS) return mpi_raise(fn, c, err, req.error() != nmad::errc::ok ? req.error_message() : detail);
   return MPI_SUCCESS;
 }
@@ -285,7 +298,7 @@ int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sby
     if (rerr == MPI_SUCCESS) rerr = ue;
   }
   if (source == MPI_PROC_NULL) proc_null_status(status);
-  else if (status != MPI_STATUS_IGNORE) fill_status(status, c, rr.status(), rerr);
+  else received_status(status, c, rr.status());
   if (es != nmad::errc::ok) return mpi_raise(fn, c, from_errc(es), sr.error_message());
   if (rerr != MPI_SUCCESS) return mpi_raise(fn, c, rerr, detail);
   return MPI_SUCCESS;
@@ -445,7 +458,7 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
   nmad::recv_status rs;
   const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
   *flag = st().session->iprobe(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), rs, engine_mask(tag)) ? 1 : 0;
-  if (*flag && status != MPI_STATUS_IGNORE) fill_status(status, c, rs, MPI_SUCCESS);
+  if (*flag) received_status(status, c, rs);
   return MPI_SUCCESS;
 }
 
@@ -478,7 +491,7 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mes
     return MPI_SUCCESS;
   }
   *flag = 1;
-  if (status != MPI_STATUS_IGNORE) fill_status(status, c, rs, MPI_SUCCESS);
+  received_status(status, c, rs);
   std::lock_guard g(s.mu);
   message_obj* m = nullptr;
   for (auto& p : s.messages)

@@ -274,6 +274,16 @@ bool lookup_all(int count, const MPI_Request* reqs, std::vector<request_obj*>& o
 
 bool is_active(request_obj* r) { return r && r->active; }
 
+// finish_request for the calls that return one status (Wait, Test, Waitany,
+// Testany): MPI-3.1 3.2.5 says they never modify its MPI_ERROR field (the
+// return code carries the error). The multiple-completion calls set it.
+int finish_single(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail) {
+  const int keep = status != MPI_STATUS_IGNORE ? status->MPI_ERROR : MPI_SUCCESS;
+  const int err = finish_request(r, handle, status, detail);
+  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = keep;
+  return err;
+}
+
 // Raises the first error of a multiple completion as MPI_ERR_IN_STATUS.
 int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::string& detail, bool have_statuses) {
   return mpi_raise(fn, c, have_statuses ? MPI_ERR_IN_STATUS : first_err,
@@ -300,7 +310,7 @@ int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
   wait_request(*r);
   comm_obj* c = r->comm;
   std::string detail;
-  const int err = finish_request(*r, request, status, detail);
+  const int err = finish_single(*r, request, status, detail);
   return err == MPI_SUCCESS ? err : mpi_raise("MPI_Wait", c, err, detail);
 }
 
@@ -325,7 +335,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   *flag = 1;
   comm_obj* c = r->comm;
   std::string detail;
-  const int err = finish_request(*r, request, status, detail);
+  const int err = finish_single(*r, request, status, detail);
   return err == MPI_SUCCESS ? err : mpi_raise("MPI_Test", c, err, detail);
 }
 
@@ -391,7 +401,7 @@ static any_result complete_any(const char* fn, int count, std::vector<request_ob
     *index = i;
     comm_obj* c = rs[i]->comm;
     std::string detail;
-    err = finish_request(*rs[i], &requests[i], status, detail);
+    err = finish_single(*rs[i], &requests[i], status, detail);
     if (err != MPI_SUCCESS) err = mpi_raise(fn, c, err, detail);
     return any_result::completed;
   }
@@ -517,6 +527,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
       empty_status(&tmp);
       tmp.MPI_ERROR = from_errc(r->engine.error());
     }
+    tmp.MPI_ERROR = status->MPI_ERROR;  // one status: MPI_ERROR is left alone
     *status = tmp;
   }
   return MPI_SUCCESS;

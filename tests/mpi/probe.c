@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
     MPI_Send(d, 50000, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);            /* Mprobe (rendezvous) */
     MPI_Send(d, 3, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD);                /* Improbe */
     MPI_Send(d, 7, MPI_DOUBLE, 0, 4, MPI_COMM_WORLD);                /* Iprobe loop */
+    MPI_Send(d, 2, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD);                /* MPI_ERROR kept */
+    MPI_Send(d, 2, MPI_DOUBLE, 0, 6, MPI_COMM_WORLD);                /* MPI_ERROR kept */
   } else {
     static double d[50000];
     for (int k = 1; k < mt_size; ++k) {
@@ -56,6 +58,33 @@ int main(int argc, char** argv) {
       MPI_Get_count(&st, MPI_DOUBLE, &count);
       CHECK(st.MPI_TAG == 4 && count == 7, "Iprobe any tag: tag %d count %d", st.MPI_TAG, count);
       MPI_Recv(d, 7, MPI_DOUBLE, k, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    /* MPI-3.1 3.2.5: the calls that return a single status (Probe, Iprobe,
+     * Mprobe, Mrecv, Recv, Wait, Test) never write its MPI_ERROR field. */
+    for (int k = 1; k < mt_size; ++k) {
+      const int mark = 4242;
+      MPI_Message m5;
+      MPI_Request r6;
+      st.MPI_ERROR = mark;
+      MPI_Probe(k, 5, MPI_COMM_WORLD, &st);
+      CHECK(st.MPI_SOURCE == k && st.MPI_ERROR == mark, "Probe: source %d MPI_ERROR %d", st.MPI_SOURCE, st.MPI_ERROR);
+      flag = 0;
+      MPI_Iprobe(k, 5, MPI_COMM_WORLD, &flag, &st);
+      CHECK(flag && st.MPI_ERROR == mark, "Iprobe: flag %d MPI_ERROR %d", flag, st.MPI_ERROR);
+      MPI_Mprobe(k, 5, MPI_COMM_WORLD, &m5, &st);
+      CHECK(st.MPI_ERROR == mark, "Mprobe: MPI_ERROR %d", st.MPI_ERROR);
+      MPI_Mrecv(d, 2, MPI_DOUBLE, &m5, &st);
+      CHECK(st.MPI_TAG == 5 && st.MPI_ERROR == mark, "Mrecv: tag %d MPI_ERROR %d", st.MPI_TAG, st.MPI_ERROR);
+      MPI_Irecv(d, 2, MPI_DOUBLE, k, 6, MPI_COMM_WORLD, &r6);
+      flag = 0;
+      while (!flag) MPI_Test(&r6, &flag, &st);
+      CHECK(st.MPI_TAG == 6 && st.MPI_ERROR == mark, "Test: tag %d MPI_ERROR %d", st.MPI_TAG, st.MPI_ERROR);
+      MPI_Recv(d, 1, MPI_DOUBLE, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
+      CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_ERROR == mark, "Recv PROC_NULL: MPI_ERROR %d", st.MPI_ERROR);
+      MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &m5, &st);
+      MPI_Imrecv(d, 1, MPI_DOUBLE, &m5, &r6);
+      MPI_Wait(&r6, &st);
+      CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_ERROR == mark, "Imrecv NO_PROC: MPI_ERROR %d", st.MPI_ERROR);
     }
     /* MPI_PROC_NULL probes find an empty message at once. */
     MPI_Message msg;
