@@ -66,13 +66,26 @@ std::map<const comm_obj*, transport_ptr>& transports() {
   return *t;
 }
 
+// An intercommunicator's collectives run over the union of its two groups,
+// the group holding the lower world rank first (both sides agree on it).
+bool union_local_first(const comm_obj& c) { return c.local_world_of.front() < c.world_of.front(); }
+
 transport_ptr transport_of(comm_obj& c) {
   std::lock_guard guard(st().mu);
   auto& t = transports()[&c];
   const nmad::tag_t base = static_cast<nmad::tag_t>(0x800000u | c.coll_ctx) << coll::tag_bits_total;
+  std::vector<int> members = c.world_of;
+  int me = c.rank;
+  if (c.inter) {
+    const bool local_first = union_local_first(c);
+    members = local_first ? c.local_world_of : c.world_of;
+    const auto& second = local_first ? c.world_of : c.local_world_of;
+    members.insert(members.end(), second.begin(), second.end());
+    me = local_first ? c.rank : static_cast<int>(c.world_of.size()) + c.rank;
+  }
   // A communicator object may be reused for a new communicator after a free.
-  if (!t || t->base_tag() != base || t->size() != c.size() || t->rank() != c.rank)
-    t = std::make_shared<coll::session_transport>(*st().session, c.world_of, base);
+  if (!t || t->base_tag() != base || t->size() != static_cast<int>(members.size()) || t->rank() != me)
+    t = std::make_shared<coll::session_transport>(*st().session, members, base);
   return t;
 }
 
@@ -201,6 +214,13 @@ struct call {
   std::shared_ptr<std::vector<std::unique_ptr<std::byte[]>>> temps =
       std::make_shared<std::vector<std::unique_ptr<std::byte[]>>>();
   int rank = 0, size = 1;
+  // Intercommunicators: rank/size above are the LOCAL rank and the REMOTE
+  // group's size (what per-peer arrays are indexed by); the schedule runs
+  // over the union of both groups, local group rank i being union rank
+  // lmap[i] and remote rank i union rank rmap[i].
+  bool inter = false;
+  int lsize = 0;
+  std::vector<int> lmap, rmap;
 
   std::byte* temp(std::size_t bytes) {
     temps->push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
@@ -344,9 +364,17 @@ struct call {
 void open(call& x, MPI_Comm comm) {
   x.c = lookup_comm(comm);
   if (!x.c) throw call_error(MPI_ERR_COMM, "invalid communicator");
-  if (x.c->inter) throw call_error(MPI_ERR_COMM, "collectives on intercommunicators are not supported");
   x.rank = x.c->rank;
   x.size = x.c->size();
+  if (x.c->inter) {
+    x.inter = true;
+    x.lsize = static_cast<int>(x.c->local_world_of.size());
+    const bool local_first = union_local_first(*x.c);
+    x.lmap.resize(x.lsize);
+    x.rmap.resize(x.size);
+    for (int i = 0; i < x.lsize; ++i) x.lmap[i] = local_first ? i : x.size + i;
+    for (int i = 0; i < x.size; ++i) x.rmap[i] = local_first ? x.lsize + i : i;
+  }
 }
 
 int launch(call& x, MPI_Request* req) {
@@ -423,16 +451,152 @@ bool in_place(const void* p) { return p == MPI_IN_PLACE; }
 
 std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }
 
+// ---- intercommunicators (MPI-3.1 5.2.2) -----------------------------------
+//
+// One schedule over the union of both groups: local phases are the
+// intracommunicator schedules of one group appended with its rank map, and
+// the two groups meet through their leaders (local rank 0) or directly.
+// Every member of a group allocates tag blocks at the same points, so the
+// phases' tags agree inside each group and across the two.
+//   Barrier    local barrier; leaders exchange; local broadcast
+//   Bcast      root -> remote leader; broadcast in the receiving group
+//   Reduce     reduce to the leader of the sending group; leader -> root
+//   Allreduce  each group reduces to its leader; leaders exchange; local bcast
+//   Reduce_scatter_block  as Allreduce, then a local scatter
+//   Gather(v), Scatter(v), Allgather(v), Alltoall(v,w): direct transfers
+//              between the processes concerned
+// Scan and Exscan are not defined on intercommunicators, nor is MPI_IN_PLACE.
+namespace inter {
+
+enum { proc_null = -1, is_root = -2 };
+
+// Validates a root argument: MPI_ROOT (this process is the root),
+// MPI_PROC_NULL (another process of this group is), or a remote rank.
+int root_of(call& x, int root) {
+  if (root == MPI_ROOT) return is_root;
+  if (root == MPI_PROC_NULL) return proc_null;
+  if (root < 0 || root >= x.size)
+    x.fail(MPI_ERR_ROOT, "root " + std::to_string(root) + " is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the " +
+                             std::to_string(x.size) + "-process remote group");
+  return root;
+}
+
+void no_in_place(call& x, const void* a, const void* b = nullptr) {
+  if (a == MPI_IN_PLACE || b == MPI_IN_PLACE)
+    x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed on an intercommunicator");
+}
+
+void local_phase(call& x, schedule&& s) { x.sch.append(std::move(s), x.lmap); }
+
+// Leader of this group: send `out` to and receive `in` from the remote leader.
+void leaders_exchange(call& x, std::uint32_t tag, const std::byte* out, std::size_t out_bytes, std::byte* in,
+                      std::size_t in_bytes) {
+  x.sch.new_round();
+  if (x.rank != 0) return;
+  x.sch.send(x.rmap[0], tag, out, out_bytes);
+  x.sch.recv(x.rmap[0], tag, in, in_bytes);
+}
+
+void barrier(call& x) {
+  const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+  local_phase(x, coll::build_barrier(x.rank, x.lsize));
+  leaders_exchange(x, tag, g_dummy, 0, g_dummy, 0);
+  local_phase(x, coll::build_bcast(x.rank, x.lsize, g_dummy, 0, 0));
+}
+
+void bcast(call& x, void* buf, int count, const tinfo& t, int root) {
+  const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+  const int r = root_of(x, root);
+  if (r == proc_null) return;
+  const std::size_t bytes = sz(count, t);
+  if (r == is_root) {
+    x.sch.send(x.rmap[0], tag, x.in(buf, count, t), bytes);
+    return;
+  }
+  std::byte* p = x.out(buf, count, t, false);
+  if (x.rank == 0) x.sch.recv(x.rmap[r], tag, p, bytes);
+  local_phase(x, coll::build_bcast(x.rank, x.lsize, p, bytes, 0));
+}
+
+// Reduce (root given) or allreduce (all = true).
+void reduce(call& x, const void* sbuf, void* rbuf, int count, const tinfo& t, int root, bool all) {
+  const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+  const std::size_t bytes = sz(count, t), n = static_cast<std::size_t>(count);
+  const int r = all ? 0 : root_of(x, root);
+  if (r == proc_null) return;
+  if (r == is_root) {
+    x.sch.recv(x.rmap[0], tag, x.out(rbuf, count, t, false), bytes);
+    return;
+  }
+  const std::byte* in = x.in(sbuf, count, t);
+  std::byte* partial = x.rank == 0 ? x.temp(bytes) : nullptr;
+  local_phase(x, coll::build_reduce(x.rank, x.lsize, in, partial, n, t.size, *x.red, 0));
+  if (!all) {
+    x.sch.new_round();
+    if (x.rank == 0) x.sch.send(x.rmap[r], tag, partial, bytes);
+    return;
+  }
+  std::byte* out = x.out(rbuf, count, t, false);
+  leaders_exchange(x, tag, partial, bytes, out, bytes);
+  local_phase(x, coll::build_bcast(x.rank, x.lsize, out, bytes, 0));
+}
+
+// This group's vectors (remote size * rcount elements) are reduced and
+// scattered over the remote group, and the other way round.
+void reduce_scatter_block(call& x, const void* sbuf, void* rbuf, int rcount, const tinfo& t) {
+  const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+  const std::size_t block = sz(rcount, t);
+  const std::size_t out_bytes = block * static_cast<std::size_t>(x.size);
+  const std::size_t in_bytes = block * static_cast<std::size_t>(x.lsize);
+  const std::byte* in = x.in(sbuf, static_cast<Count>(rcount) * x.size, t);
+  std::byte* partial = x.rank == 0 ? x.temp(out_bytes) : nullptr;
+  std::byte* theirs = x.rank == 0 ? x.temp(in_bytes) : nullptr;
+  local_phase(x, coll::build_reduce(x.rank, x.lsize, in, partial, static_cast<std::size_t>(rcount) * x.size, t.size,
+                                    *x.red, 0));
+  leaders_exchange(x, tag, partial, out_bytes, theirs, in_bytes);
+  local_phase(x, coll::build_scatter(x.rank, x.lsize, theirs, x.out(rbuf, rcount, t, false), block, 0));
+}
+
+// Direct transfers: block i of `out` to remote rank i and block i of `in`
+// from remote rank i (null bases skip that direction).
+void exchange(call& x, std::uint32_t tag, const call::vblocks* out, const call::vblocks* in) {
+  x.sch.new_round();
+  for (int i = 0; i < x.size; ++i) {
+    if (in) x.sch.recv(x.rmap[i], tag, in->base + in->displs[i], in->bytes[i]);
+    if (out) x.sch.send(x.rmap[i], tag, out->base + out->displs[i], out->bytes[i]);
+  }
+}
+
+// n equal blocks of `block` bytes from base.
+call::vblocks even(std::byte* base, std::size_t block, int n) {
+  call::vblocks v;
+  v.base = base;
+  v.bytes.assign(n, block);
+  v.displs.resize(n);
+  for (int i = 0; i < n; ++i) v.displs[i] = block * static_cast<std::size_t>(i);
+  return v;
+}
+
+}  // namespace inter
+
 // ---- the collectives (shared by blocking and non-blocking forms) ----------
 
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
-  return collective(fn, comm, req, [&](call& x) { x.sch = coll::build_barrier(x.rank, x.size); });
+  return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) return inter::barrier(x);
+    x.sch = coll::build_barrier(x.rank, x.size);
+  });
 }
 
 int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
     const tinfo t = x.type(dt, "datatype");
+    if (x.inter) {
+      inter::no_in_place(x, buf);
+      if (root != MPI_PROC_NULL) x.buffer(buf, count, t, "buffer");
+      return inter::bcast(x, buf, count, t, root);
+    }
     x.root(root);
     x.buffer(buf, count, t, "buffer");
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
@@ -447,6 +611,16 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
     const tinfo t = x.type(dt, "datatype");
+    if (x.inter) {
+      if (k == red_kind::scan || k == red_kind::exscan)
+        x.fail(MPI_ERR_COMM, "MPI_Scan and MPI_Exscan are not defined on intercommunicators");
+      inter::no_in_place(x, sbuf, rbuf);
+      x.reduction(op, t);
+      const bool all = k == red_kind::allreduce;
+      if (all || root >= 0) x.buffer(sbuf, count, t, "send buffer");
+      if (all || root == MPI_ROOT) x.buffer(rbuf, count, t, "receive buffer");
+      return inter::reduce(x, sbuf, rbuf, count, t, root, all);
+    }
     if (k == red_kind::reduce) x.root(root);
     x.reduction(op, t);
     const bool is_root = k != red_kind::reduce || x.rank == root;
@@ -480,6 +654,31 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
 int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
            MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) {
+      inter::no_in_place(x, sbuf, rbuf);
+      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+      const int r = all ? 0 : inter::root_of(x, root);
+      if (r == inter::proc_null) return;
+      call::vblocks out, in;
+      if (r != inter::is_root) {  // this process sends its block
+        x.count(scount, "sendcount");
+        const tinfo st1 = x.type(stype, "sendtype");
+        x.buffer(sbuf, scount, st1, "send buffer");
+        out = inter::even(const_cast<std::byte*>(x.in(sbuf, scount, st1)), sz(scount, st1), x.size);
+        for (auto& d : out.displs) d = 0;  // the same block to each receiver
+      }
+      if (all || r == inter::is_root) {  // this process receives a block from each remote process
+        x.count(rcount, "recvcount");
+        const tinfo rt1 = x.type(rtype, "recvtype");
+        x.buffer(rbuf, static_cast<long long>(rcount) * x.size, rt1, "receive buffer");
+        in = inter::even(x.out(rbuf, static_cast<Count>(rcount) * x.size, rt1, false), sz(rcount, rt1), x.size);
+      }
+      if (all) return inter::exchange(x, tag, &out, &in);
+      if (r == inter::is_root) return inter::exchange(x, tag, nullptr, &in);
+      x.sch.new_round();
+      x.sch.send(x.rmap[r], tag, out.base, out.bytes[0]);
+      return;
+    }
     if (!all) x.root(root);
     const bool is_root = all || x.rank == root;
     const bool inplace = in_place(sbuf);
@@ -512,6 +711,40 @@ int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, voi
 int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int* rcounts,
             const int* displs, MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) {
+      inter::no_in_place(x, sbuf, rbuf);
+      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+      const int r = all ? 0 : inter::root_of(x, root);
+      if (r == inter::proc_null) return;
+      call::vblocks out, in;
+      if (r != inter::is_root) {
+        x.count(scount, "sendcount");
+        const tinfo st1 = x.type(stype, "sendtype");
+        x.buffer(sbuf, scount, st1, "send buffer");
+        out = inter::even(const_cast<std::byte*>(x.in(sbuf, scount, st1)), sz(scount, st1), x.size);
+        for (auto& d : out.displs) d = 0;
+      }
+      tinfo rt1;
+      if (all || r == inter::is_root) {
+        x.array(rcounts, "recvcounts");
+        x.array(displs, "displs");
+        rt1 = x.type(rtype, "recvtype");
+        std::vector<std::byte*> addr(x.size);
+        std::vector<Count> cnt(x.size);
+        std::vector<const tinfo*> types(x.size, &rt1);
+        for (int i = 0; i < x.size; ++i) {
+          x.buffer(rbuf, rcounts[i], rt1, "receive buffer");
+          addr[i] = at(rbuf, static_cast<Aint>(displs[i]) * rt1.extent);
+          cnt[i] = rcounts[i];
+        }
+        in = x.blocks(addr, cnt, types, false, false);
+      }
+      if (all) return inter::exchange(x, tag, &out, &in);
+      if (r == inter::is_root) return inter::exchange(x, tag, nullptr, &in);
+      x.sch.new_round();
+      x.sch.send(x.rmap[r], tag, out.base, out.bytes[0]);
+      return;
+    }
     if (!all) x.root(root);
     const bool is_root = all || x.rank == root;
     const bool inplace = in_place(sbuf);
@@ -554,6 +787,26 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
 int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
             MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) {
+      inter::no_in_place(x, sbuf, rbuf);
+      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+      const int r = inter::root_of(x, root);
+      if (r == inter::proc_null) return;
+      if (r == inter::is_root) {
+        x.count(scount, "sendcount");
+        const tinfo st1 = x.type(stype, "sendtype");
+        x.buffer(sbuf, static_cast<long long>(scount) * x.size, st1, "send buffer");
+        call::vblocks out = inter::even(const_cast<std::byte*>(x.in(sbuf, static_cast<Count>(scount) * x.size, st1)),
+                                        sz(scount, st1), x.size);
+        return inter::exchange(x, tag, &out, nullptr);
+      }
+      x.count(rcount, "recvcount");
+      const tinfo rt1 = x.type(rtype, "recvtype");
+      x.buffer(rbuf, rcount, rt1, "receive buffer");
+      x.sch.new_round();
+      x.sch.recv(x.rmap[r], tag, x.out(rbuf, rcount, rt1, false), sz(rcount, rt1));
+      return;
+    }
     x.root(root);
     const bool is_root = x.rank == root;
     const bool inplace = in_place(rbuf);
@@ -587,6 +840,33 @@ int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
 int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* displs, MPI_Datatype stype, void* rbuf,
              int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) {
+      inter::no_in_place(x, sbuf, rbuf);
+      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+      const int r = inter::root_of(x, root);
+      if (r == inter::proc_null) return;
+      if (r == inter::is_root) {
+        x.array(scounts, "sendcounts");
+        x.array(displs, "displs");
+        const tinfo st1 = x.type(stype, "sendtype");
+        std::vector<std::byte*> addr(x.size);
+        std::vector<Count> cnt(x.size);
+        std::vector<const tinfo*> types(x.size, &st1);
+        for (int i = 0; i < x.size; ++i) {
+          x.buffer(sbuf, scounts[i], st1, "send buffer");
+          addr[i] = at(sbuf, static_cast<Aint>(displs[i]) * st1.extent);
+          cnt[i] = scounts[i];
+        }
+        call::vblocks out = x.blocks(addr, cnt, types, true, false);
+        return inter::exchange(x, tag, &out, nullptr);
+      }
+      x.count(rcount, "recvcount");
+      const tinfo rt1 = x.type(rtype, "recvtype");
+      x.buffer(rbuf, rcount, rt1, "receive buffer");
+      x.sch.new_round();
+      x.sch.recv(x.rmap[r], tag, x.out(rbuf, rcount, rt1, false), sz(rcount, rt1));
+      return;
+    }
     x.root(root);
     const bool is_root = x.rank == root;
     const bool inplace = in_place(rbuf);
@@ -629,6 +909,7 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
 int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
              MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) inter::no_in_place(x, sbuf, rbuf);
     const bool inplace = in_place(sbuf);
     x.count(rcount, "recvcount");
     const tinfo rt = x.type(rtype, "recvtype");
@@ -646,6 +927,12 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
+    if (x.inter) {
+      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+      call::vblocks out = inter::even(const_cast<std::byte*>(s), block, x.size);
+      call::vblocks in = inter::even(r, block, x.size);
+      return inter::exchange(x, tag, &out, &in);
+    }
     x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);
   });
 }
@@ -656,6 +943,7 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
               void* rbuf, const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes, bool w,
               MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) inter::no_in_place(x, sbuf, rbuf);
     const bool inplace = in_place(sbuf);
     const int n = x.size;
     std::vector<tinfo> rts(w ? n : 1), sts(w ? n : 1);
@@ -687,6 +975,10 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
       sv = x.blocks(saddr, sc, stp, true, false);
     }
     call::vblocks rv = x.blocks(raddr, rc, rtp, false, inplace);
+    if (x.inter) {
+      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+      return inter::exchange(x, tag, &sv, &rv);
+    }
     if (inplace) {
       x.sch = coll::build_alltoallv(x.rank, n, nullptr, rv.bytes, rv.displs, rv.base, rv.bytes, rv.displs);
       return;
@@ -698,6 +990,18 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
 int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, const int* rcounts, int block_count,
                    MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
+    if (x.inter) {
+      if (!block)
+        x.fail(MPI_ERR_COMM, "MPI_Reduce_scatter with per-process counts is not supported on intercommunicators "
+                             "(MPI_Reduce_scatter_block is)");
+      inter::no_in_place(x, sbuf, rbuf);
+      x.count(block_count, "recvcount");
+      const tinfo t1 = x.type(dt, "datatype");
+      x.reduction(op, t1);
+      x.buffer(sbuf, static_cast<long long>(block_count) * x.size, t1, "send buffer");
+      x.buffer(rbuf, block_count, t1, "receive buffer");
+      return inter::reduce_scatter_block(x, sbuf, rbuf, block_count, t1);
+    }
     std::vector<std::size_t> counts(x.size);
     if (block) {
       x.count(block_count, "recvcount");

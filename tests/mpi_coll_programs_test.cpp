@@ -54,3 +54,8 @@ TEST_CASE("mpi coll programs with thresholds forcing the other algorithms") {
     expect_pass(prog, {3, 4}, env);
   }
 }
+
+TEST_CASE("mpi inter_coll: collectives on an intercommunicator (roots, both directions, non-blocking, errors)") {
+  expect_pass("inter_coll", {2, 3, 4});
+  expect_pass_all_drivers("inter_coll", {3});
+}

@@ -1,6 +1,7 @@
 // Schedule building and execution. See schedule.hpp.
 #include "mpi_layer/coll/schedule.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -80,6 +81,33 @@ void schedule::call(std::function<void()> fn) {
   s.k = step::kind::call;
   s.fn = _calls.back().get();
   current().local.push_back(s);
+}
+
+void schedule::append(schedule&& other, std::span<const int> peer_map) {
+  const std::uint32_t shift = _next_block;
+  std::uint32_t used = other._next_block;  // blocks other's steps use
+  for (const round& r : other._rounds)
+    for (const step& st : r.comm) used = std::max(used, (st.tag >> tag_step_bits) + 1);
+  if (shift + used > (1u << (tag_bits_local - tag_step_bits)))
+    throw std::length_error("coll::schedule: too many algorithm phases for the local tag space");
+  new_round();
+  for (round& r : other._rounds) {
+    if (r.empty()) continue;
+    for (step& st : r.comm) {
+      if (st.peer < 0 || static_cast<std::size_t>(st.peer) >= peer_map.size())
+        throw std::out_of_range("coll::schedule::append: peer outside the map");
+      st.peer = peer_map[st.peer];
+      st.tag = ((st.tag >> tag_step_bits) + shift) << tag_step_bits | (st.tag & ((1u << tag_step_bits) - 1));
+    }
+    _rounds.push_back(std::move(r));
+  }
+  _open = false;
+  _next_block = shift + used;
+  for (auto& t : other._temps) _temps.push_back(std::move(t));
+  _temp_bytes += other._temp_bytes;
+  for (auto& k : other._kept) _kept.push_back(std::move(k));
+  for (auto& c : other._calls) _calls.push_back(std::move(c));
+  other = schedule{};
 }
 
 std::byte* schedule::temp(std::size_t bytes) {

@@ -60,6 +60,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,13 @@ class schedule {
   void call(std::function<void()> fn);
   // A schedule-owned buffer (stable address, lives as long as the schedule).
   std::byte* temp(std::size_t bytes);
+  // Appends every round of `other` after this schedule's (a round boundary
+  // in between), its group rank i becoming peer_map[i] here: a schedule
+  // built for a sub-group (e.g. one side of an intercommunicator) becomes a
+  // phase of a schedule over a larger group. Its tag blocks are shifted
+  // past this schedule's, and its temporaries, kept objects and call steps
+  // move along (their addresses do not change).
+  void append(schedule&& other, std::span<const int> peer_map);
   // Keeps any object alive as long as the schedule (reducer, pack buffers).
   void keep(std::shared_ptr<void> obj) { _kept.push_back(std::move(obj)); }
   // Reserves a block of 2^tag_step_bits local tags for one algorithm phase;

@@ -97,6 +97,7 @@ typedef long long MPI_Offset;
 /* ---- special values ---------------------------------------------------- */
 #define MPI_ANY_SOURCE (-1)
 #define MPI_PROC_NULL (-2)
+#define MPI_ROOT (-3) /* intercommunicator collectives: this process is the root */
 #define MPI_ANY_TAG (-1)
 #define MPI_UNDEFINED (-32766)
 #define MPI_TAG_UB_VALUE 0x7fffffff /* largest tag accepted */
