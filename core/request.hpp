@@ -102,6 +102,7 @@ struct request_state {
   gate* dest = nullptr;
   std::uint32_t pending_chunks = 0;  // entries not fully sent yet
   bool sealed = true;                // no more pieces will be added
+  bool cancel_requested = false;     // a cancel_req went out for its rendezvous
   chunk_entry first_piece;           // isend uses this one; pack uses a pool
   chunk_entry* held_piece = nullptr; // pack: last piece, held to flag `last`
   std::uint64_t packed_bytes = 0;    // pack: bytes packed so far

@@ -95,6 +95,9 @@ class session_impl {
   void remove_progress_task(int id);
   [[noreturn]] void abort(int exit_code, const std::string& message);
   bool cancel(request_state& r);
+  bool cancel_send(request_state& r);                                   // lock held
+  void handle_cancel_req(gate& g, const wire::chunk_header& h);         // lock held
+  void handle_cancel_ack(gate& g, const wire::chunk_header& h);         // lock held
 
   bool test(request_state& r);
   errc wait(request_state& r);

@@ -48,6 +48,14 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     handle_rtr(g, h);
     return;
   }
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::cancel_req) {
+    handle_cancel_req(g, h);
+    return;
+  }
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::cancel_ack) {
+    handle_cancel_ack(g, h);
+    return;
+  }
   bool created = false;
   message_state* m = find_message(g, h, payload, created);
   if (!m) return;  // parked (early) or the gate failed
@@ -519,8 +527,39 @@ unexpected_message* session_impl::find_unexpected(int source, tag_t tag, tag_t m
   return nullptr;
 }
 
+// A sender asks to withdraw its rendezvous message (see cancel_send): it
+// is withdrawn only while it waits, unmatched, in the unexpected queue.
+void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
+  bool withdrawn = false;
+  for (unexpected_message& u : _unexpected) {
+    if (u.msg.source != g.rank || u.msg.tag != h.tag || u.msg.seq != h.seq) continue;
+    bool ours = u.msg.buffered.empty() && !u.msg.rdvs.empty();
+    for (const auto& p : u.msg.rdvs) ours = ours && p.sender_cookie == h.cookie;
+    if (ours) {
+      _unexpected.erase(_unexpected.iterator_to(u));
+      if (u.msg.in_active) g.active.erase({u.msg.tag, u.msg.seq});
+      delete &u;
+      withdrawn = true;
+    }
+    break;
+  }
+  chunk_entry* a = _entry_pool.get();
+  *a = chunk_entry{};
+  a->pooled = true;
+  a->kind = chunk_kind::cancel_ack;
+  a->flags = withdrawn ? chunk_flag::cancel_ok : 0;
+  a->priority = 2;
+  a->tag = h.tag;
+  a->seq = h.seq;
+  a->cookie = h.cookie;
+  a->msg_len = chunk_entry::unknown_length;
+  g.collect.push_front(*a);
+  schedule(g);
+}
+
 bool session_impl::cancel(request_state& r) {
   std::lock_guard guard(_lock);
+  if (r.type == request_state::kind::send) return cancel_send(r);
   if (r.type != request_state::kind::recv || r.is_complete() || r.matched || !r.posted.is_linked())
     return false;
   _posted.erase(_posted.iterator_to(r));

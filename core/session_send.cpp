@@ -25,6 +25,7 @@ static bool start_request(request_state& r, request_state::kind k) {
   r.type = k;
   r.error = errc::ok;
   r.error_message.clear();
+  r.cancel_requested = false;
   r.done.store(false, std::memory_order_relaxed);
   return true;
 }
@@ -154,6 +155,8 @@ void session_impl::entry_progress(chunk_entry& e) {
   if (e.wrappers > 0 || e.hook.is_linked()) return;
   switch (e.kind) {
     case chunk_kind::rtr:
+    case chunk_kind::cancel_req:
+    case chunk_kind::cancel_ack:
       _entry_pool.put(&e);
       return;
     case chunk_kind::data:
@@ -196,6 +199,57 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
   }
   entry_progress(e);
   schedule(g);
+}
+
+// ---- cancelling a send -----------------------------------------------------
+//
+// Only a rendezvous (large or synchronous send) can be cancelled: eager data
+// completes the send by itself. The sender asks the receiver to withdraw the
+// message (cancel_req with its tag, sequence and cookie); the receiver
+// removes it from its unexpected queue if no receive has matched it and
+// answers cancel_ack with cancel_ok, or answers without the flag when a
+// receive already took it (its ready-to-receive then comes as usual). So a
+// cancelled send completes either with errc::cancelled, never to be
+// received, or normally. Lock held by the callers.
+
+bool session_impl::cancel_send(request_state& r) {
+  if (r.is_complete() || r.cancel_requested || !r.sealed || !r.dest) return false;
+  gate& g = *r.dest;
+  chunk_entry& e = r.first_piece;
+  if (g.failed || e.kind != chunk_kind::rdv_req || r.held_piece) return false;
+  auto it = g.rdv_out.find(e.cookie);
+  const bool unanswered = it != g.rdv_out.end() && it->second == &e && (e.len == 0 ? e.awaiting_ack : e.rdv_left == e.len);
+  if (!unanswered) return false;  // the receiver already asked for the data
+  r.cancel_requested = true;
+  chunk_entry* c = _entry_pool.get();
+  *c = chunk_entry{};
+  c->pooled = true;
+  c->kind = chunk_kind::cancel_req;
+  c->tag = e.tag;
+  c->seq = e.seq;
+  c->cookie = e.cookie;
+  c->msg_len = chunk_entry::unknown_length;
+  g.collect.push_back(*c);  // after the rendezvous request, if still queued
+  schedule(g);
+  return true;
+}
+
+void session_impl::handle_cancel_ack(gate& g, const wire::chunk_header& h) {
+  auto it = g.rdv_out.find(h.cookie);
+  if (it == g.rdv_out.end()) return;  // answered meanwhile: nothing to undo
+  chunk_entry& e = *it->second;
+  request_state* r = e.req;
+  if (!r || !r->cancel_requested || e.tag != h.tag || e.seq != h.seq) {
+    protocol_violation(g, "cancel answer for a send that asked none");
+    return;
+  }
+  if (!(h.flags & chunk_flag::cancel_ok)) return;  // matched: the rtr follows
+  g.rdv_out.erase(it);
+  e.rdv_left = 0;
+  e.awaiting_ack = false;
+  r->error = errc::cancelled;
+  r->error_message = "send cancelled";
+  entry_progress(e);  // completes the request once no wrapper carries it
 }
 
 }  // namespace nmad

@@ -57,6 +57,7 @@ int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
   } else {
     empty_status(out);
     out->MPI_ERROR = err;
+    if (r.engine.error() == nmad::errc::cancelled) out->nmad_cancelled = 1;
   }
   return err;
 }
@@ -526,6 +527,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
     } else {
       empty_status(&tmp);
       tmp.MPI_ERROR = from_errc(r->engine.error());
+      if (r->engine.error() == nmad::errc::cancelled) tmp.nmad_cancelled = 1;
     }
     tmp.MPI_ERROR = status->MPI_ERROR;  // one status: MPI_ERROR is left alone
     *status = tmp;
@@ -539,9 +541,12 @@ int PMPI_Cancel(MPI_Request* request) {
     return mpi_raise("MPI_Cancel", nullptr, MPI_ERR_REQUEST, "null request");
   request_obj* r = lookup_request(*request);
   if (!r) return mpi_raise("MPI_Cancel", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
-  // Receives not matched yet are withdrawn. Sends are not cancelled (the
-  // standard lets a cancel fail; MPI_Test_cancelled then reports false).
-  if (r->active && !r->local_done && r->type == request_obj::kind::recv) st().session->cancel(r->engine);
+  // Receives not matched yet are withdrawn. A send waiting for its
+  // rendezvous asks the receiver to withdraw the message: it then completes
+  // as cancelled or, if a receive already took it, normally; eager sends
+  // complete by themselves (MPI_Test_cancelled reports false). Either way
+  // MPI_Wait returns without the receiver posting anything.
+  if (r->active && !r->local_done && r->type != request_obj::kind::generic) st().session->cancel(r->engine);
   return MPI_SUCCESS;
 }
 

@@ -144,6 +144,40 @@ TEST_CASE("self: probe reports source, tag and length before the receive") {
   s->wait(rs);
 }
 
+TEST_CASE("self: cancelling sends: an unmatched rendezvous is withdrawn, eager and matched ones are not") {
+  auto s = make();
+  std::vector<char> big(1 << 20, 'x');
+  request rs;
+  CHECK(s->isend(0, 21, big.data(), big.size(), rs) == errc::ok);
+  CHECK(s->cancel(rs));          // asked
+  CHECK_FALSE(s->cancel(rs));    // once
+  CHECK(s->wait(rs) == errc::cancelled);
+  // Withdrawn: nothing to probe; the next message on the tag comes through.
+  recv_status st;
+  CHECK_FALSE(s->iprobe(0, 21, st));
+  int v = 9, got = 0;
+  request r2, rr;
+  CHECK(s->isend(0, 21, &v, sizeof v, r2) == errc::ok);
+  CHECK(s->irecv(0, 21, &got, sizeof got, rr) == errc::ok);
+  CHECK(s->wait(rr) == errc::ok);
+  CHECK(got == 9);
+  CHECK(s->wait(r2) == errc::ok);
+  // A synchronous empty send, unmatched: withdrawn as well.
+  request sy;
+  CHECK(s->isend(0, 22, nullptr, 0, sy, send_flags::synchronous) == errc::ok);
+  CHECK(s->cancel(sy));
+  CHECK(s->wait(sy) == errc::cancelled);
+  // Matched before the cancel: the cancel is refused and the data arrives.
+  std::vector<char> in(big.size());
+  request rb, sb;
+  CHECK(s->irecv(0, 23, in.data(), in.size(), rb) == errc::ok);
+  CHECK(s->isend(0, 23, big.data(), big.size(), sb) == errc::ok);
+  CHECK(s->wait(rb) == errc::ok);
+  CHECK_FALSE(s->cancel(sb));
+  CHECK(s->wait(sb) == errc::ok);
+  CHECK(in == big);
+}
+
 TEST_CASE("self: cancelling a posted receive; a matched one cannot be cancelled") {
   auto s = make();
   int got = 0;

@@ -156,7 +156,11 @@ class session {
   // consumed (invalid afterwards). Truncation is reported as by irecv. A
   // detached message never received is freed with the session.
   errc imrecv(message_handle& msg, void* buf, std::size_t len, request& req);
-  // Cancels a receive that has not matched yet; true if cancelled.
+  // Cancels a receive that has not matched yet (true: it completed with
+  // errc::cancelled). For a send, asks the receiver to withdraw a
+  // rendezvous message no receive has matched yet (true: asked); the send
+  // then completes either with errc::cancelled (never received) or
+  // normally. Eager sends complete by themselves and are not cancelled.
   bool cancel(request& req);
 
   int progress();                    // one round of progress; work done

@@ -23,11 +23,14 @@ enum class chunk_kind : std::uint8_t {
   data = 1,     // eager bytes of a message
   rdv_req = 2,  // "I have len bytes at offset for you" (rendezvous request)
   rtr = 3,      // "send me [offset, offset+len) with this data cookie"
+  cancel_req = 4,  // sender: "withdraw the rendezvous (tag, seq, cookie) if unmatched"
+  cancel_ack = 5,  // receiver: answer to cancel_req (flag cancel_ok: withdrawn)
 };
 
 namespace chunk_flag {
 constexpr std::uint8_t last = 1;      // this piece ends its message
 constexpr std::uint8_t discard = 2;   // rtr: receiver drops these bytes
+constexpr std::uint8_t cancel_ok = 4; // cancel_ack: the message was withdrawn
 }  // namespace chunk_flag
 
 using collect_hook = boost::intrusive::list_member_hook<

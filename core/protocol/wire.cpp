@@ -53,6 +53,8 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
       break;
     case chunk_kind::rdv_req:
     case chunk_kind::rtr:
+    case chunk_kind::cancel_req:
+    case chunk_kind::cancel_ack:
       if (c.payload != 0) { error = "control chunk with payload"; return false; }
       // An empty rendezvous is legal: it is an empty synchronous send
       // asking to be told when it matched (answered by an empty rtr).
@@ -62,7 +64,8 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
       return false;
   }
   if (c.offset + c.len < c.offset) { error = "chunk range overflows"; return false; }
-  if (kind != chunk_kind::rtr && c.msg_len != chunk_entry::unknown_length &&
+  if (kind != chunk_kind::rtr && kind != chunk_kind::cancel_req && kind != chunk_kind::cancel_ack &&
+      c.msg_len != chunk_entry::unknown_length &&
       c.offset + c.len > c.msg_len) {
     error = "chunk range beyond its message length";
     return false;
