@@ -360,6 +360,23 @@ struct call {
   }
 };
 
+// The blocks of a v-collective's buffer: counts[i] elements of t at
+// displs[i] extents from buf, one per peer (see blocks()).
+call::vblocks vector_blocks(call& x, const void* buf, const int* counts, const int* displs, const tinfo& t,
+                            const char* what, bool send, bool preload) {
+  x.array(counts, send ? "sendcounts" : "recvcounts");
+  x.array(displs, "displs");
+  std::vector<std::byte*> addr(x.size);
+  std::vector<Count> cnt(x.size);
+  std::vector<const tinfo*> types(x.size, &t);
+  for (int i = 0; i < x.size; ++i) {
+    x.buffer(buf, counts[i], t, what);
+    addr[i] = at(buf, static_cast<Aint>(displs[i]) * t.extent);
+    cnt[i] = counts[i];
+  }
+  return x.blocks(addr, cnt, types, send, preload);
+}
+
 // Common prologue: communicator checks. Throws call_error.
 void open(call& x, MPI_Comm comm) {
   x.c = lookup_comm(comm);
@@ -577,6 +594,25 @@ call::vblocks even(std::byte* base, std::size_t block, int n) {
   return v;
 }
 
+// This process's send block, the same for every remote process.
+call::vblocks my_block(call& x, const void* sbuf, int scount, MPI_Datatype stype) {
+  x.count(scount, "sendcount");
+  const tinfo t = x.type(stype, "sendtype");
+  x.buffer(sbuf, scount, t, "send buffer");
+  call::vblocks v = even(const_cast<std::byte*>(x.in(sbuf, scount, t)), sz(scount, t), x.size);
+  for (auto& d : v.displs) d = 0;
+  return v;
+}
+
+// Scatter(v) outside the root group: this process's block from the root.
+void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount, MPI_Datatype rtype) {
+  x.count(rcount, "recvcount");
+  const tinfo t = x.type(rtype, "recvtype");
+  x.buffer(rbuf, rcount, t, "receive buffer");
+  x.sch.new_round();
+  x.sch.recv(x.rmap[root], tag, x.out(rbuf, rcount, t, false), sz(rcount, t));
+}
+
 }  // namespace inter
 
 // ---- the collectives (shared by blocking and non-blocking forms) ----------
@@ -660,13 +696,7 @@ int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, voi
       const int r = all ? 0 : inter::root_of(x, root);
       if (r == inter::proc_null) return;
       call::vblocks out, in;
-      if (r != inter::is_root) {  // this process sends its block
-        x.count(scount, "sendcount");
-        const tinfo st1 = x.type(stype, "sendtype");
-        x.buffer(sbuf, scount, st1, "send buffer");
-        out = inter::even(const_cast<std::byte*>(x.in(sbuf, scount, st1)), sz(scount, st1), x.size);
-        for (auto& d : out.displs) d = 0;  // the same block to each receiver
-      }
+      if (r != inter::is_root) out = inter::my_block(x, sbuf, scount, stype);
       if (all || r == inter::is_root) {  // this process receives a block from each remote process
         x.count(rcount, "recvcount");
         const tinfo rt1 = x.type(rtype, "recvtype");
@@ -676,7 +706,7 @@ int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, voi
       if (all) return inter::exchange(x, tag, &out, &in);
       if (r == inter::is_root) return inter::exchange(x, tag, nullptr, &in);
       x.sch.new_round();
-      x.sch.send(x.rmap[r], tag, out.base, out.bytes[0]);
+      x.sch.send(x.rmap[r], tag, out.base, out.bytes[0]);  // to the root only
       return;
     }
     if (!all) x.root(root);
@@ -717,32 +747,16 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
       const int r = all ? 0 : inter::root_of(x, root);
       if (r == inter::proc_null) return;
       call::vblocks out, in;
-      if (r != inter::is_root) {
-        x.count(scount, "sendcount");
-        const tinfo st1 = x.type(stype, "sendtype");
-        x.buffer(sbuf, scount, st1, "send buffer");
-        out = inter::even(const_cast<std::byte*>(x.in(sbuf, scount, st1)), sz(scount, st1), x.size);
-        for (auto& d : out.displs) d = 0;
-      }
+      if (r != inter::is_root) out = inter::my_block(x, sbuf, scount, stype);
       tinfo rt1;
       if (all || r == inter::is_root) {
-        x.array(rcounts, "recvcounts");
-        x.array(displs, "displs");
         rt1 = x.type(rtype, "recvtype");
-        std::vector<std::byte*> addr(x.size);
-        std::vector<Count> cnt(x.size);
-        std::vector<const tinfo*> types(x.size, &rt1);
-        for (int i = 0; i < x.size; ++i) {
-          x.buffer(rbuf, rcounts[i], rt1, "receive buffer");
-          addr[i] = at(rbuf, static_cast<Aint>(displs[i]) * rt1.extent);
-          cnt[i] = rcounts[i];
-        }
-        in = x.blocks(addr, cnt, types, false, false);
+        in = vector_blocks(x, rbuf, rcounts, displs, rt1, "receive buffer", false, false);
       }
       if (all) return inter::exchange(x, tag, &out, &in);
       if (r == inter::is_root) return inter::exchange(x, tag, nullptr, &in);
       x.sch.new_round();
-      x.sch.send(x.rmap[r], tag, out.base, out.bytes[0]);
+      x.sch.send(x.rmap[r], tag, out.base, out.bytes[0]);  // to the root only
       return;
     }
     if (!all) x.root(root);
@@ -761,20 +775,11 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
     std::size_t sbytes = inplace ? 0 : sz(scount, st_);
     if (is_root) {
       x.array(rcounts, "recvcounts");
-      x.array(displs, "displs");
       rt = x.type(rtype, "recvtype");
       if (!inplace && sbytes != sz(rcounts[x.rank], rt))
         x.fail(MPI_ERR_TRUNCATE, "this rank sends " + std::to_string(sbytes) + " bytes but its block holds " +
                                      std::to_string(sz(rcounts[x.rank], rt)));
-      std::vector<std::byte*> addr(x.size);
-      std::vector<Count> cnt(x.size);
-      std::vector<const tinfo*> types(x.size, &rt);
-      for (int i = 0; i < x.size; ++i) {
-        x.buffer(rbuf, rcounts[i], rt, "receive buffer");
-        addr[i] = at(rbuf, static_cast<Aint>(displs[i]) * rt.extent);
-        cnt[i] = rcounts[i];
-      }
-      v = x.blocks(addr, cnt, types, false, inplace);
+      v = vector_blocks(x, rbuf, rcounts, displs, rt, "receive buffer", false, inplace);
       if (inplace) sbytes = v.bytes[x.rank];
     }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
@@ -800,12 +805,7 @@ int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
                                         sz(scount, st1), x.size);
         return inter::exchange(x, tag, &out, nullptr);
       }
-      x.count(rcount, "recvcount");
-      const tinfo rt1 = x.type(rtype, "recvtype");
-      x.buffer(rbuf, rcount, rt1, "receive buffer");
-      x.sch.new_round();
-      x.sch.recv(x.rmap[r], tag, x.out(rbuf, rcount, rt1, false), sz(rcount, rt1));
-      return;
+      return inter::recv_from_root(x, tag, r, rbuf, rcount, rtype);
     }
     x.root(root);
     const bool is_root = x.rank == root;
@@ -846,26 +846,11 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
       const int r = inter::root_of(x, root);
       if (r == inter::proc_null) return;
       if (r == inter::is_root) {
-        x.array(scounts, "sendcounts");
-        x.array(displs, "displs");
         const tinfo st1 = x.type(stype, "sendtype");
-        std::vector<std::byte*> addr(x.size);
-        std::vector<Count> cnt(x.size);
-        std::vector<const tinfo*> types(x.size, &st1);
-        for (int i = 0; i < x.size; ++i) {
-          x.buffer(sbuf, scounts[i], st1, "send buffer");
-          addr[i] = at(sbuf, static_cast<Aint>(displs[i]) * st1.extent);
-          cnt[i] = scounts[i];
-        }
-        call::vblocks out = x.blocks(addr, cnt, types, true, false);
+        call::vblocks out = vector_blocks(x, sbuf, scounts, displs, st1, "send buffer", true, false);
         return inter::exchange(x, tag, &out, nullptr);
       }
-      x.count(rcount, "recvcount");
-      const tinfo rt1 = x.type(rtype, "recvtype");
-      x.buffer(rbuf, rcount, rt1, "receive buffer");
-      x.sch.new_round();
-      x.sch.recv(x.rmap[r], tag, x.out(rbuf, rcount, rt1, false), sz(rcount, rt1));
-      return;
+      return inter::recv_from_root(x, tag, r, rbuf, rcount, rtype);
     }
     x.root(root);
     const bool is_root = x.rank == root;
@@ -885,20 +870,11 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
     v.displs.assign(x.size, 0);
     if (is_root) {
       x.array(scounts, "sendcounts");
-      x.array(displs, "displs");
       st_ = x.type(stype, "sendtype");
       if (!inplace && rbytes != sz(scounts[x.rank], st_))
         x.fail(MPI_ERR_TRUNCATE, "the root's block holds " + std::to_string(sz(scounts[x.rank], st_)) +
                                      " bytes but it receives " + std::to_string(rbytes));
-      std::vector<std::byte*> addr(x.size);
-      std::vector<Count> cnt(x.size);
-      std::vector<const tinfo*> types(x.size, &st_);
-      for (int i = 0; i < x.size; ++i) {
-        x.buffer(sbuf, scounts[i], st_, "send buffer");
-        addr[i] = at(sbuf, static_cast<Aint>(displs[i]) * st_.extent);
-        cnt[i] = scounts[i];
-      }
-      v = x.blocks(addr, cnt, types, true, false);
+      v = vector_blocks(x, sbuf, scounts, displs, st_, "send buffer", true, false);
     }
     if (!inplace) r = x.out(rbuf, rcount, rt, false);
     if (!inplace && rbytes == 0) r = g_dummy;
