@@ -59,3 +59,8 @@ TEST_CASE("mpi inter_coll: collectives on an intercommunicator (roots, both dire
   expect_pass("inter_coll", {2, 3, 4});
   expect_pass_all_drivers("inter_coll", {3});
 }
+
+TEST_CASE("mpi coll_threads: THREAD_MULTIPLE, concurrent collectives on per-thread communicators with p2p") {
+  expect_pass("coll_threads", {1, 2, 3, 4});
+  expect_pass_all_drivers("coll_threads", {3});
+}
