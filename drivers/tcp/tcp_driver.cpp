@@ -457,7 +457,9 @@ void tcp_driver::fail(conn& c, std::string reason) {
   c.st = state::failed;
   c.fail_reason = std::move(reason);
   c.sendq.clear();
-  c.done.clear();
+  // c.done keeps the sends already written out whole: settle() reports
+  // them as done before the failure (a peer that read them and exited
+  // must not turn them into errors).
   c.recvs.clear();
   c.rx_data = {};
 }
@@ -799,7 +801,8 @@ int tcp_driver::settle(conn& c) {
   // finish at once) go to c.done for the next poll, so they never count
   // against the in-flight limit as if still pending.
   c.reporting.swap(c.done);
-  for (std::size_t i = 0; i < c.reporting.size() && c.st == state::established; ++i, ++work)
+  for (std::size_t i = 0; i < c.reporting.size() && (c.st == state::established || c.st == state::failed);
+       ++i, ++work)
     cfg_.events->on_send_done(c.reporting[i]);
   c.reporting.clear();
   if (c.st == state::failed) {
