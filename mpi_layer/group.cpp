@@ -218,28 +218,25 @@ int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return put(fn, std::move(a), newgroup);
 }
 
-int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_intersection";
+// Members of group1, in its order, that are (intersection) or are not
+// (difference) in group2.
+static int filter(const char* fn, MPI_Group group1, MPI_Group group2, bool keep_common, MPI_Group* newgroup) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   std::vector<int> a, b, out;
   if (int e = get(fn, group1, a)) return e;
   if (int e = get(fn, group2, b)) return e;
   std::set<int> in_b(b.begin(), b.end());
   for (int w : a)
-    if (in_b.count(w)) out.push_back(w);
+    if ((in_b.count(w) != 0) == keep_common) out.push_back(w);
   return put(fn, std::move(out), newgroup);
 }
 
+int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return filter("MPI_Group_intersection", group1, group2, true, newgroup);
+}
+
 int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_difference";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  std::vector<int> a, b, out;
-  if (int e = get(fn, group1, a)) return e;
-  if (int e = get(fn, group2, b)) return e;
-  std::set<int> in_b(b.begin(), b.end());
-  for (int w : a)
-    if (!in_b.count(w)) out.push_back(w);
-  return put(fn, std::move(out), newgroup);
+  return filter("MPI_Group_difference", group1, group2, false, newgroup);
 }
 
 int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {

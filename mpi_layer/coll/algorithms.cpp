@@ -309,6 +309,27 @@ fold_info fold_plan(int rank, int n) {
   return f;
 }
 
+// Non-power-of-two fold: ranks 2i (i < rem) hand their vector to 2i+1 and
+// sit out; their partner reduces it into acc (lower rank's operand first).
+void add_fold_in(schedule& s, int rank, const fold_info& f, std::uint32_t blk, byte* acc, byte* tmp,
+                 std::size_t bytes, std::size_t count, reducer& op) {
+  if (rank >= 2 * f.rem) return;
+  s.new_round();
+  if (f.nr < 0) s.send(rank + 1, T(blk, 0), acc, bytes);
+  else {
+    s.recv(rank - 1, T(blk, 0), tmp, bytes);
+    s.reduce(op, tmp, acc, count);  // acc = lower op acc
+  }
+}
+// ...and the result goes back to the ranks that sat out.
+void add_unfold(schedule& s, int rank, const fold_info& f, std::uint32_t blk, const byte* acc, byte* recvbuf,
+                std::size_t bytes) {
+  if (rank >= 2 * f.rem) return;
+  s.new_round();
+  if (f.nr < 0) s.recv(rank + 1, T(blk, 0), recvbuf, bytes);
+  else s.send(rank - 1, T(blk, 0), acc, bytes);
+}
+
 void add_allreduce_rd(schedule& s, int rank, int n, const byte* input, byte* recvbuf, std::size_t count,
                       std::size_t es, reducer& op) {
   const auto blk = s.tag_block();
@@ -319,14 +340,7 @@ void add_allreduce_rd(schedule& s, int rank, int n, const byte* input, byte* rec
   byte* acc = recvbuf;
   byte* other = s.temp(bytes);
   const fold_info f = fold_plan(rank, n);
-  if (rank < 2 * f.rem) {
-    s.new_round();
-    if (f.nr < 0) s.send(rank + 1, T(blk, 0), acc, bytes);
-    else {
-      s.recv(rank - 1, T(blk, 0), other, bytes);
-      s.reduce(op, other, acc, count);  // acc = lower op acc
-    }
-  }
+  add_fold_in(s, rank, f, blk, acc, other, bytes, count, op);
   if (f.nr >= 0) {
     std::size_t i = 1;
     for (int mask = 1; mask < f.p2; mask <<= 1, ++i) {
@@ -341,11 +355,7 @@ void add_allreduce_rd(schedule& s, int rank, int n, const byte* input, byte* rec
       }
     }
   }
-  if (rank < 2 * f.rem) {
-    s.new_round();
-    if (f.nr < 0) s.recv(rank + 1, T(blk_unfold, 0), recvbuf, bytes);
-    else s.send(rank - 1, T(blk_unfold, 0), acc, bytes);
-  }
+  add_unfold(s, rank, f, blk_unfold, acc, recvbuf, bytes);
   s.new_round();
   s.copy(acc, recvbuf, bytes);
 }
@@ -360,14 +370,7 @@ void add_allreduce_rabenseifner(schedule& s, int rank, int n, const byte* input,
   byte* acc = recvbuf;
   byte* tmp = s.temp(bytes);
   const fold_info f = fold_plan(rank, n);
-  if (rank < 2 * f.rem) {
-    s.new_round();
-    if (f.nr < 0) s.send(rank + 1, T(blk, 0), acc, bytes);
-    else {
-      s.recv(rank - 1, T(blk, 0), tmp, bytes);
-      s.reduce(op, tmp, acc, count);
-    }
-  }
+  add_fold_in(s, rank, f, blk, acc, tmp, bytes, count, op);
   if (f.nr >= 0) {
     std::size_t i = 1;
     std::size_t lo = 0, hi = count;
@@ -405,11 +408,7 @@ void add_allreduce_rabenseifner(schedule& s, int rank, int n, const byte* input,
       hi = h.hi;
     }
   }
-  if (rank < 2 * f.rem) {
-    s.new_round();
-    if (f.nr < 0) s.recv(rank + 1, T(blk_unfold, 0), recvbuf, bytes);
-    else s.send(rank - 1, T(blk_unfold, 0), acc, bytes);
-  }
+  add_unfold(s, rank, f, blk_unfold, acc, recvbuf, bytes);
 }
 
 // --- gather / scatter ---
