@@ -167,21 +167,30 @@ void bcast(ctx& c) {
       }
 }
 
+// value(0) op value(1) op ... op value(n-1), element by element (MPI's
+// rank order, which non-commutative ops must get).
+template <class T, class R, class F>
+std::vector<T> reduced_over_ranks(R& op, F value, std::size_t count, int n, int salt) {
+  std::vector<T> want(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    want[i] = value(0, i, salt);
+    for (int r = 1; r < n; ++r) {
+      T x = value(r, i, salt);
+      op.apply(&want[i], &x, 1);
+      want[i] = x;
+    }
+  }
+  return want;
+}
+
 template <class R, class T, class F>
 void reduce_family(ctx& c, R& op, const char* name, F value, int salt) {
   for (std::size_t count : kCounts)
     for (int root = 0; root < c.n; ++root)
       for (bool inplace : {false, true}) {
-        std::vector<T> in(count), out(count, T{}), want(count, T{});
-        for (std::size_t i = 0; i < count; ++i) {
-          in[i] = value(c.rank, i, salt);
-          want[i] = value(0, i, salt);
-          for (int r = 1; r < c.n; ++r) {
-            T x = value(r, i, salt);
-            op.apply(&want[i], &x, 1);
-            want[i] = x;
-          }
-        }
+        std::vector<T> in(count), out(count, T{});
+        for (std::size_t i = 0; i < count; ++i) in[i] = value(c.rank, i, salt);
+        const std::vector<T> want = reduced_over_ranks<T>(op, value, count, c.n, salt);
         const bool ip = inplace && c.rank == root;
         if (ip) out = in;
         const auto what = tagline(name, algorithm::binomial, count, root, inplace);
@@ -209,16 +218,9 @@ void allreduce_family(ctx& c, R& op, const char* name, F value, int salt, std::v
   for (algorithm a : algs)
     for (std::size_t count : kCounts)
       for (bool inplace : {false, true}) {
-        std::vector<T> in(count), out(count, T{}), want(count, T{});
-        for (std::size_t i = 0; i < count; ++i) {
-          in[i] = value(c.rank, i, salt);
-          want[i] = value(0, i, salt);
-          for (int r = 1; r < c.n; ++r) {
-            T x = value(r, i, salt);
-            op.apply(&want[i], &x, 1);
-            want[i] = x;
-          }
-        }
+        std::vector<T> in(count), out(count, T{});
+        for (std::size_t i = 0; i < count; ++i) in[i] = value(c.rank, i, salt);
+        const std::vector<T> want = reduced_over_ranks<T>(op, value, count, c.n, salt);
         if (inplace) out = in;
         const auto what = tagline(name, a, count, -1, inplace);
         c.run(coll::build_allreduce(c.rank, c.n, inplace ? nullptr : in.data(), out.data(), count, sizeof(T), op, a), what);
