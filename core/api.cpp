@@ -1,6 +1,5 @@
 // The public nmad:: API: thin wrappers over session_impl.
 #include <stdexcept>
-#include <thread>
 
 #include "api/nmad/nmad.hpp"
 #include "core/common/log.hpp"
@@ -55,21 +54,15 @@ bool session::iprobe(int source, tag_t tag, recv_status& st, tag_t mask) {
   return _impl->iprobe(source, tag, mask, st);
 }
 
-recv_status session::probe(int source, tag_t tag, tag_t mask) {
-  recv_status st;
-  int idle = 0;
-  while (!_impl->iprobe(source, tag, mask, st)) {
-    // A message from a failed peer can only be one that already arrived.
-    if (source != any_source && !_impl->peer_alive(source)) {
-      st = recv_status{};
-      st.source = source;
-      st.error = errc::peer_failed;
-      return st;
-    }
-    if (++idle > 1000) std::this_thread::yield();
-  }
-  return st;
+recv_status session::probe(int source, tag_t tag, tag_t mask) { return _impl->probe(source, tag, mask); }
+
+void session::wait_until(bool (*done)(void*), void* arg) { _impl->wait_until(done, arg); }
+
+void session::set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin) {
+  _impl->the_waiter().set_config({policy, spin});
 }
+
+wait_policy session::get_wait_policy() const { return _impl->the_waiter().config().policy; }
 
 bool session::improbe(int source, tag_t tag, recv_status& st, message_handle& msg, tag_t mask) {
   msg._msg = _impl->improbe(source, tag, mask, st);

@@ -12,6 +12,7 @@
 #include "api/nmad/nmad.hpp"
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/gate.hpp"
+#include "core/progress/waiter.hpp"
 #include "core/transfer/driver.hpp"
 
 namespace nmad {
@@ -64,7 +65,7 @@ class object_pool {
   std::vector<T*> _free;
 };
 
-class session_impl {
+class session_impl final : private wait_engine {
  public:
   explicit session_impl(const session_options& opts);
   ~session_impl();
@@ -102,7 +103,14 @@ class session_impl {
   bool test(request_state& r);
   errc wait(request_state& r);
   int wait_any(std::span<request* const> reqs);
+  // Blocking probe: returns once a matching message is here, or fails
+  // with peer_failed once no live peer could send one.
+  recv_status probe(int source, tag_t tag, tag_t mask);
   int progress();
+  // Waits with the session's wait policy until done(arg) is true.
+  void wait_until(bool (*done)(void*), void* arg) { _waiter.wait(done, arg); }
+  waiter& the_waiter() { return _waiter; }
+  thread_level level() const { return _level; }
   session_stats stats() const;
   bool peer_alive(int rank) const;
   std::string local_address(std::string_view driver = {}) const;
@@ -127,6 +135,10 @@ class session_impl {
   // Progress and scheduling.
   int progress_locked();
   void wait_until(request_state& r);
+  // wait_engine (the waiter's view of the session).
+  int progress_round() override;
+  arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) override;
+  void disarm_drivers(std::span<const pollfd> fds) override;
   void schedule(gate& g);
   packet_wrapper* next_wrapper(gate& g, track& t);
   packet_wrapper* get_wrapper(gate& g, track& t);
@@ -165,17 +177,20 @@ class session_impl {
   void complete(request_state& r);
   void fail_request(request_state& r, errc e, std::string message);
   void fail_gate(gate& g, std::string reason);
+  bool no_live_peer() const;  // every other rank failed (size > 1)
   std::string peer_name(const gate& g) const;
 
   mutable std::recursive_mutex _lock;
+  thread_level _level = thread_level::multiple;
+  waiter _waiter;
   std::unique_ptr<bootstrap> _boot;
   int _rank = 0;
   int _size = 1;
   std::string _strategy_name;
   std::size_t _rdv_threshold = 0;
   std::size_t _copy_threshold = 256;
+  int _local_processes = 1;  // processes of the job on this machine (this one included)
   tag_t _ordering_mask = full_mask;
-  int _spin_before_yield = 1000;
 
   std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank

@@ -1,6 +1,4 @@
 // Progress, the NIC-driven scheduler, driver events and failure handling.
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <set>
@@ -78,21 +76,45 @@ int session_impl::progress_locked() {
   return work;
 }
 
-void session_impl::wait_until(request_state& r) {
-  int idle = 0;
-  while (!r.is_complete()) {
-    int work;
-    {
-      std::lock_guard guard(_lock);
-      if (r.is_complete()) break;
-      work = progress_locked();
-    }
-    if (work > 0) {
-      idle = 0;
-    } else if (++idle > _spin_before_yield) {
-      sched_yield();
-    }
+int session_impl::progress_round() {
+  std::lock_guard guard(_lock);
+  return progress_locked();
+}
+
+// Arms every driver; their descriptors follow the ones the waiter put first.
+// Which entries belong to which driver is recomputed by disarm_drivers from
+// the counts kept here (one arm per thread at a time: thread_local).
+namespace {
+thread_local std::vector<std::size_t> t_arm_counts;
+}
+
+arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) {
+  std::lock_guard guard(_lock);
+  t_arm_counts.assign(_slots.size(), 0);
+  arm_result result = _retry_gates.empty() ? arm_result::armed : arm_result::busy;
+  for (std::size_t i = 0; i < _slots.size(); ++i) {
+    const std::size_t before = fds.size();
+    const arm_result r = _slots[i]->drv->arm_wakeup(fds, timeout_ms);
+    t_arm_counts[i] = fds.size() - before;
+    if (r == arm_result::busy) result = arm_result::busy;
+    else if (r == arm_result::cannot && result == arm_result::armed) result = arm_result::cannot;
   }
+  return result;
+}
+
+void session_impl::disarm_drivers(std::span<const pollfd> fds) {
+  std::lock_guard guard(_lock);
+  std::size_t total = 0;
+  for (std::size_t n : t_arm_counts) total += n;
+  std::size_t pos = fds.size() - total;  // the drivers' entries come last
+  for (std::size_t i = 0; i < _slots.size() && i < t_arm_counts.size(); ++i) {
+    _slots[i]->drv->disarm_wakeup(fds.subspan(pos, t_arm_counts[i]));
+    pos += t_arm_counts[i];
+  }
+}
+
+void session_impl::wait_until(request_state& r) {
+  _waiter.wait([](void* p) { return static_cast<request_state*>(p)->is_complete(); }, &r);
 }
 
 bool session_impl::test(request_state& r) {
@@ -111,18 +133,16 @@ int session_impl::wait_any(std::span<request* const> reqs) {
   bool any = false;
   for (request* q : reqs) any |= (q != nullptr);
   if (!any) return -1;
-  int idle = 0;
-  for (;;) {
+  int found = -1;
+  _waiter.wait([&] {
     for (std::size_t i = 0; i < reqs.size(); ++i)
-      if (reqs[i] && reqs[i]->completed()) return static_cast<int>(i);
-    int work;
-    {
-      std::lock_guard guard(_lock);
-      work = progress_locked();
-    }
-    if (work > 0) idle = 0;
-    else if (++idle > _spin_before_yield) sched_yield();
-  }
+      if (reqs[i] && reqs[i]->completed()) {
+        found = static_cast<int>(i);
+        return true;
+      }
+    return false;
+  });
+  return found;
 }
 
 int session_impl::add_progress_task(int (*fn)(void*), void* arg) {
@@ -212,6 +232,7 @@ void session_impl::schedule(gate& g) {
         t.retry = pw;
         if (std::find(_retry_gates.begin(), _retry_gates.end(), &g) == _retry_gates.end())
           _retry_gates.push_back(&g);
+        _waiter.kick();  // sleeping threads must see it
         break;
       }
       if (res == post_result::failed) {
@@ -221,6 +242,7 @@ void session_impl::schedule(gate& g) {
       }
       t.outstanding++;
       t.in_flight.push_back(*pw);
+      _waiter.kick();  // the driver may have queued it: sleepers re-arm
       if (pw->type == packet_wrapper::kind::packet) {
         _stats.packets_sent++;
         _stats.chunks_sent += pw->nchunks;
@@ -252,6 +274,7 @@ void session_impl::complete(request_state& r) {
   auto cb = r.cb;
   void* arg = r.cb_arg;
   r.done.store(true, std::memory_order_release);
+  _waiter.notify();  // a thread may sleep waiting for it
   if (cb && r.owner) cb(*r.owner, arg);
 }
 
@@ -323,24 +346,53 @@ void session_impl::fail_gate(gate& g, std::string reason) {
   for (chunk_entry* e : entries)
     if (e->pooled) _entry_pool.put(e);
 
-  // Receive side.
-  for (auto& [cookie, rr] : g.rdv_in) delete rr;
+  // Receive side. Matched receives whose bytes are still to come fail:
+  // messages still arriving (active), and rendezvous data asked for.
+  std::vector<request_state*> receives;
+  for (auto& [cookie, rr] : g.rdv_in) {
+    receives.push_back(rr->req);
+    delete rr;
+  }
   g.rdv_in.clear();
   g.early.clear();
   for (auto& [key, m] : g.active) {
     m->failed = true;
     m->fail_reason = msg;
-    if (m->req) fail_request(*m->req, errc::peer_failed, msg);
+    if (m->req) receives.push_back(m->req);
   }
   g.active.clear();
+  for (request_state* r : receives) {
+    r->msg.failed = true;
+    r->msg.fail_reason = msg;
+    fail_request(*r, errc::peer_failed, msg);
+  }
+  // Unmatched messages that are not whole (rendezvous not asked for yet):
+  // a receive that takes one later fails instead of waiting for its data.
+  for (unexpected_list* l : {&_unexpected, &_detached})
+    for (unexpected_message& u : *l)
+      if (u.msg.source == g.rank && !u.msg.rdvs.empty()) {
+        u.msg.failed = true;
+        u.msg.fail_reason = msg;
+      }
+  // Receives posted for this peer, and any-source receives once no other
+  // peer is alive to match them.
+  const bool none_alive = no_live_peer();
   for (auto it = _posted.begin(); it != _posted.end();) {
     request_state& r = *it;
     ++it;
-    if (r.source_filter == g.rank) {
+    if (r.source_filter == g.rank || (r.source_filter == any_source && none_alive)) {
       _posted.erase(_posted.iterator_to(r));
-      fail_request(r, errc::peer_failed, msg);
+      fail_request(r, errc::peer_failed,
+                   r.source_filter == g.rank ? msg : "any-source receive: every other rank failed (last: " + msg + ")");
     }
   }
+}
+
+bool session_impl::no_live_peer() const {
+  if (_size <= 1) return false;  // alone: only this process can send to itself
+  for (const auto& g : _gates)
+    if (g->rank != _rank && !g->failed) return false;
+  return true;
 }
 
 }  // namespace nmad

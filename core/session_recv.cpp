@@ -410,6 +410,10 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     fail_request(r, errc::peer_failed, peer_name(*_gates[source]) + " failed: " + _gates[source]->fail_reason);
     return errc::peer_failed;
   }
+  if (source == any_source && no_live_peer()) {
+    fail_request(r, errc::peer_failed, "any-source receive: every other rank failed");
+    return errc::peer_failed;
+  }
   _posted.push_back(r);
   return errc::ok;
 }
@@ -459,26 +463,27 @@ errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pa
   }
   if (mode == pack_mode::cheaper) return errc::ok;
   // Express: this piece must be in memory before returning.
-  int idle = 0;
-  for (;;) {
-    {
-      std::lock_guard guard(_lock);
-      if (r.is_complete()) return r.error;
-      if (r.matched) {
-        const segment& s = r.segments[index];
-        if (r.msg.failed) return errc::peer_failed;
-        if (s.received == s.len) return errc::ok;
-        if (r.msg.total != message_state::unknown && r.capacity > r.msg.total) {
-          return errc::size_mismatch;  // the message ends before this piece
-        }
-      }
-      if (progress_locked() > 0) {
-        idle = 0;
-        continue;
-      }
+  errc result = errc::ok;
+  _waiter.wait([&] {
+    std::lock_guard guard(_lock);
+    if (r.is_complete()) {
+      result = r.error;
+      return true;
     }
-    if (++idle > _spin_before_yield) sched_yield();
-  }
+    if (!r.matched) return false;
+    const segment& s = r.segments[index];
+    if (r.msg.failed) {
+      result = errc::peer_failed;
+      return true;
+    }
+    if (s.received == s.len) return true;
+    if (r.msg.total != message_state::unknown && r.capacity > r.msg.total) {
+      result = errc::size_mismatch;  // the message ends before this piece
+      return true;
+    }
+    return false;
+  });
+  return result;
 }
 
 errc session_impl::unpack_end(request_state& r) {
@@ -510,6 +515,25 @@ bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
   std::lock_guard guard(_lock);
   progress_locked();
   return find_unexpected(source, tag, mask, st) != nullptr;
+}
+
+recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {
+  recv_status st;
+  _waiter.wait([&] {
+    std::lock_guard guard(_lock);
+    if (find_unexpected(source, tag, mask, st)) return true;
+    // Only messages already here can still come from a failed peer.
+    const bool hopeless = source == any_source ? no_live_peer()
+                          : source >= 0 && source < _size ? _gates[source]->failed
+                                                          : true;
+    if (!hopeless) return false;
+    st = recv_status{};
+    st.source = source;
+    st.error = (source == any_source || (source >= 0 && source < _size)) ? errc::peer_failed
+                                                                          : errc::invalid_argument;
+    return true;
+  });
+  return st;
 }
 
 // The first unexpected message matching (source, tag/mask) whose length is

@@ -1,4 +1,6 @@
 // Session set-up and tear-down: bootstrap, drivers, wiring the gates.
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -21,7 +23,9 @@ struct core_tunables {
   std::size_t copy_threshold = 256;      // NMAD_COPY_THRESHOLD (bytes)
   int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
   int finalize_timeout_ms = 30000;       // NMAD_FINALIZE_TIMEOUT_MS
-  int spin_before_yield = 1000;          // NMAD_SPIN (polls before yielding)
+  std::string wait = "fixed-spin";       // NMAD_WAIT: busy, block, fixed-spin
+  std::size_t wait_spin_us = 20;         // NMAD_WAIT_SPIN_US (fixed-spin: spin before blocking)
+  std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while spinning (auto: if oversubscribed)
 };
 
 std::size_t env_size(const char* name, std::size_t fallback) {
@@ -46,7 +50,11 @@ core_tunables read_tunables() {
   t.copy_threshold = env_size("NMAD_COPY_THRESHOLD", t.copy_threshold);
   t.connect_timeout_ms = static_cast<int>(env_size("NMAD_CONNECT_TIMEOUT_MS", t.connect_timeout_ms));
   t.finalize_timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", t.finalize_timeout_ms));
-  t.spin_before_yield = static_cast<int>(env_size("NMAD_SPIN", t.spin_before_yield));
+  t.wait = env_string("NMAD_WAIT", t.wait);
+  t.wait_spin_us = env_size("NMAD_WAIT_SPIN_US", t.wait_spin_us);
+  t.wait_yield = env_string("NMAD_WAIT_YIELD", t.wait_yield);
+  if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
+    throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
   return t;
 }
 
@@ -61,15 +69,23 @@ std::string list_names(auto registry) {
 
 }  // namespace
 
-session_impl::session_impl(const session_options& opts) {
+session_impl::session_impl(const session_options& opts)
+    : _level(opts.threads), _waiter(*this, opts.threads == thread_level::multiple) {
   const core_tunables t = read_tunables();
+  {
+    const std::string w = opts.wait.empty() ? t.wait : opts.wait;
+    wait_config wc;
+    if (!parse_wait_policy(w, wc.policy))
+      throw std::runtime_error("nmad: unknown wait policy '" + w + "' (NMAD_WAIT: busy, block, fixed-spin)");
+    wc.spin = std::chrono::microseconds(t.wait_spin_us);
+    _waiter.set_config(wc);
+  }
   _boot = bootstrap::from_environment();
   _rank = _boot->rank();
   _size = _boot->size();
   log_set_rank(_rank);
   _ordering_mask = opts.ordering_mask;
   _copy_threshold = t.copy_threshold;
-  _spin_before_yield = t.spin_before_yield;
 
   _strategy_name = opts.strategy.empty() ? t.strategy : opts.strategy;
   if (!find_strategy(_strategy_name))
@@ -108,6 +124,28 @@ session_impl::session_impl(const session_options& opts) {
         std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
     _gates[r] = std::move(g);
   }
+  // More processes on this machine than CPUs this process may use: spinning
+  // waiters give their CPU away on every idle round.
+  int local = 1;
+  for (int r = 0; r < _size; ++r) {
+    if (r == _rank) continue;
+    for (std::size_t i = 1; i < _slots.size(); ++i) {
+      driver& d = *_slots[i]->drv;
+      if (!d.caps().node_local) continue;
+      try {
+        if (d.reachable(_boot->get(address_key(d, r)))) {
+          ++local;
+          break;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  _local_processes = local;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && local > cpus));
   connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
 }
 
@@ -209,23 +247,23 @@ void session_impl::connect_all(int timeout_ms) {
 }
 
 void session_impl::shutdown() {
-  std::lock_guard guard(_lock);
   const int timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", 30000));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   // Flush what is still queued or in flight (sends whose requests the
   // application already forgot still owe the peer their bytes).
-  for (;;) {
+  bool timed_out = false;
+  _waiter.wait([&] {
+    std::lock_guard guard(_lock);
     bool busy = false;
     for (auto& g : _gates)
       if (!g->failed && (!g->idle() || !g->rdv_out.empty())) busy = true;
-    if (!busy) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      log_write(log_level::warn, "session", "finalize: sends still pending after " +
-                                                std::to_string(timeout_ms) + " ms; dropping them");
-      break;
-    }
-    if (progress_locked() == 0) std::this_thread::yield();
-  }
+    if (busy && std::chrono::steady_clock::now() > deadline) timed_out = true;
+    return !busy || timed_out;
+  });
+  if (timed_out)
+    log_write(log_level::warn, "session",
+              "finalize: sends still pending after " + std::to_string(timeout_ms) + " ms; dropping them");
+  std::lock_guard guard(_lock);
   bool any_failed = false;
   for (auto& g : _gates) any_failed |= g->failed;
   _finalizing = true;

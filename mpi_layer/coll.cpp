@@ -1025,14 +1025,11 @@ void coll_finalize() {
   long timeout_ms = 10000;
   if (const char* e = std::getenv("NMAD_COLL_FINALIZE_TIMEOUT_MS")) timeout_ms = std::atol(e);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  int idle = 0;
-  for (;;) {
+  st().session->wait_until([&] {
     bool all_done = true;
     for (auto& p : pending) all_done = p->ex->advance() && all_done;
-    if (all_done || std::chrono::steady_clock::now() >= deadline) break;
-    if (st().session->progress() > 0) idle = 0;
-    backoff(idle);
-  }
+    return all_done || std::chrono::steady_clock::now() >= deadline;
+  });
   std::lock_guard g(s.mu);
   s.hook.reset();  // before the session; no executor is advanced by it any more
   for (auto& p : pending) {

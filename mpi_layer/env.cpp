@@ -30,6 +30,11 @@ int init_common(const char* fn, int required, int* provided) {
   nmad::session_options o;
   // Matching order per (peer, communicator context), whatever the tag.
   o.ordering_mask = kContextMask;
+  // The engine is told what the application promises about its threads.
+  o.threads = required >= MPI_THREAD_MULTIPLE  ? nmad::thread_level::multiple
+              : required == MPI_THREAD_SERIALIZED ? nmad::thread_level::serialized
+              : required == MPI_THREAD_FUNNELED   ? nmad::thread_level::funneled
+                                                  : nmad::thread_level::single;
   try {
     s.session = nmad::session::create(o);
   } catch (const std::exception& e) {

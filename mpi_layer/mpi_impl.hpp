@@ -351,9 +351,4 @@ int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail);
 // progress hook. See coll.cpp.
 void coll_finalize();
 
-// Polls with a bounded spin before yielding the CPU.
-inline void backoff(int& idle) {
-  if (++idle > 1000) std::this_thread::yield();
-}
-
 }  // namespace nmad::mpi

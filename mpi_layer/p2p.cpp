@@ -103,16 +103,11 @@ int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, n
 
 void bsend_flush() {
   state& s = st();
-  int idle = 0;
-  for (;;) {
-    {
-      std::lock_guard g(s.mu);
-      bsend_reclaim_locked(s);
-      if (s.bsends.empty()) return;
-    }
-    if (s.session->progress() > 0) idle = 0;
-    else backoff(idle);
-  }
+  s.session->wait_until([&] {
+    std::lock_guard g(s.mu);
+    bsend_reclaim_locked(s);
+    return s.bsends.empty();
+  });
 }
 
 }  // namespace nmad::mpi
@@ -445,6 +440,14 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
                        source, recvtag, status);
 }
 
+namespace {
+std::string probe_failure(int source, nmad::errc e) {
+  if (e != nmad::errc::peer_failed) return "invalid source";
+  return source == MPI_ANY_SOURCE ? "any-source probe: every other rank of the communicator failed"
+                                  : "rank " + std::to_string(source) + " of the communicator failed";
+}
+}  // namespace
+
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   if (!check_initialized("MPI_Iprobe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
@@ -463,12 +466,22 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
 }
 
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
-  int flag = 0, idle = 0;
-  for (;;) {
-    if (int e = PMPI_Iprobe(source, tag, comm, &flag, status)) return e;
-    if (flag) return MPI_SUCCESS;
-    backoff(idle);
+  if (!check_initialized("MPI_Probe")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Probe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (source == MPI_PROC_NULL) {
+    proc_null_status(status);
+    return MPI_SUCCESS;
   }
+  const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
+  // The engine's blocking probe waits with the session's wait policy and
+  // gives up once no live peer could send a matching message.
+  const nmad::recv_status rs =
+      st().session->probe(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), engine_mask(tag));
+  if (rs.error != nmad::errc::ok)
+    return mpi_raise("MPI_Probe", c, from_errc(rs.error), probe_failure(source, rs.error));
+  received_status(status, c, rs);
+  return MPI_SUCCESS;
 }
 
 int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
@@ -512,12 +525,27 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mes
 }
 
 int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
-  int flag = 0, idle = 0;
-  for (;;) {
-    if (int e = PMPI_Improbe(source, tag, comm, &flag, message, status)) return e;
-    if (flag) return MPI_SUCCESS;
-    backoff(idle);
-  }
+  if (!check_initialized("MPI_Mprobe")) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p("MPI_Mprobe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  int flag = 0, err = MPI_SUCCESS;
+  nmad::errc failed = nmad::errc::ok;
+  st().session->wait_until([&] {
+    err = PMPI_Improbe(source, tag, comm, &flag, message, status);
+    if (err != MPI_SUCCESS || flag) return true;
+    // Nothing here yet: give up once no live peer could still send it.
+    if (source == MPI_ANY_SOURCE) {
+      bool alive = c->size() == 1;
+      for (int r = 0; r < c->size() && !alive; ++r)
+        alive = c->world_of[r] != st().session->rank() && st().session->peer_alive(c->world_of[r]);
+      if (!alive) failed = nmad::errc::peer_failed;
+    } else if (!st().session->peer_alive(c->world_of[source])) {
+      failed = nmad::errc::peer_failed;
+    }
+    return failed != nmad::errc::ok;
+  });
+  if (err != MPI_SUCCESS || flag) return err;
+  return mpi_raise("MPI_Mprobe", c, from_errc(failed), probe_failure(source, failed));
 }
 
 namespace {

@@ -175,11 +175,7 @@ void wait_request(request_obj& r) {
     st().session->wait(r.engine);
     return;
   }
-  int idle = 0;
-  while (!request_done(r)) {
-    if (st().session->progress() > 0) idle = 0;
-    backoff(idle);
-  }
+  st().session->wait_until([&] { return request_done(r); });
 }
 
 // Derived datatypes: r.extra holds a typed_request (set by Isend/Irecv and
@@ -420,15 +416,13 @@ int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* stat
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
-  int idle = 0;
-  for (;;) {
-    int err = MPI_SUCCESS;
-    const any_result r = complete_any("MPI_Waitany", count, rs, requests, index, status, err);
-    if (r == any_result::completed) return err;
-    if (r == any_result::none_active) return MPI_SUCCESS;
-    if (st().session->progress() > 0) idle = 0;
-    else backoff(idle);
-  }
+  int err = MPI_SUCCESS;
+  any_result r = any_result::pending;
+  st().session->wait_until([&] {
+    r = complete_any("MPI_Waitany", count, rs, requests, index, status, err);
+    return r != any_result::pending;
+  });
+  return r == any_result::completed ? err : MPI_SUCCESS;
 }
 
 int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
@@ -456,11 +450,9 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
   int bad = -1;
   if (!lookup_all(incount, requests, rs, &bad))
     return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
-  int idle = 0;
-  bool first = true;
-  for (;;) {
-    if (!first || !wait) st().session->progress();
-    first = false;
+  int result = MPI_SUCCESS;
+  // One look at the requests; true when the call is over (result set).
+  auto scan = [&]() -> bool {
     bool any_active = false;
     int n = 0, first_err = MPI_SUCCESS;
     comm_obj* err_comm = nullptr;
@@ -482,15 +474,21 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
     }
     if (!any_active) {
       *outcount = MPI_UNDEFINED;
-      return MPI_SUCCESS;
+      result = MPI_SUCCESS;
+      return true;
     }
     if (n > 0 || !wait) {
       *outcount = n;
-      if (first_err == MPI_SUCCESS) return MPI_SUCCESS;
-      return raise_in_status(fn, err_comm, first_err, err_detail, statuses != MPI_STATUSES_IGNORE);
+      result = first_err == MPI_SUCCESS
+                   ? MPI_SUCCESS
+                   : raise_in_status(fn, err_comm, first_err, err_detail, statuses != MPI_STATUSES_IGNORE);
+      return true;
     }
-    backoff(idle);
-  }
+    return false;
+  };
+  if (!wait) st().session->progress();
+  if (!scan()) st().session->wait_until(scan);
+  return result;
 }
 
 int PMPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -108,6 +109,41 @@ TEST_CASE("a rank killed mid-run: the others' requests fail naming it, nmad-run 
   CHECK(contains(r.err, "signal 9"));
   CHECK(count(r.out, "saw: rank 1 failed") == 2);
   CHECK(count(r.out, "survivors still exchange messages") == 2);
+}
+
+// Receives matched to a rendezvous of a rank that then dies, unexpected
+// rendezvous of a dead rank, any-source receives and probes once nobody is
+// left: each fails with peer_failed, within a bounded time (the launcher's
+// kill grace is far longer than the test allows).
+TEST_CASE("a rank dies with a matched rendezvous: receives and probes fail, naming it (shm and tcp)") {
+  for (const char* drv : {"shm", "tcp"}) {
+    CAPTURE(drv);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run_job({2, {"killed_rdv"}, {{"NMAD_DRIVER", drv}, {"NMAD_RUN_KILL_GRACE", "60"}}, 60});
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(r.status != 0);  // rank 1 was killed
+    CHECK(contains(r.err, "rank 1"));
+    CHECK(count(r.out, "rank 0 saw every failure") == 1);
+    CHECK(contains(r.out, "rank 1"));
+    CHECK(secs < 30);  // not the launcher's kill grace: the engine noticed
+  }
+}
+
+// With the block policy a waiting process sleeps: over 600 ms of waiting it
+// uses a small fraction of a core (busy polling would use all of it).
+TEST_CASE("wait policy block: a receiver waiting 600 ms sleeps instead of spinning (shm and tcp)") {
+  for (const char* drv : {"shm", "tcp"}) {
+    CAPTURE(drv);
+    auto r = run_job({2, {"sleeper", "600"}, {{"NMAD_DRIVER", drv}, {"NMAD_WAIT", "block"}}});
+    CHECK(r.status == 0);
+    const auto at = r.out.find("sleeper: waited ");
+    REQUIRE(at != std::string::npos);
+    double wall = 0, cpu = 0;
+    REQUIRE(std::sscanf(r.out.c_str() + at, "sleeper: waited %lf s using %lf s of CPU", &wall, &cpu) == 2);
+    CHECK(wall >= 0.5);
+    CHECK(cpu < 0.25 * wall);
+    CHECK(contains(r.out, "(block)"));
+  }
 }
 
 TEST_CASE("foreign connections (wrong key, random bytes, duplicate rank) are refused; the job finishes") {

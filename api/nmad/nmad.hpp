@@ -17,17 +17,28 @@
 // Requests are owned by the caller, must not move while pending, and are
 // completed by progress (test, wait, wait_any, probe, or any other call that
 // polls). Buffers of a pending request belong to the engine until it
-// completes. Every call is thread-safe (one lock per session for now);
-// completion callbacks run with that lock held, on the thread that
-// progressed the request: they may start new requests, but must not wait.
+// completes. At thread_level::multiple (the default) every call is
+// thread-safe; below it the application promises what the level says (as
+// MPI's thread levels). Completion callbacks run with the session lock
+// held, on the thread that progressed the request: they may start new
+// requests, but must not wait.
+//
+// Waiting: every blocking call (wait, wait_any, probe, wait_until, an
+// express unpack, pack end) follows the session's wait policy: busy
+// polling, blocking (sleep until a driver or another thread has news), or
+// fixed-spin (poll for a few microseconds, then block; the default).
+// $NMAD_WAIT (busy, block, fixed-spin) and $NMAD_WAIT_SPIN_US choose it.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "core/common/errc.hpp"
+#include "core/common/wait_policy.hpp"
 #include "core/request.hpp"
 
 namespace nmad {
@@ -108,7 +119,14 @@ struct session_stats {
   std::uint64_t protocol_errors = 0;
 };
 
+// What the application promises about its threads (MPI's levels).
+// single/funneled/serialized: one thread at a time calls the session;
+// multiple: any thread, concurrently.
+enum class thread_level { single, funneled, serialized, multiple };
+
 struct session_options {
+  thread_level threads = thread_level::multiple;
+  std::string wait;              // "" = $NMAD_WAIT or "fixed-spin"; or busy, block
   std::string strategy;          // "" = $NMAD_STRATEGY or "default"
   std::string driver;            // "" = $NMAD_DRIVER or "auto" (per peer: shm on this host, else tcp)
   std::size_t rdv_threshold = 0; // 0 = $NMAD_RDV_THRESHOLD or driver default
@@ -145,8 +163,10 @@ class session {
   int wait_any(std::span<request* const> reqs);
   // Looks for a matching message not yet received; fills st if found.
   bool iprobe(int source, tag_t tag, recv_status& st, tag_t mask = full_mask);
-  // Blocking probe. If `source` failed and no matching message of it is
-  // here, returns with error peer_failed instead of waiting forever.
+  // Blocking probe (waits with the wait policy). If `source` failed and no
+  // matching message of it is here, returns with error peer_failed instead
+  // of waiting forever; so does an any_source probe once every other rank
+  // failed. Receives fail the same way (see docs/ARCHITECTURE.md).
   recv_status probe(int source, tag_t tag, tag_t mask = full_mask);
   // Matched probe: like iprobe, but the message found is detached from the
   // unexpected queue into `msg` (only messages whose length is known).
@@ -162,6 +182,18 @@ class session {
   // then completes either with errc::cancelled (never received) or
   // normally. Eager sends complete by themselves and are not cancelled.
   bool cancel(request& req);
+
+  // Waits (wait policy above) until done(arg) returns true; done() is
+  // called without engine locks after each round of progress. For layers
+  // above the engine whose completion is not one request.
+  void wait_until(bool (*done)(void*), void* arg);
+  template <typename F>
+  void wait_until(F&& done) {
+    wait_until([](void* f) -> bool { return (*static_cast<std::remove_reference_t<F>*>(f))(); }, &done);
+  }
+  // The wait policy of every blocking call from now on (any thread).
+  void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(20));
+  wait_policy get_wait_policy() const;
 
   int progress();                    // one round of progress; work done
   // Progress tasks: fn(arg) runs on every round of progress (from any

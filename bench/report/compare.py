@@ -63,6 +63,12 @@ BENCHES = OrderedDict([
     ("nbc", dict(src="nbc_overlap.c", args=["--ops", "Iallreduce,Ibcast,Ialltoall"],
                  full=dict(sizes="8,1K,64K,1M", iters=100, min_iters=10),
                  quick=dict(sizes="8,64K,1M", iters=50, min_iters=10))),
+    # Oversubscribed: more ranks than this machine's 2 cores ("np" overrides
+    # the launch's rank count; every library runs unbound then).
+    ("oversub4", dict(src="oversub.c", args=["--ops", "barrier,allreduce", "--tag", "4"], np=4,
+                      full=dict(sizes="0", iters=500), quick=dict(sizes="0", iters=200))),
+    ("oversub16", dict(src="oversub.c", args=["--ops", "alltoall,ring", "--tag", "16"], np=16,
+                       full=dict(sizes="0", iters=100), quick=dict(sizes="0", iters=25))),
     ("memcpy", dict(src="memcpy_bw.c", args=[], plain=True,
                     full=dict(sizes="4K,64K,1M,16M,128M", bytes="1G", trials=3),
                     quick=dict(sizes="64K,1M,64M", bytes="256M", trials=2))),
@@ -77,6 +83,7 @@ GROUPS = {
     "overlap": ["overlap", "nbc"],
     "nbc_overlap": ["nbc"],
     "ceilings": ["memcpy", "pingpong"],
+    "oversub": ["oversub4", "oversub16"],
     "all": list(BENCHES),
 }
 
@@ -226,9 +233,28 @@ class MpiConfig(Config):
         spec = BENCHES[bench]
         return not spec.get("plain") and spec["src"] in self.binaries
 
+    def launch_for(self, np):
+        """The launch command for `np` ranks instead of the default count; with
+        more ranks than cores, nobody is bound to a core (Open MPI refuses to
+        bind more ranks than cores and needs --oversubscribe)."""
+        if np is None:
+            return list(self.launch)
+        argv = list(self.launch)
+        for flag in ("-np", "-n"):
+            if flag in argv:
+                argv[argv.index(flag) + 1] = str(np)
+        over = np > (os.cpu_count() or 1)
+        if over:
+            for i, a in enumerate(argv):
+                if a in ("--bind-to", "-bind-to") and i + 1 < len(argv):
+                    argv[i + 1] = "none"
+            if self.impl_key == "openmpi":
+                argv.insert(1, "--oversubscribe")
+        return argv
+
     def run(self, bench, params, rep, ctx):
         spec = BENCHES[bench]
-        argv = list(self.launch) + [self.binaries[spec["src"]]] + spec["args"] + mpi_args(params)
+        argv = self.launch_for(spec.get("np")) + [self.binaries[spec["src"]]] + spec["args"] + mpi_args(params)
         res = run_cmd(argv, ctx.timeout, env=self.env, done_marker='"done": true', grace=ctx.grace)
         rc, out, err, secs = res
         library, points = report.parse_mpi_output(out)

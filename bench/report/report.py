@@ -67,6 +67,18 @@ METRICS = OrderedDict(
         (("nbc_overlap.Ialltoall", "overlap_pct"), dict(
             title="Ialltoall overlap (IMB-NBC)", unit="%",
             better="higher", plot="overlap.png", kind="bar")),
+        (("oversub4.barrier", "us_per_op"), dict(
+            title="MPI_Barrier, 4 ranks on this machine (oversubscribed)", unit="µs",
+            better="lower", plot="oversub.png", kind="bar")),
+        (("oversub4.allreduce", "us_per_op"), dict(
+            title="MPI_Allreduce of 256 doubles, 4 ranks (oversubscribed)", unit="µs",
+            better="lower", plot="oversub.png", kind="bar")),
+        (("oversub16.alltoall", "iters_per_s"), dict(
+            title="MPI_Alltoall loop, 4 KiB per peer, 16 ranks (oversubscribed)", unit="iterations/s",
+            better="higher", plot="oversub16.png", kind="bar")),
+        (("oversub16.ring", "iters_per_s"), dict(
+            title="Ring of 1 MiB messages (MPI_Sendrecv), 16 ranks (oversubscribed)", unit="iterations/s",
+            better="higher", plot="oversub16.png", kind="bar")),
         (("memcpy", "bw_MBps"), dict(
             title="Single-core memcpy bandwidth (ceiling, bytes copied)", unit="MB/s",
             better="higher", plot="bandwidth.png", kind="line",
@@ -83,7 +95,8 @@ AUX_METRICS = OrderedDict(
 
 # Values kept from the MPI benchmarks' JSON lines (bench/mpi/*.c).
 MPI_VALUE_KEYS = ("latency_us", "bw_MBps", "rate_Mmsgs", "overlap_pct",
-                  "t_comm_us", "t_comp_us", "t_ovrl_us", "t_pure_us", "t_cpu_us")
+                  "t_comm_us", "t_comp_us", "t_ovrl_us", "t_pure_us", "t_cpu_us",
+                  "us_per_op", "iters_per_s")
 
 
 # --------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 // from inside a callback does nothing. Callers serialise all calls into one
 // driver instance (the engine holds its lock around them). The iovec
 // arrays passed to post_* are copied; the bytes they point to are not.
+#include <poll.h>
 #include <sys/uio.h>
 
 #include <cstddef>
@@ -51,6 +52,8 @@ struct driver_caps {
   bool gather_scatter = false;       // iov with >1 entry costs no extra copy
   bool zero_copy_data = false;       // bulk data moves user buffer <-> wire
   bool rdma_get = false;             // receiver can pull remote memory (CMA)
+  bool node_local = false;           // reaches only processes of this machine
+                                     // (reachable() then means "same machine")
   double latency_us = 0;             // one-way small-packet latency estimate
   double bandwidth_mbps = 0;         // large-transfer bandwidth (MB/s)
   double overhead_us = 0;            // per-operation CPU overhead estimate
@@ -79,6 +82,18 @@ class driver_events {
 };
 
 enum class post_result { posted, retry, failed };
+
+// Lowers a poll(2) timeout (negative = unbounded) to at most `ms`.
+inline void limit_sleep(int& timeout_ms, int ms) {
+  if (timeout_ms < 0 || ms < timeout_ms) timeout_ms = ms;
+}
+
+// What arm_wakeup() found (see driver::arm_wakeup).
+enum class arm_result {
+  armed,   // nothing pending; the fds it added become readable on activity
+  busy,    // work is pending right now: poll instead of sleeping
+  cannot,  // this driver cannot wake a sleeper (the engine sleeps in slices)
+};
 
 struct driver_config {
   int rank = 0;              // this process's rank in the job
@@ -129,6 +144,22 @@ class driver {
 
   // Closes one connection (e.g. after its peer sent garbage). No callback.
   virtual void close_connection(connection_id conn) = 0;
+
+  // ---- sleeping until there is work (the waiter's block policy) ----
+  // Before a thread of this process sleeps, the engine arms every driver:
+  // the driver appends the descriptors whose readiness means "poll me"
+  // (sockets, a doorbell its peers ring, process descriptors of its peers)
+  // to `fds`, may lower `timeout_ms` (e.g. to a handshake deadline), and
+  // from then on makes sure its peers wake this process when they give it
+  // work (a packet, bulk data, room in a full queue, a close). It answers
+  // busy when work is already pending (the caller polls instead) and cannot
+  // when it has no way to wake a sleeper. Several threads may be armed at
+  // once (every arm is matched by one disarm). Serialised with poll() like
+  // every other call; the sleep itself happens outside the driver.
+  virtual arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) { return arm_result::cannot; }
+  // The sleep ended (activity, timeout or another reason). `mine` are the
+  // entries this driver appended, with poll(2)'s revents filled in.
+  virtual void disarm_wakeup(std::span<const pollfd> mine) {}
 };
 
 // The explicit list of drivers this build has (drivers/registry.cpp).

@@ -109,6 +109,14 @@ class self_driver final : public driver {
 
   void close_connection(connection_id) override { _closed = true; }
 
+  // Everything the self driver does happens in poll(): a sleeper only has
+  // to know whether something is queued (another thread queueing later
+  // wakes it through the engine).
+  arm_result arm_wakeup(std::vector<pollfd>&, int&) override {
+    const bool pending = _pending_connect || !_send_done.empty() || !_recv_done.empty() || !_packets.empty();
+    return pending ? arm_result::busy : arm_result::armed;
+  }
+
  private:
   struct posted_recv {
     std::vector<iovec> iov;

@@ -18,9 +18,24 @@
 // kernel refuses cross-memory attach (EPERM/ENOSYS), that connection falls
 // back to data fragments through the ring.
 //
+// Sleeping (arm_wakeup). Each process has a wake-up socket (a Unix datagram
+// socket bound next to its doorbell in /dev/shm, named in the doorbell) and a count of its armed
+// threads in the doorbell. A thread about to sleep raises the count, checks
+// its rings once more, and sleeps in poll(2) on the socket and on a process
+// descriptor (pidfd) of every peer. A writer, after publishing a record,
+// looks at the reader's count (after a full fence, so one of the two sees
+// the other) and sends one byte to its socket only if it sleeps: a busy
+// reader costs the writer no system call. A writer whose ring is full sets
+// the ring's want_space before sleeping; the reader wakes it when it has
+// made room. Closing a connection rings the peer too.
+//
 // Failures. A peer that closes sets a flag in the pair segment; a peer that
-// dies is found by kill(pid, 0) (checked every few milliseconds). Malformed
-// records are a protocol error. Either way the connection fails once.
+// dies is found by kill(pid, 0) (checked every few milliseconds, and at
+// once when its pidfd fires during a sleep). Malformed records, and ring
+// positions or lengths that do not fit the ring, are a protocol error:
+// nothing a peer writes into shared memory is used unchecked. Either way
+// the connection fails once, and no cross-memory copy starts towards a
+// peer known to be gone.
 //
 // Tunables (read once at open):
 //   NMAD_SHM_RING       bytes per ring (default 1 MiB, at least 256 KiB)
@@ -29,7 +44,11 @@
 #include "drivers/shm/shm_driver.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -57,8 +76,8 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-constexpr std::uint64_t kMagic = 0x31304d5344414d4eULL;  // "NMADSM01"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint64_t kMagic = 0x32304d5344414d4eULL;  // "NMADSM02"
+constexpr std::uint32_t kVersion = 2;
 constexpr int kSlots = 64;
 constexpr std::size_t kMaxPacket = 64 * 1024;
 constexpr std::size_t kFragment = 32 * 1024;
@@ -99,7 +118,9 @@ struct doorbell {
   std::uint64_t magic;
   std::int32_t rank;
   std::int32_t pid;
-  alignas(64) std::atomic<std::uint32_t> pending;  // ready slots not yet served
+  char wake_name[60];                                // wake-up socket in /dev/shm (NUL-terminated)
+  alignas(64) std::atomic<std::uint32_t> pending;   // ready slots not yet served
+  alignas(64) std::atomic<std::uint32_t> sleeping;  // threads of the owner armed to sleep
   doorbell_slot slots[kSlots];
 };
 
@@ -111,6 +132,7 @@ struct pair_header {
   std::int32_t acceptor_rank, acceptor_pid;
   std::uint32_t key_len;
   char key[256];
+  char connector_doorbell[60];        // so the acceptor can ring the connector
   std::atomic<std::uint32_t> state;   // 0 offered, 1 accepted, 2 refused
   std::atomic<std::uint32_t> closed[2];  // [0] acceptor, [1] connector
 };
@@ -136,6 +158,22 @@ bool same_key(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  return -1;
+#endif
+}
+
+// Whether `name` (from shared memory) is a plausible segment name of ours:
+// NUL-terminated inside its array, starts with '/', no other '/'.
+bool valid_segment_name(const char* name, std::size_t cap) {
+  const void* nul = std::memchr(name, 0, cap);
+  if (!nul || name[0] != '/') return false;
+  return std::memchr(name + 1, '/', static_cast<const char*>(nul) - name - 1) == nullptr;
+}
+
 std::size_t total_len(std::span<const iovec> iov) {
   std::size_t n = 0;
   for (const auto& v : iov) n += v.iov_len;
@@ -159,6 +197,18 @@ bool scatter(std::span<const iovec> dst, std::size_t offset, const std::byte* sr
   }
   return n == 0;
 }
+
+struct fd_holder {
+  int fd = -1;
+  fd_holder() = default;
+  fd_holder(const fd_holder&) = delete;
+  fd_holder& operator=(const fd_holder&) = delete;
+  ~fd_holder() { reset(); }
+  void reset(int v = -1) {
+    if (fd >= 0) ::close(fd);
+    fd = v;
+  }
+};
 
 struct mapping {
   void* addr = nullptr;
@@ -192,6 +242,8 @@ class shm_driver final : public driver {
                              void* token) override;
   int poll() override;
   void close_connection(connection_id c) override;
+  arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
+  void disarm_wakeup(std::span<const pollfd> mine) override;
 
  private:
   enum class state { offering, established, failed, closed };
@@ -223,8 +275,11 @@ class shm_driver final : public driver {
     pair_header* hdr = nullptr;
     shm::ring tx, rx;
     std::string seg_name;   // still linked while offering
-    mapping peer_doorbell;  // connector: the slot it claimed
+    mapping peer_doorbell;  // the peer's doorbell (slot claimed; its sleeping count)
     int slot = -1;
+    fd_holder peer_wake;    // connected to the peer's wake-up socket
+    fd_holder pidfd;        // the peer process (readable once it exits)
+    bool tx_dirty = false;  // records written since the peer was last rung
     steady::time_point deadline, next_liveness;
     bool cma = true;
     std::deque<out_op> outq;
@@ -245,9 +300,12 @@ class shm_driver final : public driver {
   int read_records(conn& c);
   int flush(conn& c);
   bool write_record(conn& c, std::uint16_t kind, std::span<const std::byte> payload);
-  void check_liveness(conn& c, steady::time_point now);
+  void check_liveness(conn& c, steady::time_point now, bool force = false);
   int settle(conn& c);
   void queue_record(conn& c, std::uint16_t kind, std::vector<std::byte> payload);
+  bool attach_peer(conn& c, const char* doorbell_name);
+  void ring_peer(conn& c);
+  void wake_peer(conn& c);
 
   driver_config _cfg;
   driver_caps _caps;
@@ -256,6 +314,9 @@ class shm_driver final : public driver {
   std::string _doorbell_name;
   mapping _doorbell_map;
   doorbell* _doorbell = nullptr;
+  std::string _wake_name;          // our wake-up socket ("/nmad-...-wake-...", under /dev/shm)
+  fd_holder _wake;                 // bound to it; peers send a byte to wake us
+  bool _liveness_due = false;      // a pidfd fired or a peer closed: check every peer now
   std::map<connection_id, std::unique_ptr<conn>> _conns;
   std::vector<std::unique_ptr<conn>> _graveyard;
   std::vector<connection_id> _ids;  // poll()'s snapshot of _conns' keys
@@ -285,6 +346,7 @@ void shm_driver::open(const driver_config& config) {
   _caps.gather_scatter = true;
   _caps.zero_copy_data = true;  // one copy, user buffer to user buffer (CMA)
   _caps.rdma_get = false;
+  _caps.node_local = true;
   _caps.latency_us = 0.3;       // estimates until sampled
   _caps.bandwidth_mbps = 8000;
   _caps.overhead_us = 0.1;
@@ -308,6 +370,29 @@ void shm_driver::open(const driver_config& config) {
   _doorbell = new (p) doorbell{};
   _doorbell->rank = _cfg.rank;
   _doorbell->pid = ::getpid();
+  // The wake-up socket. Without it this process cannot sleep (arm_wakeup
+  // answers cannot and waits become short sleeps), but everything works.
+  _wake_name = unique_name(shm::segment_prefix(_cfg.job_key), "wake", _names);
+  const std::string wake_path = "/dev/shm" + _wake_name;
+  {
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", wake_path.c_str());
+    _wake.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (_wake.fd >= 0 && ::bind(_wake.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      const int err = errno;
+      _wake.reset();
+      errno = err;
+    }
+    if (_wake.fd >= 0) ::chmod(wake_path.c_str(), 0600);
+  }
+  if (_wake.fd >= 0) {
+    std::snprintf(_doorbell->wake_name, sizeof _doorbell->wake_name, "%s", _wake_name.c_str());
+  } else {
+    log_write(log_level::info, "shm", "no wake-up socket (" + wake_path + ": " + std::strerror(errno) +
+                                          "): waiting threads will sleep in short slices");
+    _wake_name.clear();
+  }
   _doorbell->pending.store(0, std::memory_order_relaxed);
   for (auto& s : _doorbell->slots) s.state.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -317,11 +402,13 @@ void shm_driver::open(const driver_config& config) {
 shm_driver::~shm_driver() {
   for (auto& [id, c] : _conns) {
     if (c->hdr) c->hdr->closed[c->connector ? 1 : 0].store(1, std::memory_order_release);
+    wake_peer(*c);
     if (!c->seg_name.empty()) ::shm_unlink(c->seg_name.c_str());
     if (c->slot >= 0 && c->peer_doorbell.addr)
       static_cast<doorbell*>(c->peer_doorbell.addr)->slots[c->slot].state.store(0, std::memory_order_release);
   }
   if (!_doorbell_name.empty()) ::shm_unlink(_doorbell_name.c_str());
+  if (!_wake_name.empty()) ::unlink(("/dev/shm" + _wake_name).c_str());
 }
 
 shm_driver::conn& shm_driver::add_conn() {
@@ -342,7 +429,7 @@ void shm_driver::map_pair(conn& c, void* base) {
   std::byte* data0 = bytes + header_bytes() + 2 * sizeof(shm::ring_control);
   std::byte* data1 = data0 + ring;
   // ring 0: connector -> acceptor; ring 1: acceptor -> connector.
-  shm::ring r0(&ctl[0], data0), r1(&ctl[1], data1);
+  shm::ring r0(&ctl[0], data0, ring), r1(&ctl[1], data1, ring);
   c.tx = c.connector ? r0 : r1;
   c.rx = c.connector ? r1 : r0;
 }
@@ -377,6 +464,7 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   c.peer_doorbell.addr = p;
   c.peer_doorbell.len = sizeof(doorbell);
   c.peer_pid = static_cast<doorbell*>(p)->pid;
+  if (!attach_peer(c, nullptr)) return c.id;
   // The pair segment, offered to the peer.
   c.seg_name = unique_name(shm::segment_prefix(_cfg.job_key), "pair", _names);
   fd = ::shm_open(c.seg_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -402,6 +490,7 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   h->connector_pid = ::getpid();
   h->key_len = static_cast<std::uint32_t>(std::min(_cfg.job_key.size(), sizeof h->key));
   std::memcpy(h->key, _cfg.job_key.data(), h->key_len);
+  std::snprintf(h->connector_doorbell, sizeof h->connector_doorbell, "%s", _doorbell_name.c_str());
   auto* ctl = reinterpret_cast<shm::ring_control*>(static_cast<std::byte*>(base) + header_bytes());
   for (int i = 0; i < 2; ++i) {
     new (&ctl[i]) shm::ring_control{};
@@ -418,6 +507,7 @@ void shm_driver::fail(conn& c, std::string reason) {
   if (c.visible)
     log_write(log_level::warn, "shm", "connection to rank " + std::to_string(c.peer_rank) + " failed: " + c.fail_reason);
   if (c.hdr) c.hdr->closed[c.connector ? 1 : 0].store(1, std::memory_order_release);
+  if (c.st != state::offering) wake_peer(c);
   if (!c.seg_name.empty()) {
     ::shm_unlink(c.seg_name.c_str());
     c.seg_name.clear();
@@ -475,10 +565,20 @@ void shm_driver::accept_requests() {
     c.seg.len = static_cast<std::size_t>(st.st_size);
     c.peer_rank = h->connector_rank;
     c.peer_pid = h->connector_pid;
+    char peer_db[sizeof h->connector_doorbell];
+    std::memcpy(peer_db, h->connector_doorbell, sizeof peer_db);
+    if (!attach_peer(c, peer_db)) {
+      log_write(log_level::warn, "shm", "refused a connection from rank " + std::to_string(c.peer_rank) + ": " +
+                                            c.fail_reason);
+      h->state.store(2, std::memory_order_release);
+      close_connection(c.id);
+      continue;
+    }
     map_pair(c, base);
     h->acceptor_rank = _cfg.rank;
     h->acceptor_pid = ::getpid();
     h->state.store(1, std::memory_order_release);
+    wake_peer(c);  // the connector may be asleep waiting for the answer
     c.st = state::established;
     c.visible = true;
     c.next_liveness = steady::now() + kLivenessPeriod;
@@ -499,8 +599,9 @@ int shm_driver::progress_offer(conn& c) {
       if (db->slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
         std::snprintf(db->slots[i].name, sizeof db->slots[i].name, "%s", c.seg_name.c_str());
         db->slots[i].state.store(2, std::memory_order_release);
-        db->pending.fetch_add(1, std::memory_order_release);
+        db->pending.fetch_add(1, std::memory_order_seq_cst);
         c.slot = i;
+        if (db->sleeping.load(std::memory_order_seq_cst) > 0) wake_peer(c);
         return 1;
       }
     }
@@ -519,7 +620,6 @@ int shm_driver::progress_offer(conn& c) {
     fail(c, "the peer refused the connection (job key or rank)");
     return 1;
   }
-  c.peer_doorbell.reset();
   c.st = state::established;
   c.visible = true;
   c.next_liveness = steady::now() + kLivenessPeriod;
@@ -533,7 +633,11 @@ bool shm_driver::write_record(conn& c, std::uint16_t kind, std::span<const std::
 }
 
 void shm_driver::queue_record(conn& c, std::uint16_t kind, std::vector<std::byte> payload) {
-  if (c.outq.empty() && write_record(c, kind, payload)) return;
+  if (c.outq.empty() && write_record(c, kind, payload)) {
+    c.tx_dirty = true;
+    ring_peer(c);
+    return;
+  }
   out_op op;
   op.kind = out_op::record;
   op.record_kind = kind;
@@ -549,6 +653,8 @@ post_result shm_driver::post_send_packet(connection_id id, std::span<const iovec
   if (len > kMaxPacket || iov.size() > kMaxIov) return post_result::failed;
   if (c->outq.empty() && c->tx.write(rk_packet, iov, len)) {
     c->done.push_back(token);
+    c->tx_dirty = true;
+    ring_peer(*c);
     return post_result::posted;
   }
   if (c->outq.size() >= kMaxQueued) return post_result::retry;
@@ -606,12 +712,14 @@ int shm_driver::read_records(conn& c) {
   int work = 0;
   shm::record_header h;
   std::span<const std::byte> p;
-  while (work < kMaxRecordsPerPoll && c.st == state::established && c.rx.peek(h, p)) {
-    ++work;
-    if (h.length > c.rx.capacity()) {
-      fail(c, "protocol error: record longer than the ring");
-      return work;
+  while (work < kMaxRecordsPerPoll && c.st == state::established) {
+    const shm::peek_result pr = c.rx.peek(h, p);
+    if (pr == shm::peek_result::empty) break;
+    if (pr == shm::peek_result::corrupt) {
+      fail(c, "protocol error: ring positions or record length outside the ring");
+      return work + 1;
     }
+    ++work;
     std::uint64_t cookie = 0, x = 0;
     if (h.kind != rk_packet && p.size() >= 16) {
       std::memcpy(&cookie, p.data(), 8);
@@ -667,10 +775,14 @@ int shm_driver::read_records(conn& c) {
     }
     if (c.st == state::established) c.rx.consume(h);
   }
+  // Made room: wake the writer if it sleeps on a full ring.
+  if (work > 0 && c.st == state::established && c.rx.space_wanted()) wake_peer(c);
   return work;
 }
 
 int shm_driver::flush(conn& c) {
+  if (c.outq.empty()) return 0;
+  c.tx_dirty = true;  // conservatively: ring_peer() checks the reader anyway
   int work = 0;
   for (auto it = c.outq.begin(); it != c.outq.end() && c.st == state::established;) {
     out_op& op = *it;
@@ -687,6 +799,10 @@ int shm_driver::flush(conn& c) {
       if (r == c.remote.end()) {
         ++it;
         continue;
+      }
+      if (!op.copied && c.cma && c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) {
+        fail(c, "peer closed the connection");  // never copy towards a peer known to be gone
+        return work + 1;
       }
       if (!op.copied && c.cma) {
         std::vector<iovec> remote = r->second;
@@ -754,8 +870,8 @@ int shm_driver::flush(conn& c) {
   return work;
 }
 
-void shm_driver::check_liveness(conn& c, steady::time_point now) {
-  if (now < c.next_liveness) return;
+void shm_driver::check_liveness(conn& c, steady::time_point now, bool force) {
+  if (!force && now < c.next_liveness) return;
   c.next_liveness = now + kLivenessPeriod;
   if (c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) {
     // Drain what the peer wrote before closing, then fail.
@@ -789,7 +905,9 @@ int shm_driver::poll() {
   accept_requests();
   // The clock is read once every kClockEvery polls: reading it on every
   // poll cost a third of an idle poll.
-  const bool clock_due = (++_polls % kClockEvery) == 0;
+  const bool force_liveness = _liveness_due;
+  _liveness_due = false;
+  const bool clock_due = force_liveness || (++_polls % kClockEvery) == 0;
   const steady::time_point now = clock_due ? steady::now() : steady::time_point{};
   if (_ids_stale) {
     _ids.clear();
@@ -804,7 +922,8 @@ int shm_driver::poll() {
     if (c->st == state::established) {
       work += read_records(*c);
       if (c->st == state::established) work += flush(*c);
-      if (c->st == state::established && clock_due) check_liveness(*c, now);
+      if (c->st == state::established) ring_peer(*c);
+      if (c->st == state::established && clock_due) check_liveness(*c, now, force_liveness);
     }
     work += settle(*c);
   }
@@ -817,6 +936,7 @@ void shm_driver::close_connection(connection_id id) {
   conn* c = find(id);
   if (!c) return;
   if (c->hdr) c->hdr->closed[c->connector ? 1 : 0].store(1, std::memory_order_release);
+  wake_peer(*c);
   if (!c->seg_name.empty()) ::shm_unlink(c->seg_name.c_str());
   c->seg_name.clear();
   auto it = _conns.find(id);
@@ -824,6 +944,120 @@ void shm_driver::close_connection(connection_id id) {
   _conns.erase(it);
   _ids_stale = true;
   if (_depth == 0) _graveyard.clear();
+}
+
+// Maps the peer's doorbell (if not yet: acceptor side, by the name the
+// connector gave) and connects to its wake-up socket and a process descriptor.
+// False (connection failed, reason in c.fail_reason) if the doorbell is not
+// one of this job's.
+bool shm_driver::attach_peer(conn& c, const char* doorbell_name) {
+  if (!c.peer_doorbell.addr) {
+    if (!valid_segment_name(doorbell_name, sizeof(pair_header::connector_doorbell)) ||
+        std::string_view(doorbell_name + 1).substr(0, shm::segment_prefix(_cfg.job_key).size()) !=
+            shm::segment_prefix(_cfg.job_key)) {
+      fail(c, "the peer's doorbell name is not one of this job's");
+      return false;
+    }
+    int fd = ::shm_open(doorbell_name, O_RDWR, 0);
+    void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, sizeof(doorbell), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0) ::close(fd);
+    if (p == MAP_FAILED) {
+      fail(c, std::string("cannot map the peer's doorbell: ") + std::strerror(errno));
+      return false;
+    }
+    c.peer_doorbell.addr = p;
+    c.peer_doorbell.len = sizeof(doorbell);
+    auto* db = static_cast<doorbell*>(p);
+    if (db->magic != kMagic || db->pid != c.peer_pid) {
+      fail(c, "the peer's doorbell does not belong to it");
+      return false;
+    }
+  }
+  auto* db = static_cast<doorbell*>(c.peer_doorbell.addr);
+  char wake[sizeof db->wake_name];
+  std::memcpy(wake, db->wake_name, sizeof wake);
+  if (wake[0] && valid_segment_name(wake, sizeof wake)) {
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "/dev/shm%s", wake);
+    c.peer_wake.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (c.peer_wake.fd >= 0 && ::connect(c.peer_wake.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+      c.peer_wake.reset();
+  }
+  c.pidfd.reset(open_pidfd(c.peer_pid));
+  return true;
+}
+
+// After writing records: wake the peer if it sleeps. The fence orders our
+// tail store before the load of its count (it raises the count before
+// re-checking its rings), so either it sees the record or we see it asleep.
+void shm_driver::ring_peer(conn& c) {
+  if (!c.tx_dirty) return;
+  c.tx_dirty = false;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  auto* db = static_cast<const doorbell*>(c.peer_doorbell.addr);
+  if (db && db->sleeping.load(std::memory_order_relaxed) > 0) wake_peer(c);
+}
+
+void shm_driver::wake_peer(conn& c) {
+  if (c.peer_wake.fd < 0) return;
+  const char b = 1;
+  // A full queue (EAGAIN) already wakes the peer; a peer gone (ECONNREFUSED)
+  // is found by the liveness checks.
+  while (::send(c.peer_wake.fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+arm_result shm_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
+  if (_wake.fd < 0) return arm_result::cannot;
+  // Raise the count first, then look at the rings: a record published
+  // before the count went up is seen below; a writer publishing after it
+  // sees the count (both sides fence) and wakes us.
+  _doorbell->sleeping.fetch_add(1, std::memory_order_seq_cst);
+  arm_result result = arm_result::armed;
+  if (_doorbell->pending.load(std::memory_order_seq_cst) > 0) result = arm_result::busy;
+  fds.push_back({_wake.fd, POLLIN, 0});
+  for (auto& [id, cp] : _conns) {
+    conn& c = *cp;
+    if (c.st == state::offering) {
+      limit_sleep(timeout_ms, 1);  // connection set-up polls in slices
+      continue;
+    }
+    if (!c.done.empty() || (c.st == state::failed && !c.failure_reported && (c.visible || c.connector))) {
+      result = arm_result::busy;
+      continue;
+    }
+    if (c.st != state::established) continue;
+    if (c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) {
+      _liveness_due = true;
+      result = arm_result::busy;
+      continue;
+    }
+    if (c.rx.readable()) result = arm_result::busy;
+    if (!c.outq.empty()) {
+      // Ask to be woken when room is made, then try once more (the reader
+      // may have made room before it could see the request).
+      c.tx.request_space();
+      if (flush(c) > 0 || !c.done.empty()) result = arm_result::busy;
+      ring_peer(c);
+    }
+    if (c.pidfd.fd >= 0) fds.push_back({c.pidfd.fd, POLLIN, 0});
+    else limit_sleep(timeout_ms, static_cast<int>(kLivenessPeriod.count()));
+  }
+  return result;
+}
+
+void shm_driver::disarm_wakeup(std::span<const pollfd> mine) {
+  if (_wake.fd < 0) return;
+  _doorbell->sleeping.fetch_sub(1, std::memory_order_seq_cst);
+  if (mine.empty()) return;
+  if (mine[0].revents & POLLIN) {
+    char buf[64];
+    while (::recv(_wake.fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
+  }
+  for (std::size_t i = 1; i < mine.size(); ++i)
+    if (mine[i].revents) _liveness_due = true;  // a peer exited
 }
 
 }  // namespace

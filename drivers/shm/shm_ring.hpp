@@ -11,6 +11,16 @@
 // consumer reads with acquire, and releases the space with a release store
 // of `head` once it has finished with the payload (so a payload can be
 // handed to the engine in place, without a copy).
+//
+// The other side may be broken or hostile: everything read from shared
+// memory is checked before use. The capacity is fixed when the view is made
+// (never re-read), positions must satisfy head <= tail <= head + capacity,
+// and a record must lie inside the data area (a wrap record exactly up to
+// its end); peek() reports a violation instead of reading out of bounds.
+//
+// Sleeping consumers and producers: a producer whose ring is full sets
+// `want_space` before it sleeps; the consumer, after releasing space, sees
+// it and wakes the producer (see the shm driver's wake-up protocol).
 #include <sys/uio.h>
 
 #include <atomic>
@@ -34,7 +44,10 @@ struct ring_control {
   alignas(64) std::atomic<std::uint64_t> head{0};  // consumer position
   alignas(64) std::atomic<std::uint64_t> tail{0};  // producer position
   alignas(64) std::uint64_t capacity = 0;          // data bytes (multiple of 8)
+  alignas(64) std::atomic<std::uint32_t> want_space{0};  // producer sleeps on a full ring
 };
+
+enum class peek_result { record, empty, corrupt };
 
 constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
@@ -42,26 +55,31 @@ constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; 
 class ring {
  public:
   ring() = default;
-  ring(ring_control* c, std::byte* data) : _c(c), _data(data) {}
+  // `capacity` is the size both sides agreed on (checked at set-up); the
+  // copy in shared memory is never trusted afterwards.
+  ring(ring_control* c, std::byte* data, std::uint64_t capacity) : _c(c), _data(data), _cap(capacity) {}
 
-  std::uint64_t capacity() const { return _c->capacity; }
+  std::uint64_t capacity() const { return _cap; }
 
   // Largest payload that could ever be written at once.
-  std::size_t max_payload() const { return _c->capacity / 2 - sizeof(record_header); }
+  std::size_t max_payload() const { return _cap / 2 - sizeof(record_header); }
 
   // Writes one record made of `iov` (total `len` bytes). False if there is
-  // no room right now (the caller retries later).
+  // no room right now (the caller retries later), or if the consumer's
+  // position is impossible (a broken peer: the ring then looks full).
   bool write(std::uint16_t kind, std::span<const iovec> iov, std::size_t len) {
-    const std::uint64_t cap = _c->capacity;
+    const std::uint64_t cap = _cap;
     const std::size_t need = sizeof(record_header) + align8(len);
-    const std::uint64_t tail = _c->tail.load(std::memory_order_relaxed);
+    const std::uint64_t tail = _tail;
     std::uint64_t pos = tail % cap;
     std::size_t waste = 0;
     if (pos + need > cap) waste = cap - pos;  // wrap record fills the end
     // The consumer's position is re-read only when the cached one says the
     // ring is full: that keeps its cache line where it is most of the time.
     if (cap - (tail - _head_cache) < need + waste) {
-      _head_cache = _c->head.load(std::memory_order_acquire);
+      const std::uint64_t head = _c->head.load(std::memory_order_acquire);
+      if (head > tail || tail - head > cap) return false;  // corrupt: never write
+      _head_cache = head;
       if (cap - (tail - _head_cache) < need + waste) return false;
     }
     if (waste) {
@@ -76,37 +94,64 @@ class ring {
       if (v.iov_len) std::memcpy(p, v.iov_base, v.iov_len);
       p += v.iov_len;
     }
-    _c->tail.store(tail + waste + need, std::memory_order_release);
+    _tail = tail + waste + need;
+    _c->tail.store(_tail, std::memory_order_release);
     return true;
   }
 
+  // Whether a record may be waiting (cheap; for deciding to sleep).
+  bool readable() const {
+    return _c->tail.load(std::memory_order_acquire) != _head;
+  }
+
   // The next record, if any (skipping wrap records). Valid until consume().
-  bool peek(record_header& h, std::span<const std::byte>& payload) {
+  peek_result peek(record_header& h, std::span<const std::byte>& payload) {
+    const std::uint64_t cap = _cap;
     for (;;) {
-      const std::uint64_t head = _c->head.load(std::memory_order_relaxed);
+      const std::uint64_t head = _head;
       const std::uint64_t tail = _c->tail.load(std::memory_order_acquire);
-      if (head == tail) return false;
-      const std::uint64_t pos = head % _c->capacity;
+      if (head == tail) return peek_result::empty;
+      if (tail < head || tail - head > cap || tail - head < sizeof h) return peek_result::corrupt;
+      const std::uint64_t pos = head % cap;
+      if (pos + sizeof h > cap) return peek_result::corrupt;
       std::memcpy(&h, _data + pos, sizeof h);
+      const std::uint64_t span = sizeof h + align8(h.length);
       if (h.kind == kind_wrap) {
-        _c->head.store(head + sizeof h + h.length, std::memory_order_release);
+        if (pos + span != cap || span > tail - head) return peek_result::corrupt;
+        _head = head + span;
+        _c->head.store(_head, std::memory_order_release);
         continue;
       }
+      if (pos + span > cap || span > tail - head) return peek_result::corrupt;
       payload = {_data + pos + sizeof h, h.length};
-      return true;
+      return peek_result::record;
     }
   }
 
   // Releases the record returned by the last peek().
   void consume(const record_header& h) {
-    const std::uint64_t head = _c->head.load(std::memory_order_relaxed);
-    _c->head.store(head + sizeof h + align8(h.length), std::memory_order_release);
+    _head += sizeof h + align8(h.length);
+    _c->head.store(_head, std::memory_order_release);
+  }
+
+  // Producer: about to sleep with records waiting for room (see above).
+  void request_space() { _c->want_space.store(1, std::memory_order_seq_cst); }
+  // Consumer: after releasing space, whether the producer asked to be woken
+  // (clears the request). Costs a fence only when called.
+  bool space_wanted() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (_c->want_space.load(std::memory_order_relaxed) == 0) return false;
+    _c->want_space.store(0, std::memory_order_relaxed);
+    return true;
   }
 
  private:
   ring_control* _c = nullptr;
   std::byte* _data = nullptr;
+  std::uint64_t _cap = 1;
   std::uint64_t _head_cache = 0;  // producer's last look at `head` (<= the real one)
+  std::uint64_t _tail = 0;        // producer's own position (the shared one is only written)
+  std::uint64_t _head = 0;        // consumer's own position
 };
 
 }  // namespace nmad::shm

@@ -248,6 +248,7 @@ class tcp_driver final : public driver {
                              std::span<const iovec> iov, void* token) override;
   int poll() override;
   void close_connection(connection_id id) override;
+  arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
 
  private:
   conn* find(connection_id id) {
@@ -509,6 +510,26 @@ int tcp_driver::poll() {
   --depth_;
   graveyard_.clear();
   return work;
+}
+
+// Sleeping: the listening socket and every connection's socket (writable
+// too while bytes wait to go out). Finished sends not reported yet, or a
+// failure not reported, are work to do now. A handshake in progress bounds
+// the sleep so its deadline is checked.
+arm_result tcp_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
+  if (listen_fd_ < 0) return arm_result::armed;
+  fds.push_back({listen_fd_, POLLIN, 0});
+  bool handshaking = false;
+  for (auto& [id, c] : conns_) {
+    if (!c->done.empty() || c->st == state::failed) return arm_result::busy;
+    if (c->fd < 0) continue;
+    short ev = c->st == state::connecting ? POLLOUT : POLLIN;
+    if (c->wants_write()) ev |= POLLOUT;
+    fds.push_back({c->fd, ev, 0});
+    handshaking |= c->st == state::connecting || c->st == state::await_ack || c->st == state::await_hello;
+  }
+  if (handshaking) limit_sleep(timeout_ms, 10);
+  return arm_result::armed;
 }
 
 int tcp_driver::accept_all() {

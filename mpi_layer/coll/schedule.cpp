@@ -262,8 +262,7 @@ bool executor::abandon() {
 
 errc run(schedule&& s, transport& t, std::uint64_t seq, std::string* error_message) {
   executor ex(std::move(s), t, seq);
-  while (!ex.advance()) {
-  }
+  t.wait_until([](void* e) { return static_cast<executor*>(e)->advance(); }, &ex);
   if (error_message) *error_message = ex.error_message();
   return ex.error();
 }

@@ -106,6 +106,13 @@ class transport {
   // Cancels a receive that has not matched (used after an error); true if
   // cancelled. Default: not supported.
   virtual bool cancel(request& req) { return false; }
+  // Blocks until done(arg) is true (a blocking collective waiting for its
+  // executor). Default: calls it in a loop; a transport over a session
+  // waits with the session's wait policy instead (sleeping when idle).
+  virtual void wait_until(bool (*done)(void*), void* arg) {
+    while (!done(arg)) {
+    }
+  }
 };
 
 struct step {

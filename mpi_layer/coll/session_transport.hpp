@@ -38,6 +38,7 @@ class session_transport final : public transport {
   errc irecv(int peer, tag_t tag, void* ptr, std::size_t len, request& req) override;
   bool test(request& req) override { return _s.test(req); }
   bool cancel(request& req) override { return _s.cancel(req); }
+  void wait_until(bool (*done)(void*), void* arg) override { _s.wait_until(done, arg); }
 
   std::uint64_t next_sequence() { return _seq.fetch_add(1, std::memory_order_relaxed); }
   tag_t base_tag() const { return _base; }

@@ -12,9 +12,14 @@
 //   engine_worker intruder                    strangers knock on rank 1's port
 //   engine_worker threads ITERS               two threads per process
 //   engine_worker wrongkey                    rank 1 presents another job key
+//   engine_worker killed_rdv                  rank 1 dies with a rendezvous matched
+//                                             by rank 0 and another one unexpected
+//   engine_worker sleeper MS                  rank 0 waits MS ms for rank 1's
+//                                             message; reports its CPU time
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -470,6 +475,77 @@ int killed(session& s) {
   return 0;
 }
 
+// Rank 1 announces two rendezvous messages to rank 0, then stops calling
+// the library and dies. Rank 0's receive of the first is matched (its
+// ready-to-receive is never answered); the second waits unexpected. Every
+// receive and probe involving rank 1 must fail, naming it, once it is dead.
+int killed_rdv(session& s) {
+  const int me = s.rank();
+  std::vector<unsigned char> big(4 << 20, 0x5a);
+  if (me == 1) {
+    request a, b;
+    expect_ok(s.isend(0, 8, big.data(), big.size(), a), a, "rendezvous send 8");
+    expect_ok(s.isend(0, 9, big.data(), big.size(), b), b, "rendezvous send 9");
+    // Both drivers write a packet out when it is posted: no progress call
+    // here, so the ready-to-receives are never seen.
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // never answers the ready-to-receive
+    ::raise(SIGKILL);
+  }
+  if (me != 0) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  request r8;
+  expect_ok(s.irecv(1, 8, big.data(), big.size(), r8), r8, "irecv 8");
+  const errc e8 = s.wait(r8);
+  expect(e8 == errc::peer_failed, "matched rendezvous receive from a dead rank must fail, got " +
+                                      std::string(to_string(e8)));
+  expect(r8.error_message().find("rank 1") != std::string::npos, "error names the peer: " + r8.error_message());
+  request r9;
+  s.irecv(1, 9, big.data(), big.size(), r9);
+  const errc e9 = s.wait(r9);
+  expect(e9 == errc::peer_failed, "receive of an unexpected rendezvous from a dead rank must fail, got " +
+                                      std::string(to_string(e9)));
+  request ra;
+  s.irecv(any_source, 10, big.data(), 8, ra);
+  expect(s.wait(ra) == errc::peer_failed, "any-source receive with every other rank dead must fail");
+  expect(s.probe(any_source, 10).error == errc::peer_failed, "any-source probe with every other rank dead");
+  expect(s.probe(1, 10).error == errc::peer_failed, "probe of a dead rank");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("rank 0 saw every failure (%s) after %.2f s\n", r8.error_message().c_str(), secs);
+  std::fflush(stdout);
+  return 0;
+}
+
+// Rank 0 waits for a message rank 1 sends after `ms` milliseconds; with a
+// blocking wait policy it must sleep, not spin: its CPU time is printed.
+int sleeper(session& s, int ms) {
+  if (s.size() < 2 || s.rank() > 1) return 0;
+  int v = 0;
+  request r;
+  if (s.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    v = 4242;
+    expect_ok(s.isend(0, 3, &v, sizeof v, r), r, "isend");
+    expect_ok(s.wait(r), r, "send");
+    return 0;
+  }
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_ok(s.irecv(1, 3, &v, sizeof v, r), r, "irecv");
+  expect_ok(s.wait(r), r, "recv");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::getrusage(RUSAGE_SELF, &after);
+  auto secs = [](const timeval& a, const timeval& b) { return (b.tv_sec - a.tv_sec) + (b.tv_usec - a.tv_usec) / 1e6; };
+  const double cpu = secs(before.ru_utime, after.ru_utime) + secs(before.ru_stime, after.ru_stime);
+  expect(v == 4242, "received value");
+  const wait_policy wp = s.get_wait_policy();
+  std::printf("sleeper: waited %.3f s using %.3f s of CPU (%s)\n", wall, cpu,
+              wp == wait_policy::busy ? "busy" : wp == wait_policy::block ? "block" : "fixed-spin");
+  std::fflush(stdout);
+  return 0;
+}
+
 int knock(const std::string& address, const std::string& bytes) {
   const auto colon = address.rfind(':');
   sockaddr_in sa{};
@@ -584,6 +660,8 @@ int main(int argc, char** argv) {
     else if (scenario == "intruder") rc = intruder(*s);
     else if (scenario == "wrongkey") rc = pingpong(*s, 10);
     else if (scenario == "threads") rc = threads(*s, static_cast<int>(arg(2, 200)));
+    else if (scenario == "killed_rdv") rc = killed_rdv(*s);
+    else if (scenario == "sleeper") rc = sleeper(*s, static_cast<int>(arg(2, 500)));
     else std::fprintf(stderr, "engine_worker: unknown scenario '%s'\n", scenario.c_str());
     std::fflush(stdout);
     return rc;

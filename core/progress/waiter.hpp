@@ -1,0 +1,134 @@
+#pragma once
+// The waiter: how every blocking call of the engine waits.
+//
+// How waiting works. A blocking call (wait, wait_any, probe, an express
+// unpack, a blocking MPI collective...) gives the waiter a *condition* and
+// the waiter alternates progress rounds and checks of the condition. What it
+// does when a round found nothing to do is the *wait policy*:
+//   * busy        poll again at once (lowest latency, burns its core);
+//   * block       sleep until there is something to do;
+//   * fixed_spin  poll for `spin` since the last useful round, then sleep
+//                 (the default: a reply that comes within the spin costs no
+//                 context switch, a long wait costs no CPU).
+// Sleeping: the waiter arms every driver (driver::arm_wakeup: each adds the
+// descriptors that become readable when it has work and makes its peers
+// ring this process) plus the engine's own event descriptor, then sleeps in
+// poll(2). A driver that has work pending answers busy and the thread polls
+// instead; a driver that cannot wake a sleeper makes the sleep a short
+// slice. Completions made by another thread of the process wake sleeping
+// threads through the event descriptor (notify()), and so do submissions
+// that leave work a sleeping thread armed too early to see (kick()).
+//
+// Thread safety: wait() may be called from any number of threads at once;
+// each sleeps in its own poll(2) on the drivers' descriptors plus an event
+// descriptor of its own, registered while it sleeps. notify() and
+// kick() are callable from any thread, with or without engine locks; below
+// MPI_THREAD_MULTIPLE (`threaded == false`) there is no other thread to
+// wake and they cost nothing.
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "core/common/wait_policy.hpp"
+#include "core/transfer/driver.hpp"
+
+namespace nmad {
+
+struct wait_config {
+  wait_policy policy = wait_policy::fixed_spin;
+  std::chrono::nanoseconds spin = std::chrono::microseconds(20);
+};
+
+// "busy", "block", "fixed-spin"; parse_wait_policy accepts those and
+// "spin" (= fixed-spin); false for anything else.
+std::string_view wait_policy_name(wait_policy p);
+bool parse_wait_policy(std::string_view text, wait_policy& out);
+
+// What the waiter needs from the engine around it.
+class wait_engine {
+ public:
+  virtual ~wait_engine() = default;
+  // One round of progress; returns the work done (0 = nothing happened).
+  virtual int progress_round() = 0;
+  // Arms every driver (appends their descriptors after the waiter's own);
+  // returns busy if one has work pending, cannot if one cannot wake us.
+  virtual arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) = 0;
+  // Ends what arm_drivers started; `fds` is the whole array with revents.
+  virtual void disarm_drivers(std::span<const pollfd> fds) = 0;
+};
+
+class waiter {
+ public:
+  // `threaded`: other threads may complete requests or wait concurrently.
+  waiter(wait_engine& engine, bool threaded);
+  ~waiter();
+  waiter(const waiter&) = delete;
+  waiter& operator=(const waiter&) = delete;
+
+  wait_config config() const {
+    return {_policy.load(std::memory_order_relaxed), std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed))};
+  }
+  // Whether idle rounds give the CPU away (sched_yield) while spinning: what
+  // an oversubscribed node needs (more processes than cores: the process a
+  // spinner waits for may be queued behind it on the same core).
+  void set_yield_when_idle(bool y) { _yield.store(y, std::memory_order_relaxed); }
+  bool yield_when_idle() const { return _yield.load(std::memory_order_relaxed); }
+  // Any thread, any time: waits already under way follow it from their next round.
+  void set_config(const wait_config& c) {
+    _policy.store(c.policy, std::memory_order_relaxed);
+    _spin_ns.store(c.spin.count(), std::memory_order_relaxed);
+  }
+
+  // Returns once done(arg) is true; progresses meanwhile. done() is called
+  // without engine locks, after each round and before each sleep, and never
+  // again once it answered true (it may complete things as it looks).
+  void wait(bool (*done)(void*), void* arg);
+  template <typename F>
+  void wait(F&& done) {
+    wait([](void* f) -> bool { return (*static_cast<std::remove_reference_t<F>*>(f))(); }, &done);
+  }
+
+  // Something a waiting thread may be waiting for happened (a request
+  // completed): wakes the sleeping threads, if any. Call after the change
+  // is visible (e.g. after the release store that completes a request).
+  void notify() {
+    if (!_threaded) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (_sleepers.load(std::memory_order_relaxed) > 0) wake_sleepers();
+  }
+  // Work was handed to a driver that sleeping threads armed before it
+  // existed (e.g. a queued send): make them re-arm.
+  void kick() { notify(); }
+
+  // Longest single sleep in milliseconds (-1: unbounded). Every wake-up is
+  // explicit; the bound only caps the cost of one a driver cannot arrange.
+  void set_max_sleep_ms(int ms) { _max_sleep_ms.store(ms, std::memory_order_relaxed); }
+
+  // Statistics: how often a thread went to sleep.
+  std::uint64_t sleeps() const { return _sleeps.load(std::memory_order_relaxed); }
+
+ private:
+  bool sleep_once(bool (*done)(void*), void* arg);  // true: done() answered true
+  void wake_sleepers();
+
+  wait_engine& _engine;
+  const bool _threaded;
+  std::atomic<wait_policy> _policy{wait_policy::fixed_spin};
+  std::atomic<std::int64_t> _spin_ns{20000};
+  std::atomic<bool> _yield{false};
+  std::atomic<int> _max_sleep_ms{200};
+  alignas(64) std::atomic<int> _sleepers{0};
+  std::mutex _sleeping_mu;        // guards _sleeping
+  std::vector<int> _sleeping;     // event descriptors of the sleeping threads
+  alignas(64) std::atomic<std::uint64_t> _sleeps{0};
+};
+
+}  // namespace nmad
