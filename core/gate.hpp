@@ -46,6 +46,8 @@ struct rdv_recv {
   std::uint64_t offset;
   std::uint64_t len;
   std::vector<iovec> iov;
+  bool pulled = false;            // post_get: tell the sender once it is in
+  std::uint64_t sender_cookie = 0;
 };
 
 // A chunk that arrived before its message could be matched in order.

@@ -56,6 +56,8 @@ struct pending_rdv {
   std::uint64_t sender_cookie;
   std::uint64_t offset;
   std::uint64_t len;
+  bool pullable = false;
+  std::uint64_t pull_base = 0;  // sender's address of message offset 0 (mod 2^64)
 };
 
 // Receiver-side state of one incoming message (matched or unexpected).

@@ -94,7 +94,12 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
       m->accounted += payload.size();
     }
   } else {
-    m->rdvs.push_back({h.cookie, h.offset, h.len});
+    pending_rdv p{h.cookie, h.offset, h.len};
+    if (h.flags & chunk_flag::pullable) {
+      p.pullable = true;
+      p.pull_base = h.cookie2 - h.offset;  // wraps modulo 2^64, like the address arithmetic
+    }
+    m->rdvs.push_back(p);
     if (r) ask_rdvs(g, *r);
   }
   note_arrivals(g, *m);
@@ -265,6 +270,24 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           if (lo < hi) rr->iov.push_back({s.ptr + (lo - base), hi - lo});
           base += s.len;
         }
+        // Pull it ourselves where the driver can read the sender's memory;
+        // the sender hears of it when the bytes are in (recv_data_done).
+        if (p.pullable && t.slot->drv->caps().rdma_get) {
+          rr->pulled = true;
+          rr->sender_cookie = p.sender_cookie;
+          g.rdv_in[rr->cookie] = rr;
+          m.rdv_in_flight++;
+          const post_result got = t.slot->drv->post_get(t.conn, p.pull_base + p.offset, 0, rr->iov, rr);
+          if (g.failed) return;  // the driver found the peer gone
+          if (got == post_result::posted) {
+            p.offset += n;
+            p.len -= n;
+            continue;
+          }
+          g.rdv_in.erase(rr->cookie);  // not readable after all: the sender pushes it
+          m.rdv_in_flight--;
+          rr->pulled = false;
+        }
         post_result res = t.slot->drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
         if (res != post_result::posted) {
           delete rr;
@@ -326,10 +349,26 @@ void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
     base += s.len;
   }
   const bool short_data = received != rr->len;
+  const bool pulled = rr->pulled;
+  const std::uint64_t sender_cookie = rr->sender_cookie, offset = rr->offset, len = rr->len;
   delete rr;
   if (short_data) {
     protocol_violation(g, "rendezvous data shorter than announced");
     return;
+  }
+  if (pulled) {
+    // Tell the sender its bytes were taken: its send completes.
+    chunk_entry* e = _entry_pool.get();
+    *e = chunk_entry{};
+    e->pooled = true;
+    e->kind = chunk_kind::rtr;
+    e->flags = chunk_flag::pulled;
+    e->priority = 2;
+    e->offset = offset;
+    e->len = len;
+    e->cookie = sender_cookie;
+    g.collect.push_front(*e);
+    schedule(g);
   }
   finish_recv_if_done(r);
 }

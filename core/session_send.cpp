@@ -15,6 +15,13 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
     e.cookie = g.next_cookie++;
     e.rdv_left = e.len;
     g.rdv_out[e.cookie] = &e;
+    // Where the receiver can read our memory, it pulls the bytes as soon as
+    // it matches (we only learn it is done): the transfer then needs nothing
+    // from this process, which may be computing meanwhile.
+    if (e.len > 0 && g.tracks[0].slot->drv->caps().rdma_get) {
+      e.flags |= chunk_flag::pullable;
+      e.cookie2 = reinterpret_cast<std::uintptr_t>(e.ptr);
+    }
   }
   r.pending_chunks++;
   g.collect.push_back(e);
@@ -190,10 +197,14 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
     protocol_violation(g, "ready-to-receive outside its rendezvous range");
     return;
   }
+  if ((h.flags & chunk_flag::pulled) && !(e.flags & chunk_flag::pullable)) {
+    protocol_violation(g, "pulled a rendezvous that was not offered for pulling");
+    return;
+  }
   e.rdv_left -= h.len;
   e.awaiting_ack = false;
   if (e.rdv_left == 0) g.rdv_out.erase(it);
-  if (!(h.flags & chunk_flag::discard) && h.len > 0) {
+  if (!(h.flags & (chunk_flag::discard | chunk_flag::pulled)) && h.len > 0) {
     e.wrappers++;  // released when the data wrapper completes
     g.data_out.push_back({&e, h.cookie2, h.offset, h.len, h.rail});
   }

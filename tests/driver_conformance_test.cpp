@@ -400,6 +400,37 @@ TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
   }
 }
 
+// rdma_get is advertised exactly when post_get works: the receiver copies
+// the peer's bytes itself (into a scattered list), the completion comes
+// from poll(), the peer takes no part. Drivers without it refuse post_get.
+TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or is refused") {
+  for (const auto& d : nmad::driver_registry()) {
+    INFO("driver ", std::string(d.name));
+    pair_fixture p(d);
+    const std::size_t n = (3 << 20) + 5;
+    auto src = make_bytes(n, 23);
+    std::vector<std::byte> dst(n + 64, std::byte{0xEE});
+    iovec riov[2] = {iov_of(&dst[0], 1000), iov_of(&dst[1032], n - 1000)};
+    const auto remote = reinterpret_cast<std::uintptr_t>(src.data());
+    const std::size_t peer_events = p.eb.total();
+    const post_result r = p.a->post_get(p.a2b, remote, 0, riov, tok(9));
+    if (!p.a->caps().rdma_get) {
+      CHECK(r == post_result::failed);
+      continue;
+    }
+    REQUIRE(r == post_result::posted);
+    REQUIRE(poll_until({p.a.get()}, [&] { return !p.ea.recvs_done.empty(); }));
+    CHECK(p.ea.recvs_done[0] == std::pair<void*, std::size_t>(tok(9), n));
+    std::vector<std::byte> got(dst.begin(), dst.begin() + 1000);
+    got.insert(got.end(), dst.begin() + 1032, dst.begin() + 1032 + static_cast<std::ptrdiff_t>(n - 1000));
+    CHECK(got == src);
+    std::size_t bad_guard = 0;
+    for (std::size_t i = 1000; i < 1032; ++i) bad_guard += dst[i] != std::byte{0xEE};
+    CHECK(bad_guard == 0);
+    CHECK(p.eb.total() == peer_events);  // the peer took no part
+  }
+}
+
 TEST_CASE("several cookies posted out of order, mixed with packets") {
   for (const auto& d : nmad::driver_registry()) {
     INFO("driver ", std::string(d.name));

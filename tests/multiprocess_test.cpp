@@ -115,11 +115,13 @@ TEST_CASE("a rank killed mid-run: the others' requests fail naming it, nmad-run 
 // rendezvous of a dead rank, any-source receives and probes once nobody is
 // left: each fails with peer_failed, within a bounded time (the launcher's
 // kill grace is far longer than the test allows).
+// (shm without cross-memory attach, where the sender pushes: with it, rank 0
+// pulls the data itself and the receive succeeds, see the next test.)
 TEST_CASE("a rank dies with a matched rendezvous: receives and probes fail, naming it (shm and tcp)") {
   for (const char* drv : {"shm", "tcp"}) {
     CAPTURE(drv);
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = run_job({2, {"killed_rdv"}, {{"NMAD_DRIVER", drv}, {"NMAD_RUN_KILL_GRACE", "60"}}, 60});
+    auto r = run_job({2, {"killed_rdv"}, {{"NMAD_DRIVER", drv}, {"NMAD_SHM_CMA", "0"}, {"NMAD_RUN_KILL_GRACE", "60"}}, 60});
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(r.status != 0);  // rank 1 was killed
     CHECK(contains(r.err, "rank 1"));
@@ -127,6 +129,21 @@ TEST_CASE("a rank dies with a matched rendezvous: receives and probes fail, nami
     CHECK(contains(r.out, "rank 1"));
     CHECK(secs < 30);  // not the launcher's kill grace: the engine noticed
   }
+}
+
+// shm pulls rendezvous data from the receiver's side: a sender that does
+// not call the library after isend still has its message delivered, and its
+// first test() afterwards finds the send complete. Without cross-memory
+// attach the sender has to push, so that first test() cannot succeed.
+TEST_CASE("shm: the receiver pulls rendezvous data while the sender stays out of the library") {
+  auto r = run_job({2, {"pull", "1"}, {{"NMAD_DRIVER", "shm"}}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "pull: 4194304 bytes verified"));
+  CHECK(contains(r.out, "pull: first test after the sender's pause: complete"));
+  auto push = run_job({2, {"pull", "0"}, {{"NMAD_DRIVER", "shm"}, {"NMAD_SHM_CMA", "0"}}});
+  CHECK(push.status == 0);
+  CHECK(contains(push.out, "pull: 4194304 bytes verified"));
+  CHECK(contains(push.out, "pull: first test after the sender's pause: pending"));
 }
 
 // With the block policy a waiting process sleeps: over 600 ms of waiting it

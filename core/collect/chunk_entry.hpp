@@ -31,6 +31,10 @@ namespace chunk_flag {
 constexpr std::uint8_t last = 1;      // this piece ends its message
 constexpr std::uint8_t discard = 2;   // rtr: receiver drops these bytes
 constexpr std::uint8_t cancel_ok = 4; // cancel_ack: the message was withdrawn
+constexpr std::uint8_t pullable = 8;  // rdv_req: cookie2 = sender's address of
+                                      // `offset`; the receiver may pull the bytes
+constexpr std::uint8_t pulled = 16;   // rtr: the receiver pulled the range itself
+                                      // (the sender's part is done)
 }  // namespace chunk_flag
 
 using collect_hook = boost::intrusive::list_member_hook<
@@ -51,7 +55,8 @@ struct chunk_entry {
   std::uint64_t len = 0;          // data: bytes left to packetize
   std::uint64_t msg_len = 0;      // total message length, or unknown_length
   std::uint64_t cookie = 0;       // rdv_req: sender cookie; rtr: sender cookie
-  std::uint64_t cookie2 = 0;      // rtr: receiver's data cookie
+  std::uint64_t cookie2 = 0;      // rtr: receiver's data cookie; rdv_req with
+                                  // pullable: sender's address of `offset`
   std::uint64_t rdv_left = 0;     // rdv_req: bytes not yet asked for by rtr
   std::uint32_t wrappers = 0;     // packet/data wrappers still carrying it
   bool awaiting_ack = false;      // rdv_req of an empty synchronous send:

@@ -51,7 +51,8 @@ struct driver_caps {
   std::size_t max_sends_in_flight = 2;  // per connection, packets + data
   bool gather_scatter = false;       // iov with >1 entry costs no extra copy
   bool zero_copy_data = false;       // bulk data moves user buffer <-> wire
-  bool rdma_get = false;             // receiver can pull remote memory (CMA)
+  bool rdma_get = false;             // post_get works: a receiver pulls the
+                                     // peer's memory (shm: cross-memory attach)
   bool node_local = false;           // reaches only processes of this machine
                                      // (reachable() then means "same machine")
   double latency_us = 0;             // one-way small-packet latency estimate
@@ -137,6 +138,18 @@ class driver {
   virtual post_result post_recv_data(connection_id conn, std::uint64_t cookie,
                                      std::span<const iovec> iov,
                                      void* token) = 0;
+
+  // rdma_get drivers only (caps().rdma_get): copies total(dst) bytes of the
+  // peer's memory starting at `remote_addr` (an address the peer published,
+  // with `remote_key` if its driver needs one) into `dst`. Completion is
+  // reported by on_recv_data_done(token, bytes) from poll(). `failed` means
+  // the peer's memory cannot be read this way (the caller falls back to the
+  // peer pushing the data); a bad address fails the connection. Default:
+  // not supported.
+  virtual post_result post_get(connection_id conn, std::uint64_t remote_addr, std::uint64_t remote_key,
+                               std::span<const iovec> dst, void* token) {
+    return post_result::failed;
+  }
 
   // Makes progress: completes sends, reads arrivals, accepts and
   // authenticates connections. Returns how much work it did (0 = idle).

@@ -16,7 +16,8 @@
 // the buffer addresses; post_send_data then copies with one
 // process_vm_writev into them during poll() and sends "data done". If the
 // kernel refuses cross-memory attach (EPERM/ENOSYS), that connection falls
-// back to data fragments through the ring.
+// back to data fragments through the ring. post_get (rdma_get: the
+// receiver pulls) reads the peer's buffer with process_vm_readv.
 //
 // Sleeping (arm_wakeup). Each process has a wake-up socket (a Unix datagram
 // socket bound next to its doorbell in /dev/shm, named in the doorbell) and a count of its armed
@@ -158,6 +159,13 @@ bool same_key(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+bool ptrace_allows_peers() {
+  std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (f >> scope) return scope == 0;
+  return true;  // no Yama: ordinary permission checks (same user) apply
+}
+
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -240,6 +248,8 @@ class shm_driver final : public driver {
                              void* token) override;
   post_result post_recv_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
                              void* token) override;
+  post_result post_get(connection_id c, std::uint64_t remote_addr, std::uint64_t remote_key,
+                       std::span<const iovec> dst, void* token) override;
   int poll() override;
   void close_connection(connection_id c) override;
   arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
@@ -284,6 +294,7 @@ class shm_driver final : public driver {
     bool cma = true;
     std::deque<out_op> outq;
     std::vector<void*> done, reporting;
+    std::vector<std::pair<void*, std::size_t>> got, got_reporting;  // post_get completions
     std::unordered_map<std::uint64_t, recv_op> recvs;
     std::unordered_map<std::uint64_t, std::vector<iovec>> remote;  // peer's posted buffers
   };
@@ -345,7 +356,9 @@ void shm_driver::open(const driver_config& config) {
   _caps.max_sends_in_flight = kMaxQueued;
   _caps.gather_scatter = true;
   _caps.zero_copy_data = true;  // one copy, user buffer to user buffer (CMA)
-  _caps.rdma_get = false;
+  // Pulling needs the kernel to let this process read its peers' memory:
+  // Yama's ptrace_scope above 0 forbids it between sibling processes.
+  _caps.rdma_get = _tun.cma && ptrace_allows_peers();
   _caps.node_local = true;
   _caps.latency_us = 0.3;       // estimates until sampled
   _caps.bandwidth_mbps = 8000;
@@ -519,6 +532,7 @@ void shm_driver::fail(conn& c, std::string reason) {
   c.outq.clear();
   c.recvs.clear();
   c.done.clear();
+  c.got.clear();
 }
 
 // Accepting side: serve the doorbell.
@@ -708,6 +722,52 @@ post_result shm_driver::post_recv_data(connection_id id, std::uint64_t cookie, s
   return post_result::posted;
 }
 
+// Receiver-pulled rendezvous: one process_vm_readv from the peer's buffer
+// into ours, done here (the caller matched the message and wants the bytes
+// now); the completion is reported by the next poll().
+post_result shm_driver::post_get(connection_id id, std::uint64_t remote_addr, std::uint64_t,
+                                 std::span<const iovec> dst, void* token) {
+  conn* c = find(id);
+  if (!c || c->st != state::established) return post_result::failed;
+  if (!c->cma) return post_result::failed;  // the sender pushes instead
+  if (c->hdr->closed[c->connector ? 0 : 1].load(std::memory_order_acquire)) {
+    fail(*c, "peer closed the connection");  // never copy from a peer known to be gone
+    return post_result::failed;
+  }
+  const std::size_t len = total_len(dst);
+  std::size_t copied = 0;
+  while (copied < len) {
+    // The destination list, advanced past what is already copied.
+    std::vector<iovec> local;
+    std::size_t skip = copied;
+    for (const iovec& v : dst) {
+      if (skip >= v.iov_len) {
+        skip -= v.iov_len;
+        continue;
+      }
+      local.push_back({static_cast<std::byte*>(v.iov_base) + skip, v.iov_len - skip});
+      skip = 0;
+    }
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(remote_addr + copied)), len - copied};
+    const ssize_t n = ::process_vm_readv(c->peer_pid, local.data(), local.size(), &remote, 1, 0);
+    if (n > 0) {
+      copied += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
+      log_write(log_level::info, "shm", std::string("cross-memory attach refused (") + std::strerror(errno) +
+                                            "): the sender pushes the data");
+      c->cma = false;
+      return post_result::failed;
+    }
+    fail(*c, n < 0 && errno == ESRCH ? "peer process is gone"
+                                     : "cannot read the peer's rendezvous buffer (bad address from the peer)");
+    return post_result::failed;
+  }
+  c->got.emplace_back(token, copied);
+  return post_result::posted;
+}
+
 int shm_driver::read_records(conn& c) {
   int work = 0;
   shm::record_header h;
@@ -888,6 +948,10 @@ int shm_driver::settle(conn& c) {
   for (std::size_t i = 0; i < c.reporting.size() && c.st == state::established; ++i, ++work)
     _cfg.events->on_send_done(c.reporting[i]);
   c.reporting.clear();
+  c.got_reporting.swap(c.got);
+  for (std::size_t i = 0; i < c.got_reporting.size() && c.st == state::established; ++i, ++work)
+    _cfg.events->on_recv_data_done(c.got_reporting[i].first, c.got_reporting[i].second);
+  c.got_reporting.clear();
   // A broken connection, or a connect() that never got through, is
   // reported once.
   if (c.st == state::failed && !c.failure_reported && (c.visible || c.connector)) {
@@ -1023,7 +1087,8 @@ arm_result shm_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
       limit_sleep(timeout_ms, 1);  // connection set-up polls in slices
       continue;
     }
-    if (!c.done.empty() || (c.st == state::failed && !c.failure_reported && (c.visible || c.connector))) {
+    if (!c.done.empty() || !c.got.empty() ||
+        (c.st == state::failed && !c.failure_reported && (c.visible || c.connector))) {
       result = arm_result::busy;
       continue;
     }

@@ -14,6 +14,9 @@
 //   engine_worker wrongkey                    rank 1 presents another job key
 //   engine_worker killed_rdv                  rank 1 dies with a rendezvous matched
 //                                             by rank 0 and another one unexpected
+//   engine_worker pull EXPECT                 rank 1 sends 4 MiB and pauses outside
+//                                             the library; EXPECT 1: its send is
+//                                             done by then (the receiver pulled)
 //   engine_worker sleeper MS                  rank 0 waits MS ms for rank 1's
 //                                             message; reports its CPU time
 #include <arpa/inet.h>
@@ -516,6 +519,30 @@ int killed_rdv(session& s) {
   return 0;
 }
 
+int pull(session& s, bool expect_pulled) {
+  if (s.size() < 2 || s.rank() > 1) return 0;
+  std::vector<unsigned char> buf(4 << 20);
+  request r;
+  if (s.rank() == 1) {
+    fill(buf, 99);
+    expect_ok(s.isend(0, 4, buf.data(), buf.size(), r), r, "isend");
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // "computing"
+    const bool done = s.test(r);
+    std::printf("pull: first test after the sender's pause: %s\n", done ? "complete" : "pending");
+    expect(done == expect_pulled, expect_pulled ? "the receiver should have pulled the data"
+                                                : "nothing could have moved the data");
+    expect_ok(s.wait(r), r, "send");
+    return 0;
+  }
+  expect_ok(s.irecv(1, 4, buf.data(), buf.size(), r), r, "irecv");
+  expect_ok(s.wait(r), r, "recv");
+  std::vector<unsigned char> want(buf.size());
+  fill(want, 99);
+  expect(buf == want, "pulled bytes differ");
+  std::printf("pull: %zu bytes verified\n", buf.size());
+  return 0;
+}
+
 // Rank 0 waits for a message rank 1 sends after `ms` milliseconds; with a
 // blocking wait policy it must sleep, not spin: its CPU time is printed.
 int sleeper(session& s, int ms) {
@@ -661,6 +688,7 @@ int main(int argc, char** argv) {
     else if (scenario == "wrongkey") rc = pingpong(*s, 10);
     else if (scenario == "threads") rc = threads(*s, static_cast<int>(arg(2, 200)));
     else if (scenario == "killed_rdv") rc = killed_rdv(*s);
+    else if (scenario == "pull") rc = pull(*s, arg(2, 1) != 0);
     else if (scenario == "sleeper") rc = sleeper(*s, static_cast<int>(arg(2, 500)));
     else std::fprintf(stderr, "engine_worker: unknown scenario '%s'\n", scenario.c_str());
     std::fflush(stdout);
