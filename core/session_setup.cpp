@@ -24,7 +24,8 @@ struct core_tunables {
   int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
   int finalize_timeout_ms = 30000;       // NMAD_FINALIZE_TIMEOUT_MS
   std::string wait = "fixed-spin";       // NMAD_WAIT: busy, block, fixed-spin
-  std::size_t wait_spin_us = 20;         // NMAD_WAIT_SPIN_US (fixed-spin: spin before blocking)
+  long wait_spin_us = -1;                // NMAD_WAIT_SPIN_US (fixed-spin: spin before blocking;
+                                         // default 100, 20 on an oversubscribed machine)
   std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while spinning (auto: if oversubscribed)
 };
 
@@ -51,7 +52,8 @@ core_tunables read_tunables() {
   t.connect_timeout_ms = static_cast<int>(env_size("NMAD_CONNECT_TIMEOUT_MS", t.connect_timeout_ms));
   t.finalize_timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", t.finalize_timeout_ms));
   t.wait = env_string("NMAD_WAIT", t.wait);
-  t.wait_spin_us = env_size("NMAD_WAIT_SPIN_US", t.wait_spin_us);
+  if (const char* v = std::getenv("NMAD_WAIT_SPIN_US"); v && *v)
+    t.wait_spin_us = static_cast<long>(env_size("NMAD_WAIT_SPIN_US", 0));
   t.wait_yield = env_string("NMAD_WAIT_YIELD", t.wait_yield);
   if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
     throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
@@ -77,7 +79,7 @@ session_impl::session_impl(const session_options& opts)
     wait_config wc;
     if (!parse_wait_policy(w, wc.policy))
       throw std::runtime_error("nmad: unknown wait policy '" + w + "' (NMAD_WAIT: busy, block, fixed-spin)");
-    wc.spin = std::chrono::microseconds(t.wait_spin_us);
+    wc.spin = std::chrono::microseconds(t.wait_spin_us < 0 ? 100 : t.wait_spin_us);
     _waiter.set_config(wc);
   }
   _boot = bootstrap::from_environment();
@@ -145,7 +147,14 @@ session_impl::session_impl(const session_options& opts)
   cpu_set_t set;
   CPU_ZERO(&set);
   const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && local > cpus));
+  const bool oversubscribed = local > cpus;
+  _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && oversubscribed));
+  // Oversubscribed, a spinner delays the process it waits for: spin less.
+  if (oversubscribed && t.wait_spin_us < 0) {
+    wait_config wc = _waiter.config();
+    wc.spin = std::chrono::microseconds(20);
+    _waiter.set_config(wc);
+  }
   connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
 }
 

@@ -67,7 +67,7 @@ void print_config() {
       {"NMAD_CONNECT_TIMEOUT_MS", "30000", "time allowed to connect to every peer"},
       {"NMAD_FINALIZE_TIMEOUT_MS", "30000", "time allowed to flush sends at finalize"},
       {"NMAD_WAIT", "fixed-spin", "how blocking calls wait: busy, block, fixed-spin"},
-      {"NMAD_WAIT_SPIN_US", "20", "fixed-spin: microseconds of polling before sleeping"},
+      {"NMAD_WAIT_SPIN_US", "100", "fixed-spin: microseconds of polling before sleeping (20 if oversubscribed)"},
       {"NMAD_WAIT_YIELD", "auto", "give the CPU away on idle polls (auto: more processes than cores)"},
       {"NMAD_SHM_RING", "1048576", "shm: bytes per ring"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},

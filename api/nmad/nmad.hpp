@@ -26,7 +26,7 @@
 // Waiting: every blocking call (wait, wait_any, probe, wait_until, an
 // express unpack, pack end) follows the session's wait policy: busy
 // polling, blocking (sleep until a driver or another thread has news), or
-// fixed-spin (poll for a few microseconds, then block; the default).
+// fixed-spin (poll for 100 µs, 20 µs on an oversubscribed machine, then block; the default).
 // $NMAD_WAIT (busy, block, fixed-spin) and $NMAD_WAIT_SPIN_US choose it.
 #include <chrono>
 #include <cstddef>
@@ -192,7 +192,7 @@ class session {
     wait_until([](void* f) -> bool { return (*static_cast<std::remove_reference_t<F>*>(f))(); }, &done);
   }
   // The wait policy of every blocking call from now on (any thread).
-  void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(20));
+  void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(100));
   wait_policy get_wait_policy() const;
 
   int progress();                    // one round of progress; work done

@@ -44,7 +44,7 @@ namespace nmad {
 
 struct wait_config {
   wait_policy policy = wait_policy::fixed_spin;
-  std::chrono::nanoseconds spin = std::chrono::microseconds(20);
+  std::chrono::nanoseconds spin = std::chrono::microseconds(100);
 };
 
 // "busy", "block", "fixed-spin"; parse_wait_policy accepts those and
@@ -122,7 +122,7 @@ class waiter {
   wait_engine& _engine;
   const bool _threaded;
   std::atomic<wait_policy> _policy{wait_policy::fixed_spin};
-  std::atomic<std::int64_t> _spin_ns{20000};
+  std::atomic<std::int64_t> _spin_ns{100000};
   std::atomic<bool> _yield{false};
   std::atomic<int> _max_sleep_ms{200};
   alignas(64) std::atomic<int> _sleepers{0};
