@@ -54,6 +54,16 @@ struct scripted_engine final : wait_engine {
   }
 };
 
+// After `delay`, sets `flag` and makes the engine's descriptor readable (the
+// "packet" that completes what the waiter waits for).
+std::thread activity_after(scripted_engine& e, std::atomic<bool>& flag, std::chrono::milliseconds delay) {
+  return std::thread([&e, &flag, delay] {
+    std::this_thread::sleep_for(delay);
+    flag = true;
+    (void)!::write(e.pipe_fd[1], "x", 1);
+  });
+}
+
 }  // namespace
 
 TEST_CASE("busy: polls until done, never arms the drivers") {
@@ -74,11 +84,7 @@ TEST_CASE("block: sleeps as soon as a round finds nothing, woken by driver activ
   w.set_config({wait_policy::block, std::chrono::nanoseconds(0)});
   w.set_max_sleep_ms(-1);
   std::atomic<bool> flag{false};
-  std::thread peer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    flag = true;
-    (void)!::write(e.pipe_fd[1], "x", 1);  // the "packet" that sets the flag
-  });
+  std::thread peer = activity_after(e, flag, std::chrono::milliseconds(50));
   w.wait([&] { return flag.load(); });
   peer.join();
   CHECK(e.arms >= 1);
@@ -114,11 +120,7 @@ TEST_CASE("fixed-spin: useful rounds keep it spinning; it sleeps only after the 
   w.set_config({wait_policy::fixed_spin, std::chrono::nanoseconds(0)});
   w.set_max_sleep_ms(-1);
   std::atomic<bool> flag{false};
-  std::thread peer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    flag = true;
-    (void)!::write(e.pipe_fd[1], "x", 1);
-  });
+  std::thread peer = activity_after(e, flag, std::chrono::milliseconds(20));
   w.wait([&] { return flag.load(); });
   peer.join();
   CHECK(w.sleeps() >= 1);
