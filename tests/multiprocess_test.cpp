@@ -134,7 +134,8 @@ TEST_CASE("a rank dies with a matched rendezvous: receives and probes fail, nami
 // shm pulls rendezvous data from the receiver's side: a sender that does
 // not call the library after isend still has its message delivered, and its
 // first test() afterwards finds the send complete. Without cross-memory
-// attach the sender has to push, so that first test() cannot succeed.
+// attach the sender has to push (its first test() usually finds the send
+// pending, but one progress round can be enough, so that is not asserted).
 TEST_CASE("shm: the receiver pulls rendezvous data while the sender stays out of the library") {
   auto r = run_job({2, {"pull", "1"}, {{"NMAD_DRIVER", "shm"}}});
   CHECK(r.status == 0);
@@ -143,7 +144,6 @@ TEST_CASE("shm: the receiver pulls rendezvous data while the sender stays out of
   auto push = run_job({2, {"pull", "0"}, {{"NMAD_DRIVER", "shm"}, {"NMAD_SHM_CMA", "0"}}});
   CHECK(push.status == 0);
   CHECK(contains(push.out, "pull: 4194304 bytes verified"));
-  CHECK(contains(push.out, "pull: first test after the sender's pause: pending"));
 }
 
 // With the block policy a waiting process sleeps: over 600 ms of waiting it

@@ -529,8 +529,9 @@ int pull(session& s, bool expect_pulled) {
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // "computing"
     const bool done = s.test(r);
     std::printf("pull: first test after the sender's pause: %s\n", done ? "complete" : "pending");
-    expect(done == expect_pulled, expect_pulled ? "the receiver should have pulled the data"
-                                                : "nothing could have moved the data");
+    // Pushing, one progress round may still move everything (the receiver
+    // drains the ring meanwhile), so only the pulled case is asserted.
+    if (expect_pulled) expect(done, "the receiver should have pulled the data");
     expect_ok(s.wait(r), r, "send");
     return 0;
   }
