@@ -81,6 +81,23 @@ struct message_state {
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole
   std::string fail_reason;
+
+  // Back to a fresh state, keeping the containers' storage.
+  void reset() {
+    req = nullptr;
+    unexpected = nullptr;
+    source = -1;
+    tag = 0;
+    seq = 0;
+    total = unknown;
+    accounted = arrived = 0;
+    truncated = in_active = false;
+    buffered.clear();
+    rdvs.clear();
+    rdv_in_flight = 0;
+    failed = false;
+    fail_reason.clear();
+  }
 };
 
 using posted_hook = boost::intrusive::list_member_hook<
@@ -98,7 +115,12 @@ struct request_state {
   void* cb_arg = nullptr;
   request* owner = nullptr;        // the nmad::request embedding this state
 
+  bool finishing = false;          // complete() ran, its callback is deferred
+                                   // (engine lock held: use finished())
+
   bool is_complete() const { return done.load(std::memory_order_acquire); }
+  // Engine side: complete, or completing once its callback has run.
+  bool finished() const { return finishing || is_complete(); }
 
   // --- send ---
   gate* dest = nullptr;
@@ -110,7 +132,8 @@ struct request_state {
   std::uint64_t packed_bytes = 0;    // pack: bytes packed so far
 
   // --- receive ---
-  posted_hook posted;                // on the session's posted list
+  posted_hook posted;                // on a posted list (core/matching)
+  std::uint64_t post_stamp = 0;      // posting order (any_source vs per-source)
   int source_filter = -1;            // rank or any_source
   std::uint64_t tag_filter = 0;
   std::uint64_t tag_mask = ~std::uint64_t{0};

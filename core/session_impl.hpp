@@ -1,8 +1,11 @@
 #pragma once
 // The engine behind nmad::session: owns the drivers, the gates, the receive
-// matching state and the pools. Every public entry point takes `_lock`
-// (coarse lock; finer locks are a later refinement) and then calls the
-// *_locked helpers, which assume it is held.
+// matching state and the pools. Every public entry point holds an
+// engine_guard (the engine lock: a real recursive mutex at
+// thread_level::multiple, nothing below) and then calls the *_locked
+// helpers, which assume it is held. Completion callbacks never run under
+// it: complete() defers them, and the thread's outermost guard runs them
+// after unlocking (see engine_guard).
 #include <boost/intrusive/list.hpp>
 #include <memory>
 #include <mutex>
@@ -11,7 +14,9 @@
 
 #include "api/nmad/nmad.hpp"
 #include "core/bootstrap/bootstrap.hpp"
+#include "core/common/engine_mutex.hpp"
 #include "core/gate.hpp"
+#include "core/matching/match_queues.hpp"
 #include "core/progress/waiter.hpp"
 #include "core/transfer/driver.hpp"
 
@@ -19,11 +24,28 @@ namespace nmad {
 
 class session_impl;
 
+// The gates of one driver by connection id (ids are small and dense).
+class conn_table {
+ public:
+  gate* find(connection_id c) const { return c < _by_id.size() ? _by_id[c] : nullptr; }
+  void set(connection_id c, gate* g) {
+    if (c == invalid_connection) return;
+    if (c >= _by_id.size()) _by_id.resize(static_cast<std::size_t>(c) + 1, nullptr);
+    _by_id[c] = g;
+  }
+  void erase(connection_id c) {
+    if (c < _by_id.size()) _by_id[c] = nullptr;
+  }
+
+ private:
+  std::vector<gate*> _by_id;
+};
+
 // One opened driver plus the adapter that routes its events to the engine.
 struct driver_slot final : driver_events {
   session_impl* engine = nullptr;
   std::unique_ptr<driver> drv;
-  std::unordered_map<connection_id, gate*> gates;  // established connections
+  conn_table gates;  // established connections
 
   void on_connected(connection_id conn, int peer_rank) override;
   void on_packet(connection_id conn, std::span<const std::byte> packet) override;
@@ -31,20 +53,6 @@ struct driver_slot final : driver_events {
   void on_recv_data_done(void* token, std::size_t received) override;
   void on_connection_failed(connection_id conn, std::string_view reason) override;
 };
-
-struct unexpected_message {
-  posted_hook hook;
-  message_state msg;
-};
-
-using posted_list = boost::intrusive::list<
-    request_state,
-    boost::intrusive::member_hook<request_state, posted_hook, &request_state::posted>,
-    boost::intrusive::constant_time_size<false>>;
-using unexpected_list = boost::intrusive::list<
-    unexpected_message,
-    boost::intrusive::member_hook<unexpected_message, posted_hook, &unexpected_message::hook>,
-    boost::intrusive::constant_time_size<false>>;
 
 // A free list that only allocates when it grows.
 template <typename T>
@@ -115,7 +123,27 @@ class session_impl final : private wait_engine {
   bool peer_alive(int rank) const;
   std::string local_address(std::string_view driver = {}) const;
   std::string driver_name() const;
-  std::recursive_mutex& lock() { return _lock; }
+
+  // Holds the engine lock for a scope. The outermost guard of a thread, on
+  // leaving, unlocks and then runs the completion callbacks deferred
+  // meanwhile (each request becomes complete once its callback returned),
+  // so callbacks may call the session again, start requests, or wait.
+  class engine_guard {
+   public:
+    explicit engine_guard(const session_impl& s) : _s(const_cast<session_impl&>(s)) {
+      _s._lock.lock();
+      ++_s._depth;
+    }
+    ~engine_guard() {
+      if (--_s._depth == 0 && !_s._deferred.empty()) _s.run_deferred();  // unlocks
+      else _s._lock.unlock();
+    }
+    engine_guard(const engine_guard&) = delete;
+    engine_guard& operator=(const engine_guard&) = delete;
+
+   private:
+    session_impl& _s;
+  };
 
   // Driver events (called from driver_slot, lock held by the poller).
   void connected(driver_slot& slot, connection_id conn, int peer_rank);
@@ -145,6 +173,7 @@ class session_impl final : private wait_engine {
   void put_wrapper(packet_wrapper* pw);
 
   // Send helpers.
+  bool send_inline(gate& g, request_state& r, const void* buf, std::size_t len);
   std::uint32_t next_send_seq(gate& g, tag_t tag);
   void queue_piece(gate& g, request_state& r, chunk_entry& e);
   void entry_progress(chunk_entry& e);
@@ -152,6 +181,7 @@ class session_impl final : private wait_engine {
   void handle_rtr(gate& g, const wire::chunk_header& h);
 
   // Receive helpers.
+  void handle_short(gate& g, const wire::short_header& h, std::span<const std::byte> payload);
   void handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
   message_state* find_message(gate& g, const wire::chunk_header& h,
                               std::span<const std::byte> payload, bool& created);
@@ -165,8 +195,6 @@ class session_impl final : private wait_engine {
   void ask_rdvs(gate& g, request_state& r);
   void note_arrivals(gate& g, message_state& m);
   void finish_recv_if_done(request_state& r);
-  bool matches(const request_state& r, int source, tag_t tag) const;
-  static bool matches(int source_filter, tag_t tag_filter, tag_t mask, int source, tag_t tag);
   unexpected_message* find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st);
   void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                   bool sealed);
@@ -175,12 +203,15 @@ class session_impl final : private wait_engine {
 
   // Completion and failure.
   void complete(request_state& r);
+  void run_deferred();  // lock held once by this thread; releases it
   void fail_request(request_state& r, errc e, std::string message);
   void fail_gate(gate& g, std::string reason);
   bool no_live_peer() const;  // every other rank failed (size > 1)
   std::string peer_name(const gate& g) const;
 
-  mutable std::recursive_mutex _lock;
+  mutable engine_mutex _lock;
+  int _depth = 0;                          // guards held (by the owning thread)
+  std::vector<request_state*> _deferred;   // finished, callback not run yet
   thread_level _level = thread_level::multiple;
   waiter _waiter;
   std::unique_ptr<bootstrap> _boot;
@@ -194,8 +225,7 @@ class session_impl final : private wait_engine {
 
   std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
-  posted_list _posted;
-  unexpected_list _unexpected;
+  match_queues _match;        // posted receives, unexpected messages
   unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
   object_pool<chunk_entry> _entry_pool;
   object_pool<packet_wrapper> _wrapper_pool;
@@ -209,6 +239,8 @@ class session_impl final : private wait_engine {
   };
   std::vector<progress_task> _tasks;  // run by progress_locked
   int _next_task_id = 1;
+  unsigned _rounds = 0;      // progress rounds (quiet drivers are polled every 64th)
+  bool _connecting = false;  // connect_all: every driver is polled every round
 };
 
 }  // namespace nmad

@@ -1,7 +1,9 @@
 // Progress, the NIC-driven scheduler, driver events and failure handling.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <set>
+#include <thread>
 
 #include "core/common/log.hpp"
 #include "core/session_impl.hpp"
@@ -30,8 +32,8 @@ void session_impl::connected(driver_slot& slot, connection_id conn, int peer_ran
   }
   gate& g = *_gates[peer_rank];
   track& t = g.tracks[0];
-  auto known = slot.gates.find(conn);  // our own connect() to that peer
-  if (t.slot != &slot || t.connected || (known != slot.gates.end() && known->second != &g)) {
+  gate* known = slot.gates.find(conn);  // our own connect() to that peer
+  if (t.slot != &slot || t.connected || (known && known != &g)) {
     log_write(log_level::warn, "session",
               "refused a second connection claiming to be " + peer_name(g));
     slot.drv->close_connection(conn);
@@ -39,15 +41,15 @@ void session_impl::connected(driver_slot& slot, connection_id conn, int peer_ran
   }
   t.conn = conn;
   t.connected = true;
-  slot.gates[conn] = &g;
+  slot.gates.set(conn, &g);
   schedule(g);
 }
 
 void session_impl::connection_failed(driver_slot& slot, connection_id conn, std::string_view reason) {
-  auto it = slot.gates.find(conn);
-  if (it == slot.gates.end()) return;  // not a gate of ours (e.g. refused)
-  gate& g = *it->second;
-  slot.gates.erase(it);
+  gate* found = slot.gates.find(conn);
+  if (!found) return;  // not a gate of ours (e.g. refused)
+  gate& g = *found;
+  slot.gates.erase(conn);
   if (_finalizing) {
     g.failed = true;
     return;
@@ -58,13 +60,17 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
 // ---- progress ----------------------------------------------------------------
 
 int session_impl::progress() {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   return progress_locked();
 }
 
 int session_impl::progress_locked() {
   int work = 0;
-  for (auto& slot : _slots) work += slot->drv->poll();
+  // A quiet driver (nothing connected or posted) is polled one round in 64
+  // only, for connections that may still come.
+  const bool all = (++_rounds & 63) == 0 || _connecting;
+  for (auto& slot : _slots)
+    if (all || !slot->drv->quiet()) work += slot->drv->poll();
   // Index loop: a task may add or remove tasks.
   for (std::size_t i = 0; i < _tasks.size(); ++i) work += _tasks[i].fn(_tasks[i].arg);
   // Operations a driver refused with `retry` are offered again.
@@ -77,7 +83,7 @@ int session_impl::progress_locked() {
 }
 
 int session_impl::progress_round() {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   return progress_locked();
 }
 
@@ -89,7 +95,7 @@ thread_local std::vector<std::size_t> t_arm_counts;
 }
 
 arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   t_arm_counts.assign(_slots.size(), 0);
   arm_result result = _retry_gates.empty() ? arm_result::armed : arm_result::busy;
   for (std::size_t i = 0; i < _slots.size(); ++i) {
@@ -103,7 +109,7 @@ arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) 
 }
 
 void session_impl::disarm_drivers(std::span<const pollfd> fds) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   std::size_t total = 0;
   for (std::size_t n : t_arm_counts) total += n;
   std::size_t pos = fds.size() - total;  // the drivers' entries come last
@@ -119,7 +125,7 @@ void session_impl::wait_until(request_state& r) {
 
 bool session_impl::test(request_state& r) {
   if (r.is_complete()) return true;
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   progress_locked();
   return r.is_complete();
 }
@@ -146,24 +152,32 @@ int session_impl::wait_any(std::span<request* const> reqs) {
 }
 
 int session_impl::add_progress_task(int (*fn)(void*), void* arg) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   const int id = _next_task_id++;
   _tasks.push_back({id, fn, arg});
   return id;
 }
 
 void session_impl::remove_progress_task(int id) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   std::erase_if(_tasks, [id](const progress_task& t) { return t.id == id; });
 }
 
 void session_impl::abort(int exit_code, const std::string& message) {
   {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
+    bool told = false;
     try {
       _boot->abort(exit_code, message);
+      told = true;
     } catch (...) {
     }
+    // The launcher ends the whole job with our code. Exiting at once would
+    // let the peers see this process die and fail on their own, racing the
+    // launcher with their own (other) exit codes: give it a moment to end
+    // us first.
+    if (told && _size > 1)
+      for (int i = 0; i < 100; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::_Exit(exit_code);
 }
@@ -271,15 +285,38 @@ void session_impl::send_done(packet_wrapper* pw) {
 // ---- completion and failure ------------------------------------------------------
 
 void session_impl::complete(request_state& r) {
-  auto cb = r.cb;
-  void* arg = r.cb_arg;
+  if (r.cb && r.owner) {
+    r.finishing = true;
+    _deferred.push_back(&r);  // run by the outermost guard, outside the lock
+    return;
+  }
   r.done.store(true, std::memory_order_release);
   _waiter.notify();  // a thread may sleep waiting for it
-  if (cb && r.owner) cb(*r.owner, arg);
+}
+
+void session_impl::run_deferred() {
+  // Taken while still locked: other threads append to their own batches.
+  thread_local std::vector<request_state*> batch;
+  const std::size_t mark = batch.size();  // a callback's own guard nests a batch
+  batch.insert(batch.end(), _deferred.begin(), _deferred.end());
+  _deferred.clear();
+  _lock.unlock();
+  for (std::size_t i = mark; i < batch.size(); ++i) {
+    request_state& r = *batch[i];
+    // Complete first (the callback sees it so, and may restart it); the
+    // callback was read while the request was still ours.
+    auto cb = r.cb;
+    void* arg = r.cb_arg;
+    request* owner = r.owner;
+    r.done.store(true, std::memory_order_release);
+    _waiter.notify();
+    cb(*owner, arg);
+  }
+  batch.resize(mark);
 }
 
 void session_impl::fail_request(request_state& r, errc e, std::string message) {
-  if (r.is_complete()) return;
+  if (r.finished()) return;
   if (r.error == errc::ok) {
     r.error = e;
     r.error_message = std::move(message);
@@ -368,24 +405,21 @@ void session_impl::fail_gate(gate& g, std::string reason) {
   }
   // Unmatched messages that are not whole (rendezvous not asked for yet):
   // a receive that takes one later fails instead of waiting for its data.
-  for (unexpected_list* l : {&_unexpected, &_detached})
-    for (unexpected_message& u : *l)
-      if (u.msg.source == g.rank && !u.msg.rdvs.empty()) {
-        u.msg.failed = true;
-        u.msg.fail_reason = msg;
-      }
+  auto mark = [&](unexpected_message& u) {
+    if (u.msg.source == g.rank && !u.msg.rdvs.empty()) {
+      u.msg.failed = true;
+      u.msg.fail_reason = msg;
+    }
+  };
+  _match.for_each_unexpected(g.rank, mark);
+  for (unexpected_message& u : _detached) mark(u);
   // Receives posted for this peer, and any-source receives once no other
   // peer is alive to match them.
-  const bool none_alive = no_live_peer();
-  for (auto it = _posted.begin(); it != _posted.end();) {
-    request_state& r = *it;
-    ++it;
-    if (r.source_filter == g.rank || (r.source_filter == any_source && none_alive)) {
-      _posted.erase(_posted.iterator_to(r));
-      fail_request(r, errc::peer_failed,
-                   r.source_filter == g.rank ? msg : "any-source receive: every other rank failed (last: " + msg + ")");
-    }
-  }
+  _match.drain_posted(g.rank, [&](request_state& r) { fail_request(r, errc::peer_failed, msg); });
+  if (no_live_peer())
+    _match.drain_posted(any_source, [&](request_state& r) {
+      fail_request(r, errc::peer_failed, "any-source receive: every other rank failed (last: " + msg + ")");
+    });
 }
 
 bool session_impl::no_live_peer() const {

@@ -12,23 +12,19 @@ namespace {
 bool seq_before(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; }
 }  // namespace
 
-bool session_impl::matches(int source_filter, tag_t tag_filter, tag_t mask, int source, tag_t tag) {
-  if (source_filter != any_source && source_filter != source) return false;
-  return ((tag ^ tag_filter) & mask) == 0;
-}
-
-bool session_impl::matches(const request_state& r, int source, tag_t tag) const {
-  return matches(r.source_filter, r.tag_filter, r.tag_mask, source, tag);
-}
-
 // ---- arrival ---------------------------------------------------------------
 
 void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes) {
-  auto it = slot.gates.find(conn);
-  if (it == slot.gates.end()) return;
-  gate& g = *it->second;
+  gate* found = slot.gates.find(conn);
+  if (!found) return;
+  gate& g = *found;
   if (g.failed) return;
   _stats.packets_received++;
+  wire::short_header sh;
+  if (wire::is_short(bytes, sh)) {
+    handle_short(g, sh, bytes.subspan(sizeof sh));
+    return;
+  }
   wire::packet_reader reader(bytes);
   std::string error;
   if (!reader.begin(error)) {
@@ -41,6 +37,49 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
     if (g.failed) return;
   }
   if (!error.empty()) protocol_violation(g, error);
+}
+
+// A whole small message in the compact form. In the common case (next in
+// its ordering domain, a posted receive of one segment matches) it is
+// decoded and placed in place, without message state; anything else goes
+// through the general chunk path as the equivalent data chunk.
+void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span<const std::byte> payload) {
+  std::uint32_t& expected = g.recv_seq_last.get(g.recv_seq, sh.tag & _ordering_mask);
+  if (sh.seq == expected) {
+    request_state* r = _match.first_posted(g.rank, sh.tag);
+    if (r && r->recv_sealed && r->segments.size() == 1) {
+      expected++;
+      _match.unpost(*r);
+      r->matched = true;
+      message_state& m = r->msg;
+      m.req = r;
+      m.source = g.rank;
+      m.tag = sh.tag;
+      m.seq = sh.seq;
+      m.total = m.accounted = m.arrived = payload.size();
+      segment& s = r->segments[0];
+      const std::size_t n = std::min<std::uint64_t>(payload.size(), s.len);
+      if (n) std::memcpy(s.ptr, payload.data(), n);
+      s.received = n;
+      if (n < payload.size()) {
+        m.truncated = true;
+        finish_recv_if_done(*r);  // names the truncation
+      } else {
+        complete(*r);
+      }
+      if (!g.early.empty()) drain_early(g);
+      return;
+    }
+  }
+  wire::chunk_header h{};
+  h.kind = static_cast<std::uint8_t>(chunk_kind::data);
+  h.flags = chunk_flag::last;
+  h.payload = static_cast<std::uint32_t>(payload.size());
+  h.tag = sh.tag;
+  h.seq = sh.seq;
+  h.len = payload.size();
+  h.msg_len = payload.size();
+  handle_chunk(g, h, payload);
 }
 
 void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload) {
@@ -142,17 +181,16 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
   const bool whole = (h.flags & chunk_flag::last) && h.offset == 0 &&
                      (h.msg_len == chunk_entry::unknown_length || h.msg_len == h.len);
   m.in_active = !whole;
-  for (request_state& r : _posted) {
-    if (!matches(r, g.rank, h.tag)) continue;
-    _posted.erase(_posted.iterator_to(r));
-    bind(r, std::move(m));
-    if (!whole) g.active[{h.tag, h.seq}] = &r.msg;
-    return &r.msg;
+  if (request_state* r = _match.first_posted(g.rank, h.tag)) {
+    _match.unpost(*r);
+    bind(*r, std::move(m));
+    if (!whole) g.active[{h.tag, h.seq}] = &r->msg;
+    return &r->msg;
   }
   auto* u = new unexpected_message();
   u->msg = std::move(m);
   u->msg.unexpected = u;
-  _unexpected.push_back(*u);
+  _match.add_unexpected(*u);
   _stats.unexpected_messages++;
   if (!whole) g.active[{h.tag, h.seq}] = &u->msg;
   return &u->msg;
@@ -374,7 +412,7 @@ void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
 }
 
 void session_impl::finish_recv_if_done(request_state& r) {
-  if (r.is_complete() || !r.matched || !r.recv_sealed) return;
+  if (r.finished() || !r.matched || !r.recv_sealed) return;
   message_state& m = r.msg;
   if (m.failed) {
     fail_request(r, errc::peer_failed, m.fail_reason);
@@ -399,6 +437,7 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
   r.type = request_state::kind::recv;
   r.error = errc::ok;
   r.error_message.clear();
+  r.finishing = false;
   r.done.store(false, std::memory_order_relaxed);
   r.source_filter = source;
   r.tag_filter = tag;
@@ -411,7 +450,7 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
     r.capacity = len;
   }
   r.recv_sealed = sealed;
-  r.msg = message_state{};
+  r.msg.reset();
 }
 
 // Binds r to an unexpected message already off the unexpected list, and
@@ -429,7 +468,7 @@ void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
 
 errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                          request_state& r, bool sealed) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if ((source != any_source && (source < 0 || source >= _size)) || (!buf && len > 0)) {
     r.error = errc::invalid_argument;
@@ -439,10 +478,9 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
   }
   setup_recv(r, source, tag, mask, buf, len, sealed);
   // An unexpected message that matches is taken first (arrival order).
-  for (unexpected_message& u : _unexpected) {
-    if (!matches(r, u.msg.source, u.msg.tag)) continue;
-    _unexpected.erase(_unexpected.iterator_to(u));
-    take_unexpected(r, u);
+  if (unexpected_message* u = _match.first_unexpected(source, tag, mask)) {
+    _match.remove_unexpected(*u);
+    take_unexpected(r, *u);
     return errc::ok;
   }
   if (source != any_source && _gates[source]->failed) {
@@ -453,25 +491,25 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     fail_request(r, errc::peer_failed, "any-source receive: every other rank failed");
     return errc::peer_failed;
   }
-  _posted.push_back(r);
+  _match.post(r);
   return errc::ok;
 }
 
 unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, recv_status& st) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   progress_locked();
   unexpected_message* u = find_unexpected(source, tag, mask, st);
   // Detached: chunks still arriving keep landing in u->msg through the
   // gate's `active` map, exactly as while it was on the list.
   if (u) {
-    _unexpected.erase(_unexpected.iterator_to(*u));
+    _match.remove_unexpected(*u);
     _detached.push_back(*u);
   }
   return u;
 }
 
 errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, request_state& r) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (!u || !r.is_complete() || (!buf && len > 0)) {
     r.error = errc::invalid_argument;
     r.error_message = !u ? "imrecv: no message (already received?)"
@@ -488,11 +526,11 @@ errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, req
 errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pack_mode mode) {
   std::size_t index = 0;
   {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
     if (r.type != request_state::kind::recv || r.recv_sealed) return errc::invalid_argument;
     index = r.segments.size();
     if (!buf && len > 0) return errc::invalid_argument;
-    if (r.is_complete()) return r.error;
+    if (r.finished()) return r.error;
     r.segments.push_back({static_cast<std::byte*>(buf), len, 0});
     r.capacity += len;
     if (r.matched) {
@@ -504,7 +542,7 @@ errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pa
   // Express: this piece must be in memory before returning.
   errc result = errc::ok;
   _waiter.wait([&] {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
     if (r.is_complete()) {
       result = r.error;
       return true;
@@ -527,17 +565,17 @@ errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pa
 
 errc session_impl::unpack_end(request_state& r) {
   {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
     if (r.type != request_state::kind::recv || r.recv_sealed) return errc::invalid_argument;
     r.recv_sealed = true;
-    if (r.matched && !r.is_complete()) {
+    if (r.matched && !r.finished()) {
       drain_buffered(r);
       if (!r.msg.failed) ask_rdvs(*_gates[r.msg.source], r);
       finish_recv_if_done(r);
     }
   }
   wait_until(r);
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (r.error == errc::ok && r.msg.total < r.capacity) {
     r.error = errc::size_mismatch;
     r.error_message = "unpacked " + std::to_string(r.capacity) + " bytes but the message from rank " +
@@ -551,7 +589,7 @@ errc session_impl::unpack_end(request_state& r) {
 }
 
 bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   progress_locked();
   return find_unexpected(source, tag, mask, st) != nullptr;
 }
@@ -559,7 +597,7 @@ bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
 recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {
   recv_status st;
   _waiter.wait([&] {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
     if (find_unexpected(source, tag, mask, st)) return true;
     // Only messages already here can still come from a failed peer.
     const bool hopeless = source == any_source ? no_live_peer()
@@ -578,33 +616,33 @@ recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {
 // The first unexpected message matching (source, tag/mask) whose length is
 // known, in arrival order; fills st. Lock held.
 unexpected_message* session_impl::find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st) {
-  for (unexpected_message& u : _unexpected) {
-    if (!matches(source, tag, mask, u.msg.source, u.msg.tag)) continue;
-    if (u.msg.total == message_state::unknown) return nullptr;  // length not known yet
-    st.source = u.msg.source;
-    st.tag = u.msg.tag;
-    st.length = u.msg.total;
-    st.error = errc::ok;
-    return &u;
-  }
-  return nullptr;
+  unexpected_message* u = _match.first_unexpected(source, tag, mask);
+  if (!u || u->msg.total == message_state::unknown) return nullptr;  // length not known yet
+  st.source = u->msg.source;
+  st.tag = u->msg.tag;
+  st.length = u->msg.total;
+  st.error = errc::ok;
+  return u;
 }
 
 // A sender asks to withdraw its rendezvous message (see cancel_send): it
 // is withdrawn only while it waits, unmatched, in the unexpected queue.
 void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
   bool withdrawn = false;
-  for (unexpected_message& u : _unexpected) {
-    if (u.msg.source != g.rank || u.msg.tag != h.tag || u.msg.seq != h.seq) continue;
+  unexpected_message* found = nullptr;
+  _match.for_each_unexpected(g.rank, [&](unexpected_message& u) {
+    if (!found && u.msg.tag == h.tag && u.msg.seq == h.seq) found = &u;
+  });
+  if (found) {
+    unexpected_message& u = *found;
     bool ours = u.msg.buffered.empty() && !u.msg.rdvs.empty();
     for (const auto& p : u.msg.rdvs) ours = ours && p.sender_cookie == h.cookie;
     if (ours) {
-      _unexpected.erase(_unexpected.iterator_to(u));
+      _match.remove_unexpected(u);
       if (u.msg.in_active) g.active.erase({u.msg.tag, u.msg.seq});
       delete &u;
       withdrawn = true;
     }
-    break;
   }
   chunk_entry* a = _entry_pool.get();
   *a = chunk_entry{};
@@ -621,11 +659,10 @@ void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
 }
 
 bool session_impl::cancel(request_state& r) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (r.type == request_state::kind::send) return cancel_send(r);
-  if (r.type != request_state::kind::recv || r.is_complete() || r.matched || !r.posted.is_linked())
+  if (r.type != request_state::kind::recv || r.finished() || r.matched || !_match.unpost(r))
     return false;
-  _posted.erase(_posted.iterator_to(r));
   r.error = errc::cancelled;
   r.error_message = "receive cancelled";
   complete(r);

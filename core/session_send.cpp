@@ -33,13 +33,14 @@ static bool start_request(request_state& r, request_state::kind k) {
   r.error = errc::ok;
   r.error_message.clear();
   r.cancel_requested = false;
+  r.finishing = false;
   r.done.store(false, std::memory_order_relaxed);
   return true;
 }
 
 errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r,
                          send_flags flags) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size || (!buf && len > 0)) {
     r.error = errc::invalid_argument;
@@ -59,12 +60,14 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
     fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
     return errc::peer_failed;
   }
+  const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
+  r.first_piece.tag = tag;
+  if (!sync && len < _rdv_threshold && send_inline(g, r, buf, len)) return errc::ok;
   chunk_entry& e = r.first_piece;
   e = chunk_entry{};
   // A synchronous send always goes through the rendezvous: its completion
   // (all data asked for by the receiver's rtr) then means it was matched.
   // An empty one waits for a zero-length rtr (see ask_rdvs).
-  const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
   e.kind = (sync || len >= _rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
   e.awaiting_ack = sync && len == 0;
   e.flags = chunk_flag::last;
@@ -79,8 +82,35 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   return errc::ok;
 }
 
+// The small-message path. When nothing of this gate waits in its collect
+// list or for its track, a whole small message goes straight to the
+// driver in the compact form (short_header + payload, copied once, by the
+// driver) and the send is complete on return: no chunk entry, packet
+// wrapper, strategy or completion round. Anything queued means the
+// strategy path keeps the order and may aggregate: no inline send then.
+bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::size_t len) {
+  track& t = g.tracks[0];
+  if (!t.connected || t.retry || !g.collect.empty() || !g.data_out.empty()) return false;
+  driver& d = *t.slot->drv;
+  if (len + sizeof(wire::short_header) > d.caps().max_inline) return false;
+  if (!g.strat->allow_inline({t.rail, &d.caps(), t.outstanding, t.inline_round == _rounds, &d, t.conn}))
+    return false;
+  std::uint32_t& seq = g.send_seq_last.get(g.send_seq, r.first_piece.tag & _ordering_mask);
+  const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
+  const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
+  const post_result res = d.send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
+  if (res != post_result::posted) return false;  // failed: the general path reports it
+  ++seq;
+  t.inline_round = _rounds;
+  _stats.packets_sent++;
+  _stats.chunks_sent++;
+  _stats.bytes_sent += sizeof h + len;
+  complete(r);
+  return true;
+}
+
 errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size) {
     r.error = errc::invalid_argument;
@@ -102,10 +132,10 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
 }
 
 errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
   if (!buf && len > 0) return errc::invalid_argument;
-  if (r.is_complete()) return r.error;  // failed peer
+  if (r.finished()) return r.error;  // failed peer
   gate& g = *r.dest;
   // The previous piece is not the last one: queue it now.
   if (r.held_piece) {
@@ -131,9 +161,9 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
 
 errc session_impl::pack_end(request_state& r) {
   {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
     if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
-    if (!r.is_complete()) {
+    if (!r.finished()) {
       gate& g = *r.dest;
       chunk_entry* e = r.held_piece;
       if (!e) {  // empty message: one empty chunk ends it
@@ -182,7 +212,7 @@ void session_impl::entry_progress(chunk_entry& e) {
 }
 
 void session_impl::finish_send_if_done(request_state& r) {
-  if (r.pending_chunks == 0 && r.sealed && !r.is_complete()) complete(r);
+  if (r.pending_chunks == 0 && r.sealed && !r.finished()) complete(r);
 }
 
 void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
@@ -224,7 +254,7 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
 // received, or normally. Lock held by the callers.
 
 bool session_impl::cancel_send(request_state& r) {
-  if (r.is_complete() || r.cancel_requested || !r.sealed || !r.dest) return false;
+  if (r.finished() || r.cancel_requested || !r.sealed || !r.dest) return false;
   gate& g = *r.dest;
   chunk_entry& e = r.first_piece;
   if (g.failed || e.kind != chunk_kind::rdv_req || r.held_piece) return false;

@@ -72,7 +72,9 @@ std::string list_names(auto registry) {
 }  // namespace
 
 session_impl::session_impl(const session_options& opts)
-    : _level(opts.threads), _waiter(*this, opts.threads == thread_level::multiple) {
+    : _lock(opts.threads == thread_level::multiple),
+      _level(opts.threads),
+      _waiter(*this, opts.threads == thread_level::multiple) {
   const core_tunables t = read_tunables();
   {
     const std::string w = opts.wait.empty() ? t.wait : opts.wait;
@@ -113,6 +115,7 @@ session_impl::session_impl(const session_options& opts)
     _boot->put(address_key(*_slots[i]->drv, _rank), _slots[i]->drv->local_address());
   _boot->fence();
   _gates.resize(_size);
+  _match.resize(_size);
   for (int r = 0; r < _size; ++r) {
     auto g = std::make_unique<gate>();
     g->rank = r;
@@ -218,16 +221,21 @@ driver_slot* session_impl::choose_slot(int peer) {
 }
 
 void session_impl::connect_all(int timeout_ms) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   // Lower ranks listen, higher ranks connect: exactly one connection a pair.
   for (int p = 0; p < _rank; ++p) {
     track& t = _gates[p]->tracks[0];
     driver& d = *t.slot->drv;
     // Known at once, so a refused or dead peer fails its gate (and this
     // wait) right away instead of at the timeout.
-    t.slot->gates[d.connect(p, _boot->get(address_key(d, p)))] = _gates[p].get();
+    t.slot->gates.set(d.connect(p, _boot->get(address_key(d, p))), _gates[p].get());
   }
   _slots[0]->drv->connect(_rank, "self");
+  _connecting = true;
+  struct done_connecting {
+    bool& flag;
+    ~done_connecting() { flag = false; }
+  } reset{_connecting};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     bool all = true, failed = false;
@@ -262,7 +270,7 @@ void session_impl::shutdown() {
   // application already forgot still owe the peer their bytes).
   bool timed_out = false;
   _waiter.wait([&] {
-    std::lock_guard guard(_lock);
+    engine_guard guard(*this);
     bool busy = false;
     for (auto& g : _gates)
       if (!g->failed && (!g->idle() || !g->rdv_out.empty())) busy = true;
@@ -272,7 +280,7 @@ void session_impl::shutdown() {
   if (timed_out)
     log_write(log_level::warn, "session",
               "finalize: sends still pending after " + std::to_string(timeout_ms) + " ms; dropping them");
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   bool any_failed = false;
   for (auto& g : _gates) any_failed |= g->failed;
   _finalizing = true;
@@ -283,7 +291,7 @@ void session_impl::shutdown() {
   } catch (const std::exception& e) {
     log_write(log_level::warn, "session", std::string("finalize: ") + e.what());
   }
-  if (!_posted.empty())
+  if (_match.any_posted())
     log_write(log_level::warn, "session", "finalize with receives still posted");
 }
 
@@ -294,12 +302,12 @@ session_impl::~session_impl() {
   }
   // Drivers close their connections; then free what the engine still holds.
   for (auto& slot : _slots) slot->drv.reset();
-  for (unexpected_list* l : {&_unexpected, &_detached})
-    while (!l->empty()) {
-      unexpected_message& u = l->front();
-      l->pop_front();
-      delete &u;
-    }
+  _match.free_unexpected();
+  while (!_detached.empty()) {
+    unexpected_message& u = _detached.front();
+    _detached.pop_front();
+    delete &u;
+  }
   for (auto& g : _gates) {
     g->collect.clear();
     for (auto& [cookie, rr] : g->rdv_in) delete rr;
@@ -312,22 +320,21 @@ session_impl::~session_impl() {
       delete t.retry;
     }
   }
-  _posted.clear();
 }
 
 session_stats session_impl::stats() const {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   return _stats;
 }
 
 bool session_impl::peer_alive(int rank) const {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   if (rank < 0 || rank >= _size) return false;
   return !_gates[rank]->failed;
 }
 
 errc session_impl::set_strategy(std::string_view name) {
-  std::lock_guard guard(_lock);
+  engine_guard guard(*this);
   const strategy_descriptor* d = find_strategy(name);
   if (!d) return errc::invalid_argument;
   for (auto& g : _gates)

@@ -35,6 +35,7 @@ int init_common(const char* fn, int required, int* provided) {
               : required == MPI_THREAD_SERIALIZED ? nmad::thread_level::serialized
               : required == MPI_THREAD_FUNNELED   ? nmad::thread_level::funneled
                                                   : nmad::thread_level::single;
+  s.mu.enable(o.threads == nmad::thread_level::multiple);
   try {
     s.session = nmad::session::create(o);
   } catch (const std::exception& e) {

@@ -127,6 +127,25 @@ struct bsend_record {
   std::size_t offset = 0, len = 0;  // region of the attached buffer
 };
 
+// A mutex that MPI_Init turns off when the application promised that only
+// one thread at a time calls MPI (below MPI_THREAD_MULTIPLE): the tables it
+// guards are then reached without any atomic operation.
+class table_mutex {
+ public:
+  void enable(bool on) { _on = on; }
+  void lock() {
+    if (_on) _m.lock();
+  }
+  bool try_lock() { return !_on || _m.try_lock(); }
+  void unlock() {
+    if (_on) _m.unlock();
+  }
+
+ private:
+  bool _on = true;
+  std::mutex _m;
+};
+
 struct state {
   std::unique_ptr<nmad::session> session;
   std::atomic<bool> initialized{false}, finalized{false};
@@ -138,7 +157,7 @@ struct state {
   // MPI_COMM_WORLD and MPI_COMM_SELF (indexes 1 and 2), looked up without `mu`.
   std::atomic<comm_obj*> predefined_comms[3] = {};
 
-  std::mutex mu;  // guards every table below
+  table_mutex mu;  // guards every table below (a no-op below MPI_THREAD_MULTIPLE)
   std::vector<std::unique_ptr<comm_obj>> comms;        // index = handle
   // Context slots in use; guarded by comm.cpp's slot lock (a leaf lock,
   // also taken from engine progress), not by mu.

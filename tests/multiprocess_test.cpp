@@ -22,7 +22,7 @@ struct job {
   double timeout_s = 240;
 };
 
-nmad_test::run_result run_job(const job& j) {
+nmad_test::run_result run_at(const job& j, const char* level) {
   std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(j.nprocs),
                                    "--timeout", std::to_string(static_cast<int>(j.timeout_s)),
                                    nmad_test::runfile("tests/workers/engine_worker")};
@@ -30,9 +30,21 @@ nmad_test::run_result run_job(const job& j) {
   nmad_test::run_options o;
   o.timeout_s = j.timeout_s + 30;
   o.env = j.env;
+  o.env.emplace_back("ENGINE_WORKER_THREADS", level);
   auto r = nmad_test::run(argv, o);
-  if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  if (r.status != 0) MESSAGE("thread level " << level << ": stdout:\n" << r.out << "\nstderr:\n" << r.err);
   return r;
+}
+
+// Every job runs twice: with sessions at thread level single (the engine
+// takes no lock) and multiple. Both must end the same way; the checks of
+// each test case look at the second run.
+nmad_test::run_result run_job(const job& j) {
+  const auto single = run_at(j, "single");
+  auto multiple = run_at(j, "multiple");
+  CHECK_MESSAGE(single.status == multiple.status, "thread level single ended with status " << single.status
+                                                  << ", multiple with " << multiple.status);
+  return multiple;
 }
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }

@@ -43,6 +43,8 @@ typedef struct {
   int flows;
   int bidir;
   const char *ops; /* nbc_overlap: comma separated list of operations */
+  int thread_multiple; /* --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) */
+  int threads;         /* --threads N (latency_mt: receiving threads) */
 } bench_opts;
 
 static inline int bench_rank(void) {
@@ -95,6 +97,7 @@ static inline void bench_parse(bench_opts *o, int argc, char **argv, const char 
   o->min_iters = 10;
   o->window = default_window;
   o->flows = 4;
+  o->threads = 1;
   o->ops = "Iallreduce,Ibcast,Ialltoall";
   bench_parse_sizes(o, default_sizes);
   for (int i = 1; i < argc; i++) {
@@ -109,6 +112,8 @@ static inline void bench_parse(bench_opts *o, int argc, char **argv, const char 
     else if (!strcmp(a, "--flows")) { NEEDV(); o->flows = atoi(v); }
     else if (!strcmp(a, "--ops")) { NEEDV(); o->ops = v; }
     else if (!strcmp(a, "--bidir")) { o->bidir = 1; }
+    else if (!strcmp(a, "--thread-multiple")) { o->thread_multiple = 1; }
+    else if (!strcmp(a, "--threads")) { NEEDV(); o->threads = atoi(v); }
     else {
       if (bench_rank() == 0) fprintf(stderr, "unknown option %s\n", a);
       bench_die("bad command line");
@@ -119,16 +124,28 @@ static inline void bench_parse(bench_opts *o, int argc, char **argv, const char 
   if (o->min_iters < 1) o->min_iters = 1;
   if (o->window < 1) o->window = 1;
   if (o->flows < 1) o->flows = 1;
+  if (o->threads < 1) o->threads = 1;
 }
 
-/* MPI_Init, the common options (see bench_parse), this process's rank and
- * the job's size; a job of fewer than min_procs processes ends with an
- * error naming the benchmark. */
-static inline void bench_init(bench_opts *o, int *argc, char ***argv, const char *bench, int min_procs,
-                       const char *default_sizes, int default_iters, int default_window, int *rank,
-                       int *nprocs) {
-  MPI_Init(argc, argv);
+/* MPI_Init (MPI_Init_thread with MPI_THREAD_MULTIPLE when the command line
+ * has --thread-multiple, or when need_multiple), the common options (see
+ * bench_parse), this process's rank and the job's size; a job of fewer than
+ * min_procs processes ends with an error naming the benchmark. */
+static inline void bench_init_mt(bench_opts *o, int *argc, char ***argv, const char *bench, int min_procs,
+                          const char *default_sizes, int default_iters, int default_window, int *rank,
+                          int *nprocs, int need_multiple) {
+  int multiple = need_multiple;
+  for (int i = 1; i < *argc; i++)
+    if (!strcmp((*argv)[i], "--thread-multiple")) multiple = 1;
+  if (multiple) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided < MPI_THREAD_MULTIPLE) bench_die("MPI_THREAD_MULTIPLE is not provided");
+  } else {
+    MPI_Init(argc, argv);
+  }
   bench_parse(o, *argc, *argv, default_sizes, default_iters, default_window);
+  o->thread_multiple = multiple;
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, nprocs);
   if (*nprocs < min_procs) {
@@ -136,6 +153,12 @@ static inline void bench_init(bench_opts *o, int *argc, char ***argv, const char
     snprintf(msg, sizeof msg, "%s needs at least %d processes", bench, min_procs);
     bench_die(msg);
   }
+}
+
+static inline void bench_init(bench_opts *o, int *argc, char ***argv, const char *bench, int min_procs,
+                       const char *default_sizes, int default_iters, int default_window, int *rank,
+                       int *nprocs) {
+  bench_init_mt(o, argc, argv, bench, min_procs, default_sizes, default_iters, default_window, rank, nprocs, 0);
 }
 
 /* The largest size of the sweep, and at least `floor`. */

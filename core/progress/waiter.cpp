@@ -55,7 +55,9 @@ bool parse_wait_policy(std::string_view text, wait_policy& out) {
   return true;
 }
 
-waiter::waiter(wait_engine& engine, bool threaded) : _engine(engine), _threaded(threaded) {}
+waiter::waiter(wait_engine& engine, bool threaded) : _engine(engine), _threaded(threaded) {
+  if (threaded) fences::enable(fences::scope::process);
+}
 
 waiter::~waiter() = default;
 
@@ -82,16 +84,19 @@ void waiter::wait(bool (*done)(void*), void* arg) {
         if (sleep_once(done, arg)) return;
         break;
       case wait_policy::fixed_spin:
-        if (idle == 1) {
-          spin_start = clock::now();
-          if (_spin_ns.load(std::memory_order_relaxed) <= 0) {
-            if (sleep_once(done, arg)) return;
-            idle = 0;
-          }
-        } else if (idle % kClockEvery == 0 &&
-                   clock::now() - spin_start >= std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed))) {
+        // The spin is timed from the first clock reading (kClockEvery idle
+        // rounds in): most waits end before it and never read the clock.
+        if (idle == 1 && _spin_ns.load(std::memory_order_relaxed) <= 0) {
           if (sleep_once(done, arg)) return;
-          idle = 0;  // spin again after a wake-up: the rest may follow soon
+          idle = 0;
+        } else if (idle % kClockEvery == 0) {
+          const clock::time_point now = clock::now();
+          if (idle == kClockEvery) {
+            spin_start = now;
+          } else if (now - spin_start >= std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed))) {
+            if (sleep_once(done, arg)) return;
+            idle = 0;  // spin again after a wake-up: the rest may follow soon
+          }
         }
         break;
     }
@@ -112,6 +117,7 @@ bool waiter::sleep_once(bool (*done)(void*), void* arg) {
     fds.push_back({own, POLLIN, 0});  // fd -1 is ignored by poll(2)
   }
   _sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (_threaded) fences::heavy_fence(fences::scope::process);  // notify() fences lightly
   bool finished = done(arg);
   if (!finished) {
     int timeout = _max_sleep_ms.load(std::memory_order_relaxed);

@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/common/fences.hpp"
 #include "core/common/wait_policy.hpp"
 #include "core/transfer/driver.hpp"
 
@@ -101,7 +102,7 @@ class waiter {
   // is visible (e.g. after the release store that completes a request).
   void notify() {
     if (!_threaded) return;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    fences::light_fence(fences::scope::process);  // sleepers fence heavily
     if (_sleepers.load(std::memory_order_relaxed) > 0) wake_sleepers();
   }
   // Work was handed to a driver that sleeping threads armed before it

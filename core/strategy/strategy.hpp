@@ -24,15 +24,34 @@
 #include <string_view>
 
 #include "core/collect/chunk_entry.hpp"
+#include "core/transfer/driver.hpp"
 #include "core/transfer/packet_builder.hpp"
 
 namespace nmad {
+
+// What the transfer layer tells a strategy about the track it asks for.
+struct track_view {
+  std::uint32_t rail = 0;         // the track's index in its gate
+  const driver_caps* caps = nullptr;
+  std::uint32_t outstanding = 0;  // operations posted and not completed
+  bool just_sent = false;         // an inline send left since the engine last polled
+  driver* drv = nullptr;
+  connection_id conn = invalid_connection;
+  // Whether the driver still holds bytes the peer has not taken (asks it).
+  bool backlog() const { return drv && drv->backlog(conn); }
+};
 
 class strategy {
  public:
   virtual ~strategy() = default;
   virtual std::string_view name() const = 0;
   virtual bool build_packet(collect_list& queue, packet_builder& out) = 0;
+  // The inline path (session_impl::send_inline): whether a small message
+  // may skip the collect list and go straight to the driver, when nothing
+  // is queued for the gate. Default: yes, there is nothing to aggregate or
+  // reorder it with. A strategy that aggregates answers no while the track
+  // is busy, so that a burst accumulates in the collect list.
+  virtual bool allow_inline(const track_view& t) const { return true; }
 };
 
 // The explicit list of built-in strategies (core/strategy/registry.cpp).

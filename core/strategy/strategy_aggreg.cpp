@@ -10,6 +10,12 @@ namespace {
 class strategy_aggreg final : public strategy {
  public:
   std::string_view name() const override { return "aggreg"; }
+  // Inline only on a quiet track: once a packet is on its way, later sends
+  // wait in the collect list and leave together.
+  bool allow_inline(const track_view& t) const override {
+    return t.outstanding == 0 && !t.just_sent && !t.backlog();
+  }
+
   bool build_packet(collect_list& queue, packet_builder& out) override {
     bool added = false;
     while (!queue.empty()) {

@@ -49,6 +49,7 @@ struct driver_caps {
   std::size_t max_packet_size = 0;   // largest packet post_send_packet accepts
   std::size_t max_iov = 1;           // iovec entries per post_* call
   std::size_t max_sends_in_flight = 2;  // per connection, packets + data
+  std::size_t max_inline = 0;        // largest send_inline() packet (0: none)
   bool gather_scatter = false;       // iov with >1 entry costs no extra copy
   bool zero_copy_data = false;       // bulk data moves user buffer <-> wire
   bool rdma_get = false;             // post_get works: a receiver pulls the
@@ -129,6 +130,19 @@ class driver {
   virtual post_result post_send_packet(connection_id conn,
                                        std::span<const iovec> iov,
                                        void* token) = 0;
+  // The inline send of a small packet (total length <= caps().max_inline):
+  // the driver takes a copy of the bytes now, in order after every packet
+  // posted before, and the operation is over when it returns `posted` (no
+  // on_send_done follows; the caller's buffers are free at once). `retry`
+  // when it cannot do so right now (a full queue: the caller falls back to
+  // post_send_packet later); `failed` like post_send_packet. Default:
+  // drivers without it answer retry.
+  virtual post_result send_inline(connection_id conn, std::span<const iovec> iov) {
+    return post_result::retry;
+  }
+  // Whether bytes posted on `conn` still wait in the driver or in the
+  // channel for the peer to take them (a busy track). Default: no.
+  virtual bool backlog(connection_id conn) const { return false; }
   // Sends bulk data that the peer announced with post_recv_data(cookie).
   virtual post_result post_send_data(connection_id conn, std::uint64_t cookie,
                                      std::span<const iovec> iov,
@@ -154,6 +168,12 @@ class driver {
   // Makes progress: completes sends, reads arrivals, accepts and
   // authenticates connections. Returns how much work it did (0 = idle).
   virtual int poll() = 0;
+
+  // A cheap hint for the engine's poll loop: true when poll() would
+  // certainly find nothing to do right now (no connection at all, or, for
+  // the self driver, nothing posted). The engine then skips most polls of
+  // this driver (it still polls it now and then).
+  virtual bool quiet() const { return false; }
 
   // Closes one connection (e.g. after its peer sent garbage). No callback.
   virtual void close_connection(connection_id conn) = 0;

@@ -19,6 +19,7 @@ struct track {
   std::uint32_t window = 2;
   std::uint32_t outstanding = 0;       // posted, not yet completed
   bool connected = false;
+  unsigned inline_round = ~0u;         // progress round of the last inline send
   packet_wrapper* retry = nullptr;     // refused with `retry`, posted first
   track_wrapper_list in_flight;        // to reclaim them if the peer fails
 };

@@ -107,6 +107,10 @@ class self_driver final : public driver {
     return work;
   }
 
+  bool quiet() const override {
+    return !_pending_connect && _send_done.empty() && _recv_done.empty() && _packets.empty();
+  }
+
   void close_connection(connection_id) override { _closed = true; }
 
   // Everything the self driver does happens in poll(): a sleeper only has

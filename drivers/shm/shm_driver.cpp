@@ -68,6 +68,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/common/fences.hpp"
 #include "core/common/log.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "drivers/shm/shm_ring.hpp"
@@ -244,6 +245,13 @@ class shm_driver final : public driver {
   }
   connection_id connect(int peer_rank, std::string_view address) override;
   post_result post_send_packet(connection_id c, std::span<const iovec> iov, void* token) override;
+  post_result send_inline(connection_id c, std::span<const iovec> iov) override;
+  bool backlog(connection_id id) const override {
+    auto it = _conns.find(id);
+    if (it == _conns.end()) return false;
+    const conn& c = *it->second;
+    return !c.outq.empty() || (c.st == state::established && !c.tx.drained());
+  }
   post_result post_send_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
                              void* token) override;
   post_result post_recv_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
@@ -330,7 +338,8 @@ class shm_driver final : public driver {
   bool _liveness_due = false;      // a pidfd fired or a peer closed: check every peer now
   std::map<connection_id, std::unique_ptr<conn>> _conns;
   std::vector<std::unique_ptr<conn>> _graveyard;
-  std::vector<connection_id> _ids;  // poll()'s snapshot of _conns' keys
+  std::vector<conn*> _ids;          // poll()'s snapshot of _conns (a conn closed
+                                    // meanwhile stays in _graveyard until poll ends)
   bool _ids_stale = true;           // _conns changed since the snapshot
   std::uint64_t _polls = 0;
   connection_id _next_id = 1;
@@ -350,10 +359,12 @@ void shm_driver::open(const driver_config& config) {
   _cfg = config;
   _tun = read_tunables();
   _host = host_id();
+  fences::enable(fences::scope::node);  // writers then skip the full fence (ring_peer)
   _caps.name = "shm";
   _caps.max_packet_size = kMaxPacket;
   _caps.max_iov = kMaxIov;
   _caps.max_sends_in_flight = kMaxQueued;
+  _caps.max_inline = kMaxPacket;  // every packet is copied into the ring anyway
   _caps.gather_scatter = true;
   _caps.zero_copy_data = true;  // one copy, user buffer to user buffer (CMA)
   // Pulling needs the kernel to let this process read its peers' memory:
@@ -681,6 +692,18 @@ post_result shm_driver::post_send_packet(connection_id id, std::span<const iovec
   return post_result::posted;
 }
 
+post_result shm_driver::send_inline(connection_id id, std::span<const iovec> iov) {
+  conn* c = find(id);
+  if (!c || c->st == state::failed || c->st == state::closed) return post_result::failed;
+  if (c->st != state::established || !c->outq.empty()) return post_result::retry;
+  const std::size_t len = total_len(iov);
+  if (len > kMaxPacket || iov.size() > kMaxIov) return post_result::failed;
+  if (!c->tx.write(rk_packet, iov, len)) return post_result::retry;
+  c->tx_dirty = true;
+  ring_peer(*c);
+  return post_result::posted;
+}
+
 post_result shm_driver::post_send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
                                        void* token) {
   conn* c = find(id);
@@ -836,7 +859,10 @@ int shm_driver::read_records(conn& c) {
     if (c.st == state::established) c.rx.consume(h);
   }
   // Made room: wake the writer if it sleeps on a full ring.
-  if (work > 0 && c.st == state::established && c.rx.space_wanted()) wake_peer(c);
+  if (work > 0 && c.st == state::established) {
+    fences::light_fence(fences::scope::node);  // our head store, then its request
+    if (c.rx.space_wanted()) wake_peer(c);
+  }
   return work;
 }
 
@@ -943,6 +969,7 @@ void shm_driver::check_liveness(conn& c, steady::time_point now, bool force) {
 }
 
 int shm_driver::settle(conn& c) {
+  if (c.done.empty() && c.got.empty() && c.st != state::failed) return 0;  // the idle poll
   int work = 0;
   c.reporting.swap(c.done);
   for (std::size_t i = 0; i < c.reporting.size() && c.st == state::established; ++i, ++work)
@@ -975,13 +1002,12 @@ int shm_driver::poll() {
   const steady::time_point now = clock_due ? steady::now() : steady::time_point{};
   if (_ids_stale) {
     _ids.clear();
-    for (auto& [id, c] : _conns) _ids.push_back(id);
+    for (auto& [id, c] : _conns) _ids.push_back(c.get());
     _ids_stale = false;
   }
   for (std::size_t k = 0; k < _ids.size(); ++k) {
-    const connection_id id = _ids[k];
-    conn* c = find(id);
-    if (!c) continue;
+    conn* c = _ids[k];
+    if (c->st == state::closed) continue;  // by a callback of this poll
     if (c->st == state::offering) work += progress_offer(*c);
     if (c->st == state::established) {
       work += read_records(*c);
@@ -992,13 +1018,14 @@ int shm_driver::poll() {
     work += settle(*c);
   }
   --_depth;
-  _graveyard.clear();
+  if (!_graveyard.empty()) _graveyard.clear();
   return work;
 }
 
 void shm_driver::close_connection(connection_id id) {
   conn* c = find(id);
   if (!c) return;
+  c->st = state::closed;
   if (c->hdr) c->hdr->closed[c->connector ? 1 : 0].store(1, std::memory_order_release);
   wake_peer(*c);
   if (!c->seg_name.empty()) ::shm_unlink(c->seg_name.c_str());
@@ -1052,13 +1079,14 @@ bool shm_driver::attach_peer(conn& c, const char* doorbell_name) {
   return true;
 }
 
-// After writing records: wake the peer if it sleeps. The fence orders our
-// tail store before the load of its count (it raises the count before
-// re-checking its rings), so either it sees the record or we see it asleep.
+// After writing records: wake the peer if it sleeps. The (light) fence
+// orders our tail store before the load of its count (it raises the count
+// and fences heavily before re-checking its rings), so either it sees the
+// record or we see it asleep.
 void shm_driver::ring_peer(conn& c) {
   if (!c.tx_dirty) return;
   c.tx_dirty = false;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  fences::light_fence(fences::scope::node);
   auto* db = static_cast<const doorbell*>(c.peer_doorbell.addr);
   if (db && db->sleeping.load(std::memory_order_relaxed) > 0) wake_peer(c);
 }
@@ -1074,10 +1102,15 @@ void shm_driver::wake_peer(conn& c) {
 
 arm_result shm_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
   if (_wake.fd < 0) return arm_result::cannot;
-  // Raise the count first, then look at the rings: a record published
-  // before the count went up is seen below; a writer publishing after it
-  // sees the count (both sides fence) and wakes us.
+  // First every "I sleep" store: the count, and the requests for room in
+  // full rings. Then the heavy side of the handshake (see
+  // core/common/fences.hpp), then the looks at the rings: a record
+  // published before the barrier is seen below; a writer publishing after
+  // it sees the count and wakes us.
   _doorbell->sleeping.fetch_add(1, std::memory_order_seq_cst);
+  for (auto& [id, cp] : _conns)
+    if (cp->st == state::established && !cp->outq.empty()) cp->tx.request_space();
+  fences::heavy_fence(fences::scope::node);
   arm_result result = arm_result::armed;
   if (_doorbell->pending.load(std::memory_order_seq_cst) > 0) result = arm_result::busy;
   fds.push_back({_wake.fd, POLLIN, 0});
@@ -1100,9 +1133,7 @@ arm_result shm_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
     }
     if (c.rx.readable()) result = arm_result::busy;
     if (!c.outq.empty()) {
-      // Ask to be woken when room is made, then try once more (the reader
-      // may have made room before it could see the request).
-      c.tx.request_space();
+      // The reader may have made room before it could see the request.
       if (flush(c) > 0 || !c.done.empty()) result = arm_result::busy;
       ring_peer(c);
     }

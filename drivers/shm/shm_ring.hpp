@@ -99,6 +99,9 @@ class ring {
     return true;
   }
 
+  // Producer: whether the consumer has taken every record written.
+  bool drained() const { return _c->head.load(std::memory_order_acquire) == _tail; }
+
   // Whether a record may be waiting (cheap; for deciding to sleep).
   bool readable() const {
     return _c->tail.load(std::memory_order_acquire) != _head;
@@ -137,9 +140,9 @@ class ring {
   // Producer: about to sleep with records waiting for room (see above).
   void request_space() { _c->want_space.store(1, std::memory_order_seq_cst); }
   // Consumer: after releasing space, whether the producer asked to be woken
-  // (clears the request). Costs a fence only when called.
+  // (clears the request). The caller fences between its head store and
+  // this (the producer fences between its request and its look at head).
   bool space_wanted() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (_c->want_space.load(std::memory_order_relaxed) == 0) return false;
     _c->want_space.store(0, std::memory_order_relaxed);
     return true;

@@ -182,9 +182,11 @@ enum class state { connecting, await_ack, await_hello, established, failed, clos
 
 struct send_op {
   wire::frame_header hdr;
-  iov_cursor cur;  // parts[0] is hdr itself
+  iov_cursor cur;  // parts[0] is hdr itself (or `owned`)
   std::size_t left = 0;
   void* token = nullptr;
+  bool report = true;                 // false: an inline send (never reported)
+  std::vector<std::byte> owned;       // inline send: the bytes not written yet
 };
 
 struct recv_op {
@@ -242,6 +244,12 @@ class tcp_driver final : public driver {
   connection_id connect(int peer_rank, std::string_view address) override;
   post_result post_send_packet(connection_id id, std::span<const iovec> iov,
                                void* token) override;
+  post_result send_inline(connection_id id, std::span<const iovec> iov) override;
+  bool quiet() const override { return conns_.empty(); }
+  bool backlog(connection_id id) const override {
+    auto it = conns_.find(id);
+    return it != conns_.end() && !it->second->sendq.empty();
+  }
   post_result post_send_data(connection_id id, std::uint64_t cookie,
                              std::span<const iovec> iov, void* token) override;
   post_result post_recv_data(connection_id id, std::uint64_t cookie,
@@ -327,6 +335,7 @@ void tcp_driver::open(const driver_config& config) {
   caps_.max_packet_size = kMaxPacket;
   caps_.max_iov = kMaxIov;
   caps_.max_sends_in_flight = kMaxSendsInFlight;
+  caps_.max_inline = kMaxPacket;
   caps_.gather_scatter = true;  // sendmsg/readv on the caller's iovec
   caps_.zero_copy_data = true;  // data bodies: user iovec <-> socket
   caps_.rdma_get = false;
@@ -404,6 +413,54 @@ post_result tcp_driver::post_send_packet(connection_id id, std::span<const iovec
   if (total_len(iov) > kMaxPacket) return post_result::failed;
   if (c->sendq.size() + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
   enqueue(*c, wire::kind_packet, 0, iov, token);
+  return post_result::posted;
+}
+
+// Written straight to the socket when nothing is queued before it; what
+// the socket does not take now is copied and goes out with later polls.
+post_result tcp_driver::send_inline(connection_id id, std::span<const iovec> iov) {
+  conn* c = find(id);
+  post_result r = check_postable(c, iov.size());
+  if (r != post_result::posted) return r;
+  const std::size_t len = total_len(iov);
+  if (len > kMaxPacket) return post_result::failed;
+  if (!c->sendq.empty() || c->hs_sent < c->hs_out.size()) return post_result::retry;
+  wire::frame_header hdr;
+  hdr.kind = wire::kind_packet;
+  hdr.length = len;
+  iovec v[kMaxIov + 1];
+  v[0] = {&hdr, sizeof hdr};
+  for (std::size_t i = 0; i < iov.size(); ++i) v[i + 1] = iov[i];
+  msghdr msg{};
+  msg.msg_iov = v;
+  msg.msg_iovlen = iov.size() + 1;
+  ssize_t n;
+  do n = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+    fail(*c, errno_text(errno));
+    return post_result::failed;
+  }
+  const std::size_t written = n < 0 ? 0 : static_cast<std::size_t>(n);
+  const std::size_t total = sizeof hdr + len;
+  if (written == total) return post_result::posted;
+  // Keep the rest (the frame must go out whole, before anything later).
+  send_op& op = c->sendq.emplace_back();
+  op.report = false;
+  op.owned.resize(total - written);
+  std::size_t skip = written, at = 0;
+  for (std::size_t i = 0; i <= iov.size(); ++i) {
+    const std::size_t l = v[i].iov_len;
+    if (skip >= l) {
+      skip -= l;
+      continue;
+    }
+    std::memcpy(op.owned.data() + at, static_cast<const std::byte*>(v[i].iov_base) + skip, l - skip);
+    at += l - skip;
+    skip = 0;
+  }
+  op.cur.parts.push_back({op.owned.data(), op.owned.size()});
+  op.left = op.owned.size();
   return post_result::posted;
 }
 
@@ -624,7 +681,7 @@ int tcp_driver::flush_out(conn& c) {
       op.left -= take;
       sent -= take;
       if (op.left) break;
-      c.done.push_back(op.token);
+      if (op.report) c.done.push_back(op.token);
       c.sendq.pop_front();
     }
     if (static_cast<std::size_t>(r) < want) return work;  // socket full

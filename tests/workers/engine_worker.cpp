@@ -676,7 +676,13 @@ int main(int argc, char** argv) {
   if (scenario == "wrongkey" && std::getenv("PMI_RANK") && std::string(std::getenv("PMI_RANK")) == "1")
     ::setenv("NMAD_JOB_KEY", "not-this-job", 1);
   try {
-    auto s = session::create();
+    // The suite runs every single-threaded scenario at thread level single
+    // (no locks in the engine) and multiple (ENGINE_WORKER_THREADS).
+    session_options o;
+    const char* level = std::getenv("ENGINE_WORKER_THREADS");
+    const bool multi_threaded = scenario == "threads";
+    if (level && std::string(level) == "single" && !multi_threaded) o.threads = thread_level::single;
+    auto s = session::create(o);
     g_rank = s->rank();
     int rc = 2;
     if (scenario == "stress") rc = stress(*s, static_cast<int>(arg(2, 1000)), static_cast<std::uint64_t>(arg(3, 1)));

@@ -1,0 +1,84 @@
+// Receive matching (see match_queues.hpp).
+#include "core/matching/match_queues.hpp"
+
+namespace nmad {
+
+match_queues::~match_queues() {
+  for (auto& l : _posted) l.clear();
+  _posted_any.clear();
+  free_unexpected();
+}
+
+void match_queues::resize(int nsources) {
+  _posted = std::vector<posted_list>(static_cast<std::size_t>(nsources));
+  _unexpected = std::vector<unexpected_list>(static_cast<std::size_t>(nsources));
+}
+
+void match_queues::post(request_state& r) {
+  r.post_stamp = _next_stamp++;
+  (r.source_filter == any ? _posted_any : _posted[static_cast<std::size_t>(r.source_filter)]).push_back(r);
+  ++_nposted;
+}
+
+request_state* match_queues::first_posted(int source, std::uint64_t tag) {
+  if (_nposted == 0) return nullptr;
+  posted_list& mine = _posted[static_cast<std::size_t>(source)];
+  request_state* best = nullptr;
+  for (request_state& r : mine)
+    if (((tag ^ r.tag_filter) & r.tag_mask) == 0) {
+      best = &r;
+      break;
+    }
+  // An any_source receive posted earlier goes first. Only stamps below
+  // the best so far matter, and the list is in stamp order.
+  for (request_state& r : _posted_any) {
+    if (best && r.post_stamp > best->post_stamp) break;
+    if (((tag ^ r.tag_filter) & r.tag_mask) == 0) {
+      best = &r;
+      break;
+    }
+  }
+  return best;
+}
+
+bool match_queues::unpost(request_state& r) {
+  if (!r.posted.is_linked()) return false;
+  (r.source_filter == any ? _posted_any : _posted[static_cast<std::size_t>(r.source_filter)])
+      .erase(posted_list::s_iterator_to(r));
+  --_nposted;
+  return true;
+}
+
+bool match_queues::any_posted() const { return _nposted > 0; }
+
+void match_queues::add_unexpected(unexpected_message& u) {
+  _unexpected[static_cast<std::size_t>(u.msg.source)].push_back(u);
+  _arrival.push_back(u);
+}
+
+unexpected_message* match_queues::first_unexpected(int source, std::uint64_t tag, std::uint64_t mask) {
+  if (source == any) {
+    for (unexpected_message& u : _arrival)
+      if (((u.msg.tag ^ tag) & mask) == 0) return &u;
+    return nullptr;
+  }
+  for (unexpected_message& u : _unexpected[static_cast<std::size_t>(source)])
+    if (((u.msg.tag ^ tag) & mask) == 0) return &u;
+  return nullptr;
+}
+
+void match_queues::remove_unexpected(unexpected_message& u) {
+  _unexpected[static_cast<std::size_t>(u.msg.source)].erase(unexpected_list::s_iterator_to(u));
+  _arrival.erase(arrival_list::s_iterator_to(u));
+}
+
+void match_queues::free_unexpected() {
+  while (!_arrival.empty()) {
+    unexpected_message& u = _arrival.front();
+    _arrival.pop_front();
+    _unexpected[static_cast<std::size_t>(u.msg.source)].erase(unexpected_list::s_iterator_to(u));
+    delete &u;
+  }
+}
+
+}  // namespace nmad
