@@ -109,6 +109,7 @@ struct request_state {
   // --- common ---
   kind type = kind::none;
   std::atomic<bool> done{true};   // true when idle or complete
+  std::atomic<int> wake_fd{-1};   // a thread sleeping for it (waiter slot)
   errc error = errc::ok;
   std::string error_message;
   void (*cb)(request&, void*) = nullptr;

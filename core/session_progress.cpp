@@ -120,7 +120,7 @@ void session_impl::disarm_drivers(std::span<const pollfd> fds) {
 }
 
 void session_impl::wait_until(request_state& r) {
-  _waiter.wait([](void* p) { return static_cast<request_state*>(p)->is_complete(); }, &r);
+  _waiter.wait([](void* p) { return static_cast<request_state*>(p)->is_complete(); }, &r, &r.wake_fd);
 }
 
 bool session_impl::test(request_state& r) {
@@ -290,8 +290,11 @@ void session_impl::complete(request_state& r) {
     _deferred.push_back(&r);  // run by the outermost guard, outside the lock
     return;
   }
+  // After the store below the request may be gone (its owner saw it
+  // done): its wake slot is read before.
+  const int fd = _waiter.claim(r.wake_fd);
   r.done.store(true, std::memory_order_release);
-  _waiter.notify();  // a thread may sleep waiting for it
+  _waiter.notify(fd);  // a thread may sleep waiting for it
 }
 
 void session_impl::run_deferred() {
@@ -303,14 +306,12 @@ void session_impl::run_deferred() {
   _lock.unlock();
   for (std::size_t i = mark; i < batch.size(); ++i) {
     request_state& r = *batch[i];
-    // Complete first (the callback sees it so, and may restart it); the
-    // callback was read while the request was still ours.
-    auto cb = r.cb;
-    void* arg = r.cb_arg;
-    request* owner = r.owner;
+    // The callback runs just before the request counts as complete: once
+    // it does, its owner may destroy it at any moment.
+    r.cb(*r.owner, r.cb_arg);
+    const int fd = _waiter.claim(r.wake_fd);
     r.done.store(true, std::memory_order_release);
-    _waiter.notify();
-    cb(*owner, arg);
+    _waiter.notify(fd);
   }
   batch.resize(mark);
 }

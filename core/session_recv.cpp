@@ -438,6 +438,7 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
   r.error = errc::ok;
   r.error_message.clear();
   r.finishing = false;
+  r.wake_fd.store(-1, std::memory_order_relaxed);
   r.done.store(false, std::memory_order_relaxed);
   r.source_filter = source;
   r.tag_filter = tag;

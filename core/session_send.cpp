@@ -34,6 +34,7 @@ static bool start_request(request_state& r, request_state::kind k) {
   r.error_message.clear();
   r.cancel_requested = false;
   r.finishing = false;
+  r.wake_fd.store(-1, std::memory_order_relaxed);
   r.done.store(false, std::memory_order_relaxed);
   return true;
 }

@@ -152,6 +152,9 @@ session_impl::session_impl(const session_options& opts)
   const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
   const bool oversubscribed = local > cpus;
   _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && oversubscribed));
+  // This process's share of the CPUs: the leader spins on one, followers
+  // may spin on the rest (none here: they sleep until their completion).
+  _waiter.set_spinning_threads(std::max(1, cpus / std::max(1, local)));
   // Oversubscribed, a spinner delays the process it waits for: spin less.
   if (oversubscribed && t.wait_spin_us < 0) {
     wait_config wc = _waiter.config();

@@ -69,6 +69,7 @@ void print_config() {
       {"NMAD_WAIT", "fixed-spin", "how blocking calls wait: busy, block, fixed-spin"},
       {"NMAD_WAIT_SPIN_US", "100", "fixed-spin: microseconds of polling before sleeping (20 if oversubscribed)"},
       {"NMAD_WAIT_YIELD", "auto", "give the CPU away on idle polls (auto: more processes than cores)"},
+      {"NMAD_ASYMMETRIC_FENCES", "1", "0: full fences on both sides of sleep/wake handshakes (no membarrier)"},
       {"NMAD_SHM_RING", "1048576", "shm: bytes per ring"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},

@@ -88,7 +88,10 @@ class request {
   request& operator=(const request&) = delete;
   ~request();  // a request must be complete (or never started) when destroyed
 
-  // Runs once when the request completes (success or error).
+  // Runs once when the request completes (success or error), outside the
+  // engine's locks, just before completed() turns true (so the callback
+  // may start other requests or wait, but not restart this one). Another
+  // thread must not destroy the request before completed() is true.
   void on_complete(callback fn, void* arg) {
     _state.cb = fn;
     _state.cb_arg = arg;

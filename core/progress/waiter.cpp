@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
+#include <vector>
 
 namespace nmad {
 namespace {
@@ -17,15 +19,39 @@ constexpr int kCannotSliceMs = 1;
 // In fixed-spin, the clock is read once every this many idle rounds.
 constexpr unsigned kClockEvery = 16;
 
-// One event descriptor per thread, made on its first sleep, closed when the
-// thread ends.
+// One event descriptor per thread, made on its first sleep. A completer may
+// still write to it a moment after the thread stopped waiting (it read the
+// descriptor from a wake slot before completing), even after the thread
+// ended: so descriptors are never closed, an ending thread gives its own
+// back to a pool the next threads take from (a stray count is drained
+// before each sleep).
+struct event_pool {
+  std::mutex mu;
+  std::vector<int> free;
+};
+event_pool& pool() {
+  static event_pool* const p = new event_pool();  // never destroyed: threads may outlive main
+  return *p;
+}
+
 struct thread_event {
   int fd = -1;
   ~thread_event() {
-    if (fd >= 0) ::close(fd);
+    if (fd < 0) return;
+    std::lock_guard g(pool().mu);
+    pool().free.push_back(fd);
   }
   int get() {
-    if (fd < 0) fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd >= 0) return fd;
+    {
+      std::lock_guard g(pool().mu);
+      if (!pool().free.empty()) {
+        fd = pool().free.back();
+        pool().free.pop_back();
+        return fd;
+      }
+    }
+    fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd;
   }
   void drain() const {
@@ -61,11 +87,28 @@ waiter::waiter(wait_engine& engine, bool threaded) : _engine(engine), _threaded(
 
 waiter::~waiter() = default;
 
-void waiter::wait(bool (*done)(void*), void* arg) {
-  using clock = std::chrono::steady_clock;
+void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   // done() may have side effects (MPI_Waitsome completes what it finds):
   // once it answered true it is never called again.
   if (done(arg)) return;
+  if (!_threaded || _policy.load(std::memory_order_relaxed) == wait_policy::busy) {
+    lead(done, arg);
+    return;
+  }
+  for (;;) {
+    bool expected = false;
+    if (_leading.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+      lead(done, arg);
+      _leading.store(false, std::memory_order_release);
+      hand_over();
+      return;
+    }
+    if (follow(done, arg, slot)) return;
+  }
+}
+
+void waiter::lead(bool (*done)(void*), void* arg) {
+  using clock = std::chrono::steady_clock;
   unsigned idle = 0;
   clock::time_point spin_start{};
   for (;;) {
@@ -103,6 +146,89 @@ void waiter::wait(bool (*done)(void*), void* arg) {
   }
 }
 
+// Sleeps on the thread's own event descriptor while another thread leads.
+// Woken by the completion it waits for (its slot), by any completion (no
+// slot), or by the leader leaving; the caller then checks again.
+bool waiter::follow(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
+  // fixed-spin: first watch the condition (not the engine) for the spin
+  // time: a completion the leader makes meanwhile is seen at once, without
+  // a wake-up. Yield when the node is oversubscribed.
+  // Only while the process has a core to spare (set_spinning_threads).
+  if (_policy.load(std::memory_order_relaxed) == wait_policy::fixed_spin &&
+      _spin_slots.fetch_sub(1, std::memory_order_acq_rel) > 0) {
+    using clock = std::chrono::steady_clock;
+    const auto until = clock::now() + std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed));
+    int result = -1;  // -1: spin over, 0: lead, 1: done
+    for (unsigned i = 1; result < 0; ++i) {
+      if (done(arg)) result = 1;
+      else if (!_leading.load(std::memory_order_acquire)) result = 0;
+      else if (i % 64 == 0 && clock::now() >= until) break;
+      else __builtin_ia32_pause();
+    }
+    _spin_slots.fetch_add(1, std::memory_order_acq_rel);
+    if (result >= 0) return result == 1;
+  } else if (_policy.load(std::memory_order_relaxed) == wait_policy::fixed_spin) {
+    _spin_slots.fetch_add(1, std::memory_order_acq_rel);
+  }
+  const int own = t_event.get();
+  if (own < 0) {  // no descriptor: poll like a leader would, in turn
+    sched_yield();
+    return done(arg);
+  }
+  t_event.drain();
+  // Register on the slot unless the completion already claimed it (it then
+  // comes in a moment: no sleep for that).
+  if (slot) {
+    int expected = -1;
+    if (!slot->compare_exchange_strong(expected, own, std::memory_order_acq_rel)) {
+      sched_yield();
+      return done(arg);
+    }
+  }
+  {
+    std::lock_guard g(_sleeping_mu);
+    _sleeping.push_back({own, slot == nullptr});
+  }
+  _sleepers.fetch_add(1, std::memory_order_seq_cst);
+  fences::heavy_fence(fences::scope::process);  // notify() fences lightly
+  bool finished = done(arg);
+  // The leader's hand_over() reads _sleeping under the mutex after it
+  // cleared _leading: registered above, we are either seen or see it free.
+  if (!finished && _leading.load(std::memory_order_acquire)) {
+    pollfd p{own, POLLIN, 0};
+    _sleeps.fetch_add(1, std::memory_order_relaxed);
+    ::poll(&p, 1, _max_sleep_ms.load(std::memory_order_relaxed));
+    finished = done(arg);
+  }
+  if (slot) {
+    // Still ours (no completion claimed it): take it back. Claimed: the
+    // request may already be gone, never touch it again.
+    if (!finished) {
+      int mine = own;
+      slot->compare_exchange_strong(mine, -1, std::memory_order_acq_rel);
+    }
+  }
+  _sleepers.fetch_sub(1, std::memory_order_relaxed);
+  std::lock_guard g(_sleeping_mu);
+  for (auto it = _sleeping.begin(); it != _sleeping.end(); ++it)
+    if (it->fd == own) {
+      _sleeping.erase(it);
+      break;
+    }
+  return finished;
+}
+
+void waiter::hand_over() {
+  const std::uint64_t one = 1;
+  std::lock_guard g(_sleeping_mu);
+  // The leader itself is not registered any more: any entry is a follower
+  // (or a sleeping leader of a moment ago that will look again anyway).
+  if (_sleeping.empty()) return;
+  const int fd = _sleeping.front().fd;
+  while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
 bool waiter::sleep_once(bool (*done)(void*), void* arg) {
   thread_local std::vector<pollfd> fds;
   fds.clear();
@@ -112,7 +238,7 @@ bool waiter::sleep_once(bool (*done)(void*), void* arg) {
     if (own >= 0) {
       t_event.drain();  // a wake-up meant for an earlier sleep
       std::lock_guard g(_sleeping_mu);
-      _sleeping.push_back(own);
+      _sleeping.push_back({own, true});
     }
     fds.push_back({own, POLLIN, 0});  // fd -1 is ignored by poll(2)
   }
@@ -138,18 +264,25 @@ bool waiter::sleep_once(bool (*done)(void*), void* arg) {
   _sleepers.fetch_sub(1, std::memory_order_relaxed);
   if (own >= 0) {
     std::lock_guard g(_sleeping_mu);
-    auto it = std::find(_sleeping.begin(), _sleeping.end(), own);
-    if (it != _sleeping.end()) _sleeping.erase(it);
+    for (auto it = _sleeping.begin(); it != _sleeping.end(); ++it)
+      if (it->fd == own) {
+        _sleeping.erase(it);
+        break;
+      }
   }
   return finished;
 }
 
-void waiter::wake_sleepers() {
+void waiter::wake_one(int fd) {
   const std::uint64_t one = 1;
+  while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+void waiter::wake_sleepers() {
   std::lock_guard g(_sleeping_mu);
-  for (int fd : _sleeping)
-    while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
-    }
+  for (const sleeper& z : _sleeping)
+    if (z.any) wake_one(z.fd);
 }
 
 }  // namespace nmad

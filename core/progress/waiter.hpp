@@ -19,12 +19,21 @@
 // threads through the event descriptor (notify()), and so do submissions
 // that leave work a sleeping thread armed too early to see (kick()).
 //
-// Thread safety: wait() may be called from any number of threads at once;
-// each sleeps in its own poll(2) on the drivers' descriptors plus an event
-// descriptor of its own, registered while it sleeps. notify() and
-// kick() are callable from any thread, with or without engine locks; below
-// MPI_THREAD_MULTIPLE (`threaded == false`) there is no other thread to
-// wake and they cost nothing.
+// Several waiting threads (threaded waiters, policies block and
+// fixed-spin): one of them at a time, the *leader*, runs progress rounds
+// and spins or sleeps on the drivers as above; the others, *followers*,
+// sleep on their own event descriptor without touching the engine, so k
+// threads waiting together cost one poller, not k spinners fighting for
+// the cores and the engine lock. A follower waiting for one request (a
+// wake slot: the request's wake_fd) is woken when that request completes;
+// one waiting for anything else (wait_any, a probe...) by every completion.
+// A leader whose condition is met hands the role to a follower. Policy busy
+// keeps every thread polling.
+//
+// Thread safety: wait() may be called from any number of threads at once.
+// notify() and kick() are callable from any thread, with or without engine
+// locks; below MPI_THREAD_MULTIPLE (`threaded == false`) there is no other
+// thread to wake and they cost nothing.
 #include <poll.h>
 
 #include <atomic>
@@ -82,6 +91,9 @@ class waiter {
   // spinner waits for may be queued behind it on the same core).
   void set_yield_when_idle(bool y) { _yield.store(y, std::memory_order_relaxed); }
   bool yield_when_idle() const { return _yield.load(std::memory_order_relaxed); }
+  // How many waiting threads may spin at once (the leader included; the
+  // process's share of the cores). Followers beyond it sleep at once.
+  void set_spinning_threads(int n) { _spin_slots.store(n - 1, std::memory_order_relaxed); }
   // Any thread, any time: waits already under way follow it from their next round.
   void set_config(const wait_config& c) {
     _policy.store(c.policy, std::memory_order_relaxed);
@@ -91,17 +103,32 @@ class waiter {
   // Returns once done(arg) is true; progresses meanwhile. done() is called
   // without engine locks, after each round and before each sleep, and never
   // again once it answered true (it may complete things as it looks).
-  void wait(bool (*done)(void*), void* arg);
+  // `slot`: where a follower waiting for exactly one completion leaves its
+  // event descriptor (notify(slot) wakes it); null for other conditions.
+  void wait(bool (*done)(void*), void* arg, std::atomic<int>* slot = nullptr);
   template <typename F>
   void wait(F&& done) {
     wait([](void* f) -> bool { return (*static_cast<std::remove_reference_t<F>*>(f))(); }, &done);
   }
 
+  // A request with wake slot `slot` is about to complete: takes the slot
+  // (the descriptor of a follower sleeping for it, or -1) and marks it
+  // taken, so no follower starts sleeping on it any more. Call *before*
+  // the store that completes the request (after it, the request may be
+  // gone), then notify(fd) after it.
+  int claim(std::atomic<int>& slot) {
+    if (!_threaded) return -1;
+    return slot.exchange(kSlotClaimed, std::memory_order_acq_rel);
+  }
+  static constexpr int kSlotClaimed = -2;
+
   // Something a waiting thread may be waiting for happened (a request
-  // completed): wakes the sleeping threads, if any. Call after the change
-  // is visible (e.g. after the release store that completes a request).
-  void notify() {
+  // completed; `fd` is what claim() returned for it): wakes the follower
+  // sleeping for it and the threads waiting for anything. Call after the
+  // change is visible (e.g. after the release store that completes a request).
+  void notify(int fd = -1) {
     if (!_threaded) return;
+    if (fd >= 0) wake_one(fd);
     fences::light_fence(fences::scope::process);  // sleepers fence heavily
     if (_sleepers.load(std::memory_order_relaxed) > 0) wake_sleepers();
   }
@@ -117,8 +144,12 @@ class waiter {
   std::uint64_t sleeps() const { return _sleeps.load(std::memory_order_relaxed); }
 
  private:
+  void lead(bool (*done)(void*), void* arg);        // returns once done() is true
+  bool follow(bool (*done)(void*), void* arg, std::atomic<int>* slot);  // true: done
   bool sleep_once(bool (*done)(void*), void* arg);  // true: done() answered true
   void wake_sleepers();
+  static void wake_one(int fd);
+  void hand_over();  // the leader left: wake one follower to take its place
 
   wait_engine& _engine;
   const bool _threaded;
@@ -127,8 +158,14 @@ class waiter {
   std::atomic<bool> _yield{false};
   std::atomic<int> _max_sleep_ms{200};
   alignas(64) std::atomic<int> _sleepers{0};
-  std::mutex _sleeping_mu;        // guards _sleeping
-  std::vector<int> _sleeping;     // event descriptors of the sleeping threads
+  alignas(64) std::atomic<bool> _leading{false};  // a thread runs the progress rounds
+  std::atomic<int> _spin_slots{0};                 // followers that may still spin
+  struct sleeper {
+    int fd;
+    bool any;  // wakes on every completion (else only on its slot's)
+  };
+  std::mutex _sleeping_mu;         // guards _sleeping
+  std::vector<sleeper> _sleeping;  // the sleeping threads (leader and followers)
   alignas(64) std::atomic<std::uint64_t> _sleeps{0};
 };
 
