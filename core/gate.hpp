@@ -86,6 +86,7 @@ class gate {
   std::unordered_map<std::uint64_t, chunk_entry*> rdv_out;     // cookie -> entry
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
+  std::uint32_t next_rail = 0;  // rendezvous rail choice: the next track in turn
 
   // Receive side.
   std::unordered_map<std::uint64_t, std::uint32_t> recv_seq;   // domain -> expected

@@ -45,6 +45,7 @@ class conn_table {
 struct driver_slot final : driver_events {
   session_impl* engine = nullptr;
   std::unique_ptr<driver> drv;
+  int instance = 0;  // how many slots of the same driver come before it (tcp+tcp)
   conn_table gates;  // established connections
 
   void on_connected(connection_id conn, int peer_rank) override;
@@ -155,8 +156,9 @@ class session_impl final : private wait_engine {
  private:
   // Set-up.
   void open_drivers(const session_options& opts);
-  static std::string address_key(const driver& d, int rank);
+  static std::string address_key(const driver_slot& s, int rank);
   driver_slot* choose_slot(int peer);
+  std::vector<driver_slot*> reaching_slots(int peer);  // multi-rail: every one, in order
   void connect_all(int timeout_ms);
   void shutdown();
 
@@ -193,6 +195,7 @@ class session_impl final : private wait_engine {
                                    std::span<const std::byte> bytes);
   void drain_buffered(request_state& r);
   void ask_rdvs(gate& g, request_state& r);
+  track& pick_rail(gate& g, std::uint64_t& n);
   void note_arrivals(gate& g, message_state& m);
   void finish_recv_if_done(request_state& r);
   unexpected_message* find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st);
@@ -241,6 +244,7 @@ class session_impl final : private wait_engine {
   int _next_task_id = 1;
   unsigned _rounds = 0;      // progress rounds (quiet drivers are polled every 64th)
   bool _connecting = false;  // connect_all: every driver is polled every round
+  bool _multirail = false;   // NMAD_DRIVERS=a+b: one track per listed driver
 };
 
 }  // namespace nmad

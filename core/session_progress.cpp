@@ -31,14 +31,17 @@ void session_impl::connected(driver_slot& slot, connection_id conn, int peer_ran
     return;
   }
   gate& g = *_gates[peer_rank];
-  track& t = g.tracks[0];
+  track* found = nullptr;  // the gate's track on this driver (one per driver)
+  for (track& tr : g.tracks)
+    if (tr.slot == &slot) found = &tr;
   gate* known = slot.gates.find(conn);  // our own connect() to that peer
-  if (t.slot != &slot || t.connected || (known && known != &g)) {
+  if (!found || found->connected || (known && known != &g)) {
     log_write(log_level::warn, "session",
               "refused a second connection claiming to be " + peer_name(g));
     slot.drv->close_connection(conn);
     return;
   }
+  track& t = *found;
   t.conn = conn;
   t.connected = true;
   slot.gates.set(conn, &g);
@@ -219,7 +222,8 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
   packet_wrapper* pw = get_wrapper(g, t);
   const driver_caps& caps = t.slot->drv->caps();
   packet_builder pb(*pw, caps.max_packet_size, caps.gather_scatter ? caps.max_iov : 1, _copy_threshold);
-  if (!g.strat->build_packet(g.collect, pb) || pb.empty()) {
+  const track_view view{t.rail, &caps, t.outstanding, t.inline_round == _rounds, t.slot->drv.get(), t.conn};
+  if (!g.strat->build_packet(g.collect, pb, view) || pb.empty()) {
     if (!pb.empty()) log_write(log_level::error, "strategy", "build_packet added chunks but returned false");
     put_wrapper(pw);
     return nullptr;
@@ -256,6 +260,7 @@ void session_impl::schedule(gate& g) {
       }
       t.outstanding++;
       t.in_flight.push_back(*pw);
+      _stats.rail_sends[std::min<std::size_t>(t.rail, 3)]++;
       _waiter.kick();  // the driver may have queued it: sleepers re-arm
       if (pw->type == packet_wrapper::kind::packet) {
         _stats.packets_sent++;

@@ -277,11 +277,30 @@ void session_impl::drain_buffered(request_state& r) {
   }
 }
 
+// The rail choice of this step (the drivers work weighs rails by what they
+// can do): a range of at least kSplitMin bytes is cut in equal pieces over
+// the connected tracks, each piece going to the next track in turn; a
+// smaller one goes whole to the next track in turn. Shrinks n to the piece.
+track& session_impl::pick_rail(gate& g, std::uint64_t& n) {
+  constexpr std::uint64_t kSplitMin = 256 * 1024, kAlign = 4096;
+  if (g.tracks.size() == 1) return g.tracks[0];
+  std::uint64_t connected = 0;
+  for (const track& t : g.tracks) connected += t.connected ? 1 : 0;
+  if (connected > 1 && n >= kSplitMin) {
+    const std::uint64_t piece = ((n + connected - 1) / connected + kAlign - 1) / kAlign * kAlign;
+    n = std::min(n, piece);
+  }
+  for (std::size_t k = 0; k < g.tracks.size(); ++k) {
+    track& t = g.tracks[g.next_rail++ % g.tracks.size()];
+    if (t.connected) return t;
+  }
+  return g.tracks[0];  // none connected: the gate is failing
+}
+
 // Answers rendezvous requests whose range has a destination now.
 void session_impl::ask_rdvs(gate& g, request_state& r) {
   message_state& m = r.msg;
   if (g.failed) return;
-  track& t = g.tracks[0];
   for (auto& p : m.rdvs) {
     if (p.len == 0) {
       // An empty synchronous send: it only waits to hear it was matched.
@@ -299,7 +318,12 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
     }
     while (p.len > 0) {
       if (p.offset < r.capacity) {
-        const std::uint64_t n = std::min(p.len, r.capacity - p.offset);
+        std::uint64_t n = std::min(p.len, r.capacity - p.offset);
+        // Pulled through track 0 where its driver reads the sender's
+        // memory (both sides list their tracks in the same order), else
+        // pushed on the track the rail choice gives (it may cut n).
+        const bool pull = p.pullable && g.tracks[0].connected && g.tracks[0].slot->drv->caps().rdma_get;
+        track& t = pull ? g.tracks[0] : pick_rail(g, n);
         auto* rr = new rdv_recv{&g, &r, g.next_recv_cookie++, p.offset, n, {}};
         std::uint64_t base = 0;
         for (std::size_t i = 0; i < r.segments.size(); ++i) {
@@ -310,7 +334,7 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         }
         // Pull it ourselves where the driver can read the sender's memory;
         // the sender hears of it when the bytes are in (recv_data_done).
-        if (p.pullable && t.slot->drv->caps().rdma_get) {
+        if (pull) {
           rr->pulled = true;
           rr->sender_cookie = p.sender_cookie;
           g.rdv_in[rr->cookie] = rr;

@@ -103,6 +103,7 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   if (res != post_result::posted) return false;  // failed: the general path reports it
   ++seq;
   t.inline_round = _rounds;
+  _stats.rail_sends[0]++;
   _stats.packets_sent++;
   _stats.chunks_sent++;
   _stats.bytes_sent += sizeof h + len;

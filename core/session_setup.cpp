@@ -18,7 +18,8 @@ namespace {
 // docs/CONFIGURATION.md and printed by nmad-info).
 struct core_tunables {
   std::string strategy = "default";      // NMAD_STRATEGY
-  std::string driver = "auto";           // NMAD_DRIVER: a name, or auto = per peer
+  std::string driver = "auto";           // NMAD_DRIVER: a name, or auto = per peer;
+                                         // NMAD_DRIVERS=a+b (or NMAD_DRIVER=a+b): one track each
   std::size_t rdv_threshold = 32 * 1024; // NMAD_RDV_THRESHOLD (bytes)
   std::size_t copy_threshold = 256;      // NMAD_COPY_THRESHOLD (bytes)
   int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
@@ -46,7 +47,7 @@ std::string env_string(const char* name, std::string fallback) {
 core_tunables read_tunables() {
   core_tunables t;
   t.strategy = env_string("NMAD_STRATEGY", t.strategy);
-  t.driver = env_string("NMAD_DRIVER", t.driver);
+  t.driver = env_string("NMAD_DRIVERS", env_string("NMAD_DRIVER", t.driver));
   t.rdv_threshold = env_size("NMAD_RDV_THRESHOLD", t.rdv_threshold);
   t.copy_threshold = env_size("NMAD_COPY_THRESHOLD", t.copy_threshold);
   t.connect_timeout_ms = static_cast<int>(env_size("NMAD_CONNECT_TIMEOUT_MS", t.connect_timeout_ms));
@@ -112,7 +113,7 @@ session_impl::session_impl(const session_options& opts)
 
   // Publish every network driver's address, then pick one driver per peer.
   for (std::size_t i = 1; i < _slots.size(); ++i)
-    _boot->put(address_key(*_slots[i]->drv, _rank), _slots[i]->drv->local_address());
+    _boot->put(address_key(*_slots[i], _rank), _slots[i]->drv->local_address());
   _boot->fence();
   _gates.resize(_size);
   _match.resize(_size);
@@ -120,13 +121,16 @@ session_impl::session_impl(const session_options& opts)
     auto g = std::make_unique<gate>();
     g->rank = r;
     g->strat = find_strategy(_strategy_name)->create();
-    g->tracks.reserve(1);
-    g->tracks.emplace_back();
-    track& tr = g->tracks.back();
-    tr.slot = (r == _rank) ? _slots[0].get() : choose_slot(r);
-    tr.rail = 0;
-    tr.window = static_cast<std::uint32_t>(
-        std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
+    const std::vector<driver_slot*> slots =
+        r == _rank ? std::vector<driver_slot*>{_slots[0].get()} : reaching_slots(r);
+    g->tracks.resize(slots.size());  // never resized again: tracks stay put
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      track& tr = g->tracks[i];
+      tr.slot = slots[i];
+      tr.rail = static_cast<std::uint32_t>(i);
+      tr.window = static_cast<std::uint32_t>(
+          std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
+    }
     _gates[r] = std::move(g);
   }
   // More processes on this machine than CPUs this process may use: spinning
@@ -138,7 +142,7 @@ session_impl::session_impl(const session_options& opts)
       driver& d = *_slots[i]->drv;
       if (!d.caps().node_local) continue;
       try {
-        if (d.reachable(_boot->get(address_key(d, r)))) {
+        if (d.reachable(_boot->get(address_key(*_slots[i], r)))) {
           ++local;
           break;
         }
@@ -179,6 +183,27 @@ void session_impl::open_drivers(const session_options& opts) {
     _slots.push_back(std::move(slot));
   };
   open_one(make_self_driver());
+  if (opts.driver.find('+') != std::string::npos) {
+    // Several rails: every listed driver opens (in this order: track 0 is
+    // the first that reaches a peer), a name may repeat (tcp+tcp).
+    _multirail = true;
+    std::string rest = opts.driver;
+    while (!rest.empty()) {
+      const std::size_t plus = rest.find('+');
+      const std::string name = rest.substr(0, plus);
+      rest = plus == std::string::npos ? "" : rest.substr(plus + 1);
+      const driver_descriptor* d = find_driver(name);
+      if (!d)
+        throw std::runtime_error("nmad: unknown driver '" + name + "' in '" + opts.driver +
+                                 "' (available: " + list_names(driver_registry()) + ")");
+      int instance = 0;
+      for (const auto& sl : _slots)
+        if (sl->drv->caps().name == name) ++instance;
+      open_one(d->create());
+      _slots.back()->instance = instance;
+    }
+    return;
+  }
   if (opts.driver != "auto") {
     const driver_descriptor* d = find_driver(opts.driver);
     if (!d)
@@ -202,37 +227,47 @@ void session_impl::open_drivers(const session_options& opts) {
   });
 }
 
-std::string session_impl::address_key(const driver& d, int rank) {
-  return "nmad.addr." + std::string(d.caps().name) + "." + std::to_string(rank);
+std::string session_impl::address_key(const driver_slot& s, int rank) {
+  return "nmad.addr." + std::string(s.drv->caps().name) + "." + std::to_string(s.instance) + "." +
+         std::to_string(rank);
 }
 
-driver_slot* session_impl::choose_slot(int peer) {
+std::vector<driver_slot*> session_impl::reaching_slots(int peer) {
+  std::vector<driver_slot*> out;
   std::string tried;
   for (std::size_t i = 1; i < _slots.size(); ++i) {
     driver& d = *_slots[i]->drv;
     std::string addr;
     try {
-      addr = _boot->get(address_key(d, peer));
+      addr = _boot->get(address_key(*_slots[i], peer));
     } catch (const std::exception&) {
       continue;  // the peer does not have this driver
     }
-    if (d.reachable(addr)) return _slots[i].get();
-    tried += " " + std::string(d.caps().name);
+    if (d.reachable(addr)) {
+      out.push_back(_slots[i].get());
+      if (!_multirail) return out;  // the first (lowest latency) one only
+    } else {
+      tried += " " + std::string(d.caps().name);
+    }
   }
-  throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " has no driver that reaches rank " +
-                           std::to_string(peer) + " (tried:" + tried + ")");
+  if (out.empty())
+    throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " has no driver that reaches rank " +
+                             std::to_string(peer) + " (tried:" + tried + ")");
+  return out;
 }
+
+driver_slot* session_impl::choose_slot(int peer) { return reaching_slots(peer).front(); }
 
 void session_impl::connect_all(int timeout_ms) {
   engine_guard guard(*this);
   // Lower ranks listen, higher ranks connect: exactly one connection a pair.
-  for (int p = 0; p < _rank; ++p) {
-    track& t = _gates[p]->tracks[0];
-    driver& d = *t.slot->drv;
-    // Known at once, so a refused or dead peer fails its gate (and this
-    // wait) right away instead of at the timeout.
-    t.slot->gates.set(d.connect(p, _boot->get(address_key(d, p))), _gates[p].get());
-  }
+  for (int p = 0; p < _rank; ++p)
+    for (track& t : _gates[p]->tracks) {
+      driver& d = *t.slot->drv;
+      // Known at once, so a refused or dead peer fails its gate (and this
+      // wait) right away instead of at the timeout.
+      t.slot->gates.set(d.connect(p, _boot->get(address_key(*t.slot, p))), _gates[p].get());
+    }
   _slots[0]->drv->connect(_rank, "self");
   _connecting = true;
   struct done_connecting {
@@ -243,14 +278,16 @@ void session_impl::connect_all(int timeout_ms) {
   for (;;) {
     bool all = true, failed = false;
     for (auto& g : _gates) {
-      if (!g->tracks[0].connected && !g->failed) all = false;
+      for (const track& t : g->tracks)
+        if (!t.connected && !g->failed) all = false;
       failed |= g->failed;
     }
     if (all || failed) break;
     if (std::chrono::steady_clock::now() > deadline) {
       std::string missing;
       for (auto& g : _gates)
-        if (!g->tracks[0].connected) missing += " " + std::to_string(g->rank);
+        for (const track& t : g->tracks)
+          if (!t.connected) missing += " " + std::to_string(g->rank) + " (" + t.slot->drv->caps().name + ")";
       throw std::runtime_error("nmad: rank " + std::to_string(_rank) +
                                " could not connect to rank(s)" + missing + " within " +
                                std::to_string(timeout_ms) + " ms");
@@ -358,7 +395,8 @@ std::string session_impl::driver_name() const {
   std::vector<std::string> names;
   for (const auto& g : _gates) {
     if (g->rank == _rank) continue;
-    std::string n = g->tracks[0].slot->drv->caps().name;
+    std::string n;
+    for (const track& t : g->tracks) n += (n.empty() ? "" : "+") + std::string(t.slot->drv->caps().name);
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }
   if (names.empty()) return _slots.size() > 1 ? std::string(_slots[1]->drv->caps().name) : "self";

@@ -234,6 +234,27 @@ TEST_CASE("shm: a rank killed mid-run is detected and named") {
   CHECK(count(r.out, "survivors still exchange messages") == 2);
 }
 
+// Two tracks per gate: random traffic (eager, aggregated, and rendezvous
+// cut across both rails) with every byte and the per-(peer, tag) order
+// checked by the workers; both rails must have carried sends.
+TEST_CASE("two-track gates (shm+tcp, tcp+tcp): random traffic, every byte and the order checked") {
+  for (const char* drivers : {"shm+tcp", "tcp+tcp"}) {
+    INFO("NMAD_DRIVERS=", drivers);
+    auto r = run_job({3, {"stress", "400", "7"},
+                      {{"NMAD_DRIVERS", drivers}, {"NMAD_RDV_THRESHOLD", "4096"}, {"NMAD_STRATEGY", "aggreg"}}});
+    CHECK(r.status == 0);
+    CHECK(count(r.out, "in order") == 3);
+    CHECK(count(r.out, std::string("drivers ") + drivers + ",") == 3);
+    // Every rank sent on rail 0 and rail 1.
+    for (std::size_t p = r.out.find("rail sends "); p != std::string::npos; p = r.out.find("rail sends ", p + 1)) {
+      unsigned long long r0 = 0, r1 = 0;
+      CHECK(std::sscanf(r.out.c_str() + p, "rail sends %llu %llu", &r0, &r1) == 2);
+      CHECK(r0 > 0);
+      CHECK(r1 > 0);
+    }
+  }
+}
+
 TEST_CASE("auto driver choice: peers on this host use shm, the job runs and a stranger on tcp is still refused") {
   auto r = run_job({3, {"stress", "400", "6"}});
   CHECK(r.status == 0);

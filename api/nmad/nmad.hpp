@@ -120,6 +120,9 @@ struct session_stats {
   std::uint64_t packets_received = 0;
   std::uint64_t unexpected_messages = 0;
   std::uint64_t protocol_errors = 0;
+  // Sends (packets and bulk transfers) posted per track index of the gates
+  // (rails 3 and up counted in [3]): what each rail carried.
+  std::uint64_t rail_sends[4] = {};
 };
 
 // What the application promises about its threads (MPI's levels).

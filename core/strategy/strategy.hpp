@@ -46,6 +46,11 @@ class strategy {
   virtual ~strategy() = default;
   virtual std::string_view name() const = 0;
   virtual bool build_packet(collect_list& queue, packet_builder& out) = 0;
+  // The same, told which track the packet is for (its rail index and
+  // driver capabilities: a gate may have several). Default: the above.
+  virtual bool build_packet(collect_list& queue, packet_builder& out, const track_view& t) {
+    return build_packet(queue, out);
+  }
   // The inline path (session_impl::send_inline): whether a small message
   // may skip the collect list and go straight to the driver, when nothing
   // is queued for the gate. Default: yes, there is nothing to aggregate or

@@ -272,6 +272,11 @@ int stress(session& s, int per_pair, std::uint64_t seed) {
   }
   std::printf("stress rank %d: sent %zu, received %zu messages (%zu bytes) in order, strategy %s\n", me,
               total_out, total_in, bytes, std::string(s.strategy_name()).c_str());
+  // What each track of the gates carried (several with NMAD_DRIVERS=a+b).
+  const session_stats st = s.stats();
+  std::printf("stress rank %d: drivers %s, rail sends %llu %llu %llu %llu\n", me, s.driver_name().c_str(),
+              static_cast<unsigned long long>(st.rail_sends[0]), static_cast<unsigned long long>(st.rail_sends[1]),
+              static_cast<unsigned long long>(st.rail_sends[2]), static_cast<unsigned long long>(st.rail_sends[3]));
   return 0;
 }
 
