@@ -234,6 +234,28 @@ TEST_CASE("shm: a rank killed mid-run is detected and named") {
   CHECK(count(r.out, "survivors still exchange messages") == 2);
 }
 
+// 8 threads per process share one session (thread level multiple): random
+// sizes 0 B - 8 MiB, random tags, any-source receives mixed in; every
+// byte, size, source, tag and each (peer, tag) stream's order checked.
+TEST_CASE("8 threads per process, 2 processes over shm and 4 over tcp: random traffic checked byte by byte") {
+  auto a = run_job({2, {"mt_stress", "8", "40", "11"}, {{"NMAD_DRIVER", "shm"}}});
+  CHECK(a.status == 0);
+  CHECK(count(a.out, "in order") == 2);
+  auto b = run_job({4, {"mt_stress", "8", "20", "12"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}}});
+  CHECK(b.status == 0);
+  CHECK(count(b.out, "in order") == 4);
+}
+
+TEST_CASE("completion callbacks start requests: a peer answered entirely from callbacks (shm and tcp)") {
+  for (const char* drv : {"shm", "tcp"}) {
+    INFO("driver ", drv);
+    auto r = run_job({2, {"callbacks", "300"}, {{"NMAD_DRIVER", drv}}});
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "callbacks rank 1: 300 receives answered from callbacks"));
+    CHECK(contains(r.out, "callbacks rank 0: 300 echoes from callbacks"));
+  }
+}
+
 // Two tracks per gate: random traffic (eager, aggregated, and rendezvous
 // cut across both rails) with every byte and the per-(peer, tag) order
 // checked by the workers; both rails must have carried sends.

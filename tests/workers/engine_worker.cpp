@@ -33,6 +33,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <atomic>
 #include <map>
 #include <random>
 #include <string>
@@ -277,6 +279,205 @@ int stress(session& s, int per_pair, std::uint64_t seed) {
   std::printf("stress rank %d: drivers %s, rail sends %llu %llu %llu %llu\n", me, s.driver_name().c_str(),
               static_cast<unsigned long long>(st.rail_sends[0]), static_cast<unsigned long long>(st.rail_sends[1]),
               static_cast<unsigned long long>(st.rail_sends[2]), static_cast<unsigned long long>(st.rail_sends[3]));
+  return 0;
+}
+
+// ---- many threads per process --------------------------------------------------
+//
+// `mt_stress THREADS PER_STREAM SEED`: every process runs THREADS threads;
+// thread t of every rank sends PER_STREAM messages to thread t of every
+// other rank (random sizes 0 B - 8 MiB, random tags of t's own family) and
+// receives theirs, all at once through one session. Tags 0-2 of a family
+// are received by source, tag 3 (messages of at most 64 KiB) by any-source
+// receives. Receives are posted up front in a random interleaving (each
+// stream's in its order), sends go out in windows. Checked: every size,
+// every byte, the source and tag of each wildcard match, and that each
+// (peer, tag) stream was matched in its sending order.
+namespace mt {
+
+tag_t family(int t) { return static_cast<tag_t>(t + 1) << 20; }
+
+std::vector<msg_spec> plan(int src, int dst, int t, int count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(src) * 131 + static_cast<std::uint64_t>(dst) * 17 +
+                      static_cast<std::uint64_t>(t));
+  std::vector<msg_spec> v(count);
+  for (int i = 0; i < count; ++i) {
+    const tag_t tag = std::uniform_int_distribution<tag_t>(0, 3)(rng);
+    const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+    std::size_t size = u < 0.85   ? std::uniform_int_distribution<std::size_t>(0, 512)(rng)
+                       : u < 0.99 ? std::uniform_int_distribution<std::size_t>(513, 64 * 1024)(rng)
+                                  : std::uniform_int_distribution<std::size_t>(64 * 1024, 8 << 20)(rng);
+    if (tag == 3) size = std::min<std::size_t>(size, 64 * 1024);
+    v[i] = {size, family(t) + tag};
+  }
+  if (src == 0 && t == 0 && count > 1) v[0] = {std::size_t{8} << 20, family(t)};  // the largest, every run
+  return v;
+}
+
+std::uint64_t seed_of(int src, int dst, int t, int idx) {
+  return (static_cast<std::uint64_t>(src) << 56) ^ (static_cast<std::uint64_t>(dst) << 48) ^
+         (static_cast<std::uint64_t>(t) << 40) ^ static_cast<std::uint64_t>(idx);
+}
+
+struct recv_item {
+  request req;
+  std::vector<unsigned char> buf;
+  int source = -1;  // any_source for tag 3
+  tag_t tag = 0;
+  int stream_index = -1;  // specific: which message of (source, tag) it must get
+};
+
+void run_thread(session& s, int t, int per_stream, std::uint64_t seed, std::atomic<int>& done_threads) {
+  const int me = s.rank(), n = s.size();
+  std::mt19937_64 rng(seed ^ (static_cast<std::uint64_t>(me) << 8) ^ static_cast<std::uint64_t>(t));
+  // Receives: per peer, that peer's stream; specific ones keep stream order.
+  std::vector<std::vector<msg_spec>> in(n);
+  std::size_t wildcard = 0;
+  std::vector<std::unique_ptr<recv_item>> recvs;
+  std::vector<std::size_t> next(n, 0);
+  std::vector<int> left;
+  for (int p = 0; p < n; ++p)
+    if (p != me) {
+      in[p] = plan(p, me, t, per_stream, seed);
+      left.push_back(p);
+    }
+  while (!left.empty()) {  // a random interleaving of the peers' streams
+    const std::size_t k = std::uniform_int_distribution<std::size_t>(0, left.size() - 1)(rng);
+    const int p = left[k];
+    const msg_spec& m = in[p][next[p]];
+    auto r = std::make_unique<recv_item>();
+    if (m.tag == family(t) + 3) {
+      r->source = any_source;
+      r->buf.resize(64 * 1024);
+      ++wildcard;
+    } else {
+      r->source = p;
+      r->buf.resize(m.size);
+      r->stream_index = static_cast<int>(next[p]);
+    }
+    r->tag = m.tag;
+    expect(s.irecv(r->source, r->tag, r->buf.data(), r->buf.size(), r->req) == errc::ok, "mt irecv");
+    recvs.push_back(std::move(r));
+    if (++next[p] == in[p].size()) left.erase(left.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  // Sends: to every peer in turn, a window of 4 in flight.
+  std::vector<std::vector<msg_spec>> out(n);
+  for (int p = 0; p < n; ++p)
+    if (p != me) out[p] = plan(me, p, t, per_stream, seed);
+  struct send_item {
+    request req;
+    std::vector<unsigned char> buf;
+  };
+  std::vector<send_item> window(4);
+  std::size_t slot = 0;
+  for (int i = 0; i < per_stream; ++i)
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      send_item& w = window[slot++ % window.size()];
+      expect_ok(s.wait(w.req), w.req, "mt send");  // the slot's previous send
+      w.buf.resize(out[p][i].size);
+      fill(w.buf, seed_of(me, p, t, i));
+      expect(s.isend(p, out[p][i].tag, w.buf.data(), w.buf.size(), w.req) == errc::ok, "mt isend");
+    }
+  for (send_item& w : window) expect_ok(s.wait(w.req), w.req, "mt send");
+  // Check: specific receives got their stream's message; the wildcard
+  // ones, per (source, tag), the stream's messages in posting order.
+  std::map<std::pair<int, tag_t>, std::vector<std::size_t>> stream_positions;  // (p, tag) -> stream indices
+  for (int p = 0; p < n; ++p)
+    for (std::size_t i = 0; i < in[p].size(); ++i) stream_positions[{p, in[p][i].tag}].push_back(i);
+  std::map<std::pair<int, tag_t>, std::size_t> consumed;
+  for (auto& r : recvs) {
+    expect_ok(s.wait(r->req), r->req, "mt recv");
+    const recv_status st = r->req.status();
+    expect(st.tag == r->tag, "mt: wrong tag");
+    expect(st.source >= 0 && st.source < n && st.source != me, "mt: bad source");
+    if (r->source != any_source) expect(st.source == r->source, "mt: wrong source");
+    // The message this receive got: the next of its (source, tag) stream.
+    auto& pos = stream_positions[{st.source, st.tag}];
+    std::size_t& c = consumed[{st.source, st.tag}];
+    expect(c < pos.size(), "mt: more messages than sent on a stream");
+    const std::size_t idx = pos[c++];
+    if (r->stream_index >= 0)
+      expect(static_cast<std::size_t>(r->stream_index) == idx, "mt: stream matched out of order");
+    const std::size_t size = in[st.source][idx].size;
+    expect(st.length == size, "mt: size " + std::to_string(st.length) + " != " + std::to_string(size) +
+                                  " (order broken?)");
+    std::vector<unsigned char> ref(size);
+    fill(ref, seed_of(st.source, me, t, static_cast<int>(idx)));
+    expect(size == 0 || std::memcmp(ref.data(), r->buf.data(), size) == 0, "mt: content mismatch");
+  }
+  (void)wildcard;
+  done_threads.fetch_add(1);
+}
+
+}  // namespace mt
+
+int mt_stress(session& s, int threads, int per_stream, std::uint64_t seed) {
+  std::atomic<int> done{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { mt::run_thread(s, t, per_stream, seed, done); });
+  for (auto& th : pool) th.join();
+  expect(done.load() == threads, "mt: a thread did not finish");
+  std::printf("mt_stress rank %d: %d threads x %d peers x %d messages in order\n", s.rank(), threads,
+              s.size() - 1, per_stream);
+  return 0;
+}
+
+// `callbacks N`: rank 1 answers N pings from completion callbacks: each
+// receive's callback sends the echo and posts the next receive (requests
+// started from callbacks, outside the engine's locks); its main thread only
+// waits for the count.
+int callbacks(session& s, int n) {
+  if (s.rank() > 1) return 0;
+  if (s.rank() == 0) {
+    for (int i = 0; i < n; ++i) {
+      int v = i, back = -1;
+      request sr, rr;
+      expect(s.irecv(1, 2, &back, sizeof back, rr) == errc::ok, "cb irecv");
+      expect(s.isend(1, 1, &v, sizeof v, sr) == errc::ok, "cb isend");
+      expect_ok(s.wait(sr), sr, "cb send");
+      expect_ok(s.wait(rr), rr, "cb recv");
+      expect(back == i + 1000, "cb: wrong echo");
+    }
+    std::printf("callbacks rank 0: %d echoes from callbacks\n", n);
+    return 0;
+  }
+  struct state {
+    session* s;
+    int n;
+    std::atomic<int> answered{0};
+    int got[2] = {-1, -1};
+    int reply[2] = {0, 0};
+    request rr[2], sr[2];
+    static void on_recv(request& r, void* arg) {
+      auto* st = static_cast<state*>(arg);
+      const int k = &r == &st->rr[0] ? 0 : 1;
+      expect(r.error() == errc::ok, "cb: receive failed in callback");
+      const int i = st->got[k];
+      // Answer from the callback (the previous send on this slot is done:
+      // the peer waited for its echo before sending again).
+      if (!st->sr[k].completed()) expect_ok(st->s->wait(st->sr[k]), st->sr[k], "cb previous send");
+      st->reply[k] = i + 1000;
+      expect(st->s->isend(0, 2, &st->reply[k], sizeof(int), st->sr[k]) == errc::ok, "cb: isend from callback");
+      const int seen = st->answered.fetch_add(1) + 1;
+      if (seen < st->n) {
+        // The next ping lands in the other slot (this one is still completing).
+        const int o = 1 - k;
+        st->rr[o].on_complete(&state::on_recv, st);
+        expect(st->s->irecv(0, 1, &st->got[o], sizeof(int), st->rr[o]) == errc::ok, "cb: irecv from callback");
+      }
+    }
+  };
+  auto st = std::make_unique<state>();
+  st->s = &s;
+  st->n = n;
+  st->rr[0].on_complete(&state::on_recv, st.get());
+  expect(s.irecv(0, 1, &st->got[0], sizeof(int), st->rr[0]) == errc::ok, "cb first irecv");
+  s.wait_until([&] { return st->answered.load() == n; });
+  for (auto& r : st->sr) expect_ok(s.wait(r), r, "cb last sends");
+  for (auto& r : st->rr) s.wait(r);
+  std::printf("callbacks rank 1: %d receives answered from callbacks\n", n);
   return 0;
 }
 
@@ -685,7 +886,7 @@ int main(int argc, char** argv) {
     // (no locks in the engine) and multiple (ENGINE_WORKER_THREADS).
     session_options o;
     const char* level = std::getenv("ENGINE_WORKER_THREADS");
-    const bool multi_threaded = scenario == "threads";
+    const bool multi_threaded = scenario == "threads" || scenario == "mt_stress";
     if (level && std::string(level) == "single" && !multi_threaded) o.threads = thread_level::single;
     auto s = session::create(o);
     g_rank = s->rank();
@@ -702,6 +903,9 @@ int main(int argc, char** argv) {
     else if (scenario == "killed_rdv") rc = killed_rdv(*s);
     else if (scenario == "pull") rc = pull(*s, arg(2, 1) != 0);
     else if (scenario == "sleeper") rc = sleeper(*s, static_cast<int>(arg(2, 500)));
+    else if (scenario == "mt_stress")
+      rc = mt_stress(*s, static_cast<int>(arg(2, 8)), static_cast<int>(arg(3, 30)), static_cast<std::uint64_t>(arg(4, 1)));
+    else if (scenario == "callbacks") rc = callbacks(*s, static_cast<int>(arg(2, 100)));
     else std::fprintf(stderr, "engine_worker: unknown scenario '%s'\n", scenario.c_str());
     std::fflush(stdout);
     return rc;
