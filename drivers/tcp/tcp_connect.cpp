@@ -1,0 +1,150 @@
+// tcp driver: connecting, accepting and the handshake that checks the job
+// key (see tcp_driver.cpp for the design).
+#include "drivers/tcp/tcp_driver.hpp"
+#include "drivers/tcp/tcp_internal.hpp"
+
+namespace nmad::tcp_impl {
+
+
+connection_id tcp_driver::connect(int peer_rank, std::string_view address) {
+  conn& c = add_conn();
+  c.visible = true;
+  c.peer_rank = peer_rank;
+  c.peer_addr = address;
+  c.deadline = steady::now() + tun_.connect_timeout;
+  sockaddr_in sa{};
+  if (listen_fd_ < 0) {
+    fail(c, "driver not open");
+  } else if (peer_rank < 0 || peer_rank >= cfg_.size || peer_rank == cfg_.rank) {
+    fail(c, "peer rank out of range");
+  } else if (!parse_addr(address, sa)) {
+    fail(c, "bad address '" + c.peer_addr + "' (want a.b.c.d:port)");
+  } else if ((c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+    fail(c, "socket: " + errno_text(errno));
+  } else {
+    set_nodelay(c.fd);
+    wire::hello h;
+    h.rank = cfg_.rank;
+    h.key_len = static_cast<std::uint32_t>(cfg_.job_key.size());
+    c.hs_out.assign(reinterpret_cast<const char*>(&h), sizeof h);
+    c.hs_out += cfg_.job_key;
+    if (::connect(c.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 &&
+        errno != EINPROGRESS)
+      fail(c, "cannot connect: " + errno_text(errno));
+  }
+  return c.id;
+}
+
+int tcp_driver::accept_all() {
+  int work = 0;
+  for (;;) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && !accept_error_logged_) {
+        log_write(log_level::warn, "tcp", "accept: " + errno_text(errno));
+        accept_error_logged_ = true;
+      }
+      return work;
+    }
+    accept_error_logged_ = false;
+    set_nodelay(fd);
+    conn& c = add_conn();
+    c.fd = fd;
+    c.incoming = true;
+    c.st = state::await_hello;
+    c.peer_addr = format_addr(sa);
+    c.deadline = steady::now() + tun_.handshake_timeout;
+    c.hs_in.resize(sizeof(wire::hello));
+    ++work;
+  }
+}
+
+// Reads into hs_in until it is full. False on EOF/error (the connection has
+// failed) or when the socket has nothing more for now.
+bool tcp_driver::read_exact(conn& c) {
+  while (c.hs_got < c.hs_in.size()) {
+    ssize_t n = ::recv(c.fd, c.hs_in.data() + c.hs_got, c.hs_in.size() - c.hs_got, 0);
+    if (n == 0) {
+      fail(c, c.incoming ? "closed before completing the handshake"
+                         : "peer closed the connection during the handshake "
+                           "(wrong job key?)");
+      return false;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) fail(c, errno_text(errno));
+      return false;
+    }
+    c.hs_got += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+int tcp_driver::read_ack(conn& c) {
+  c.hs_in.resize(sizeof(wire::ack));
+  if (!read_exact(c)) return 0;
+  wire::ack a;
+  std::memcpy(&a, c.hs_in.data(), sizeof a);
+  if (std::memcmp(a.magic, wire::ack{}.magic, sizeof a.magic) != 0) {
+    fail(c, "bad handshake ack (not an nmad tcp peer)");
+  } else if (a.version != wire::protocol_version) {
+    fail(c, "peer speaks protocol version " + std::to_string(a.version));
+  } else if (a.rank != c.peer_rank) {
+    fail(c, "peer at that address is rank " + std::to_string(a.rank));
+  } else {
+    become_established(c);
+    cfg_.events->on_connected(c.id, c.peer_rank);
+  }
+  return 1;
+}
+
+int tcp_driver::read_hello(conn& c) {
+  if (!read_exact(c)) return 0;
+  wire::hello h;
+  std::memcpy(&h, c.hs_in.data(), sizeof h);
+  if (c.hs_in.size() == sizeof h) {  // fixed part complete: check, then read key
+    if (std::memcmp(h.magic, wire::hello{}.magic, sizeof h.magic) != 0) {
+      fail(c, "bad hello (not an nmad tcp peer)");
+      return 1;
+    }
+    if (h.version != wire::protocol_version) {
+      fail(c, "unsupported protocol version " + std::to_string(h.version));
+      return 1;
+    }
+    if (h.key_len > wire::max_key_len) {
+      fail(c, "bad hello (job key too long)");
+      return 1;
+    }
+    c.hs_in.resize(sizeof h + h.key_len);
+    if (!read_exact(c)) return 1;
+  }
+  std::string_view key(c.hs_in.data() + sizeof h, h.key_len);
+  if (!same_key(key, cfg_.job_key)) {
+    fail(c, "wrong job key");
+  } else if (h.rank < 0 || h.rank >= cfg_.size || h.rank == cfg_.rank) {
+    fail(c, "rank " + std::to_string(h.rank) + " out of range");
+  } else {
+    wire::ack a;
+    a.rank = cfg_.rank;
+    c.hs_out.assign(reinterpret_cast<const char*>(&a), sizeof a);
+    c.hs_sent = 0;
+    c.peer_rank = h.rank;
+    c.visible = true;
+    become_established(c);
+    cfg_.events->on_connected(c.id, c.peer_rank);
+  }
+  return 1;
+}
+
+void tcp_driver::become_established(conn& c) {
+  c.st = state::established;
+  c.hs_in = {};
+  c.pkt_buf.resize(kMaxPacket);
+  log_write(log_level::info, "tcp",
+            "connected to rank " + std::to_string(c.peer_rank) + " (" + c.peer_addr + ")");
+}
+}  // namespace nmad::tcp_impl

@@ -1,0 +1,297 @@
+#pragma once
+// The tcp driver's internals, shared by its source files (tcp_driver.cpp:
+// data path and polling; tcp_connect.cpp: connecting, accepting and the
+// handshake). Private to drivers/tcp.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/common/log.hpp"
+#include "drivers/tcp/tcp_wire.hpp"
+
+
+namespace nmad::tcp_impl {
+
+namespace wire = tcp_wire;
+using steady = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxPacket = 64 * 1024;
+constexpr std::size_t kMaxIov = 64;
+constexpr std::size_t kMaxSendsInFlight = 32;
+constexpr int kMaxWriteIov = 256;
+constexpr int kMaxReadsPerPoll = 64;
+
+struct tunables {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  std::chrono::milliseconds handshake_timeout{5000};
+  std::chrono::milliseconds connect_timeout{30000};
+};
+
+inline long env_number(const char* name, long def, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  long x = 0;
+  auto [end, ec] = std::from_chars(v, v + std::strlen(v), x);
+  if (ec != std::errc{} || *end || x < lo || x > hi)
+    throw std::runtime_error(std::string("tcp driver: ") + name + "='" + v +
+                             "' is not a number in [" + std::to_string(lo) +
+                             ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+inline tunables read_tunables() {
+  tunables t;
+  if (const char* h = std::getenv("NMAD_TCP_HOST"); h && *h) t.host = h;
+  t.port = static_cast<int>(env_number("NMAD_TCP_PORT", 0, 0, 65535));
+  t.handshake_timeout = std::chrono::milliseconds(
+      env_number("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", 5000, 1, 3600000));
+  t.connect_timeout = std::chrono::milliseconds(
+      env_number("NMAD_TCP_CONNECT_TIMEOUT_MS", 30000, 1, 3600000));
+  return t;
+}
+
+inline std::string errno_text(int err) {
+  switch (err) {
+    case ECONNRESET:
+    case EPIPE: return "connection reset by peer";
+    case ECONNREFUSED: return "connection refused";
+    default: {
+      char buf[128];
+      return strerror_r(err, buf, sizeof buf);  // GNU variant
+    }
+  }
+}
+
+inline std::string format_addr(const sockaddr_in& sa) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
+// "a.b.c.d:port" -> sockaddr_in.
+inline bool parse_addr(std::string_view s, sockaddr_in& sa) {
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string host(s.substr(0, colon));
+  std::string_view port_s = s.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_s.data(), port_s.data() + port_s.size(), port);
+  if (ec != std::errc{} || end != port_s.data() + port_s.size() || port == 0 ||
+      port > 65535)
+    return false;
+  sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  return inet_pton(AF_INET, host.c_str(), &sa.sin_addr) == 1;
+}
+
+// Compares in time independent of where the keys differ.
+inline bool same_key(std::string_view a, std::string_view b) {
+  std::size_t diff = a.size() ^ b.size();
+  std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<std::size_t>(x ^ y);
+  }
+  return diff == 0;
+}
+
+inline void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+inline std::size_t total_len(std::span<const iovec> iov) {
+  std::size_t n = 0;
+  for (const iovec& v : iov) n += v.iov_len;
+  return n;
+}
+
+// A cursor over an iovec list: `part` entries and `off` bytes consumed.
+struct iov_cursor {
+  std::vector<iovec> parts;
+  std::size_t part = 0, off = 0;
+
+  // Appends up to `limit` bytes of what is left to out[*n..max).
+  std::size_t fill(iovec* out, int* n, int max, std::size_t limit) const {
+    std::size_t bytes = 0;
+    std::size_t o = off;
+    for (std::size_t p = part; p < parts.size() && *n < max && bytes < limit; ++p, o = 0) {
+      std::size_t len = std::min(parts[p].iov_len - o, limit - bytes);
+      if (len == 0) continue;
+      out[(*n)++] = {static_cast<char*>(parts[p].iov_base) + o, len};
+      bytes += len;
+    }
+    return bytes;
+  }
+  void advance(std::size_t n) {
+    while (part < parts.size()) {
+      std::size_t left = parts[part].iov_len - off;
+      if (n < left) { off += n; return; }
+      n -= left;
+      ++part;
+      off = 0;
+    }
+  }
+};
+
+enum class state { connecting, await_ack, await_hello, established, failed, closed };
+
+struct send_op {
+  wire::frame_header hdr;
+  iov_cursor cur;  // parts[0] is hdr itself (or `owned`)
+  std::size_t left = 0;
+  void* token = nullptr;
+  bool report = true;                 // false: an inline send (never reported)
+  std::vector<std::byte> owned;       // inline send: the bytes not written yet
+};
+
+struct recv_op {
+  iov_cursor cur;
+  std::size_t capacity = 0;
+  void* token = nullptr;
+};
+
+struct conn {
+  connection_id id = invalid_connection;
+  int fd = -1;
+  state st = state::connecting;
+  bool incoming = false;
+  bool visible = false;  // the engine knows this id
+  int peer_rank = -1;
+  std::string peer_addr;
+  steady::time_point deadline;
+  std::string fail_reason;
+
+  // Handshake bytes in and out.
+  std::vector<char> hs_in;
+  std::size_t hs_got = 0;
+  std::string hs_out;
+  std::size_t hs_sent = 0;
+
+  // Sends in post order; tokens of finished sends not yet reported.
+  std::deque<send_op> sendq;
+  std::vector<void*> done;
+  std::vector<void*> reporting;  // the batch settle() is reporting now
+
+  // Receive side: posted cookies, and the frame being read.
+  std::unordered_map<std::uint64_t, recv_op> recvs;
+  wire::frame_header rx_hdr;
+  std::size_t rx_hdr_got = 0;
+  bool rx_in_body = false;
+  std::uint32_t rx_kind = 0;
+  std::size_t rx_len = 0, rx_got = 0;
+  recv_op rx_data;
+  std::vector<std::byte> pkt_buf;
+
+  bool wants_write() const { return hs_sent < hs_out.size() || !sendq.empty(); }
+};
+
+class tcp_driver final : public driver {
+ public:
+  ~tcp_driver() override {
+    for (auto& [id, c] : conns_) close_fd(*c);
+    for (auto& c : graveyard_) close_fd(*c);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  void open(const driver_config& config) override;
+  const driver_caps& caps() const override { return caps_; }
+  std::string local_address() const override { return local_addr_; }
+  connection_id connect(int peer_rank, std::string_view address) override;
+  post_result post_send_packet(connection_id id, std::span<const iovec> iov,
+                               void* token) override;
+  post_result send_inline(connection_id id, std::span<const iovec> iov) override;
+  bool quiet() const override { return conns_.empty(); }
+  bool backlog(connection_id id) const override {
+    auto it = conns_.find(id);
+    return it != conns_.end() && !it->second->sendq.empty();
+  }
+  post_result post_send_data(connection_id id, std::uint64_t cookie,
+                             std::span<const iovec> iov, void* token) override;
+  post_result post_recv_data(connection_id id, std::uint64_t cookie,
+                             std::span<const iovec> iov, void* token) override;
+  int poll() override;
+  void close_connection(connection_id id) override;
+  arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
+
+ private:
+  conn* find(connection_id id) {
+    auto it = conns_.find(id);
+    return it == conns_.end() ? nullptr : it->second.get();
+  }
+  conn& add_conn() {
+    auto c = std::make_unique<conn>();
+    c->id = next_id_++;
+    conn& ref = *c;
+    conns_.emplace(ref.id, std::move(c));
+    return ref;
+  }
+  // Removes a connection from the table; it dies when the outermost poll()
+  // returns (callbacks may still hold it).
+  void retire(conn& c) {
+    close_fd(c);
+    auto it = conns_.find(c.id);
+    if (it == conns_.end()) return;
+    graveyard_.push_back(std::move(it->second));
+    conns_.erase(it);
+    if (depth_ == 0) graveyard_.clear();
+  }
+  static void close_fd(conn& c) {
+    if (c.fd >= 0) ::close(c.fd);
+    c.fd = -1;
+  }
+  post_result check_postable(conn* c, std::size_t iov_count) const;
+  void enqueue(conn& c, std::uint32_t kind, std::uint64_t cookie,
+               std::span<const iovec> iov, void* token);
+  void fail(conn& c, std::string reason);
+  int accept_all();
+  int progress(conn& c, short revents);
+  int flush_out(conn& c);
+  int read_ack(conn& c);
+  int read_hello(conn& c);
+  int read_frames(conn& c);
+  void start_body(conn& c);
+  void finish_body(conn& c);
+  int settle(conn& c);
+  bool read_exact(conn& c);
+  void become_established(conn& c);
+
+  driver_config cfg_;
+  driver_caps caps_;
+  tunables tun_;
+  int listen_fd_ = -1;
+  std::string local_addr_;
+  bool accept_error_logged_ = false;
+  connection_id next_id_ = 0;
+  std::map<connection_id, std::unique_ptr<conn>> conns_;
+  std::vector<std::unique_ptr<conn>> graveyard_;
+  int depth_ = 0;
+  // With no connection at all (every peer reached over another driver, the
+  // usual case for a single-host job), only the listening socket is watched:
+  // one poll(2) in kIdlePollEvery calls keeps a system call off every round
+  // of engine progress while still accepting newcomers promptly.
+  static constexpr unsigned kIdlePollEvery = 256;
+  unsigned idle_polls_ = 0;
+  std::vector<pollfd> pfds_;
+  std::vector<connection_id> pids_;
+};
+}  // namespace nmad::tcp_impl
