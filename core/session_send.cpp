@@ -92,9 +92,9 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
 bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::size_t len) {
   track& t = g.tracks[0];
   if (!t.connected || t.retry || !g.collect.empty() || !g.data_out.empty()) return false;
+  if (len + sizeof(wire::short_header) > t.max_inline) return false;
   driver& d = *t.slot->drv;
-  if (len + sizeof(wire::short_header) > d.caps().max_inline) return false;
-  if (!g.strat->allow_inline({t.rail, &d.caps(), t.outstanding, t.inline_round == _rounds, &d, t.conn}))
+  if (!g.strat->allow_inline({t.rail, t.caps, t.outstanding, t.inline_round == _rounds, &d, t.conn}))
     return false;
   std::uint32_t& seq = g.send_seq_last.get(g.send_seq, r.first_piece.tag & _ordering_mask);
   const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};

@@ -128,6 +128,8 @@ session_impl::session_impl(const session_options& opts)
       track& tr = g->tracks[i];
       tr.slot = slots[i];
       tr.rail = static_cast<std::uint32_t>(i);
+      tr.caps = &tr.slot->drv->caps();
+      tr.max_inline = tr.caps->max_inline;
       tr.window = static_cast<std::uint32_t>(
           std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
     }

@@ -181,7 +181,7 @@ struct state {
 
 // The process's MPI state (never destroyed: threads may still be inside
 // MPI calls at exit). Inline: every MPI call starts here.
-inline state& st() {
+[[gnu::always_inline]] inline state& st() {
   static state* const s = new state();
   return *s;
 }

@@ -17,6 +17,8 @@ struct track {
   connection_id conn = invalid_connection;
   std::uint32_t rail = 0;
   std::uint32_t window = 2;
+  const driver_caps* caps = nullptr;   // the driver's (stable once opened)
+  std::size_t max_inline = 0;          // caps->max_inline
   std::uint32_t outstanding = 0;       // posted, not yet completed
   bool connected = false;
   unsigned inline_round = ~0u;         // progress round of the last inline send

@@ -142,6 +142,8 @@ shm_driver::conn& shm_driver::add_conn() {
   c->id = _next_id++;
   c->cma = _tun.cma;
   conn& ref = *c;
+  if (ref.id >= _by_id.size()) _by_id.resize(static_cast<std::size_t>(ref.id) + 1, nullptr);
+  _by_id[ref.id] = c.get();
   _conns[ref.id] = std::move(c);
   _ids_stale = true;
   return ref;
@@ -548,6 +550,7 @@ void shm_driver::close_connection(connection_id id) {
   wake_peer(*c);
   if (!c->seg_name.empty()) ::shm_unlink(c->seg_name.c_str());
   c->seg_name.clear();
+  _by_id[id] = nullptr;
   auto it = _conns.find(id);
   _graveyard.push_back(std::move(it->second));
   _conns.erase(it);

@@ -206,9 +206,9 @@ class shm_driver final : public driver {
   post_result post_send_packet(connection_id c, std::span<const iovec> iov, void* token) override;
   post_result send_inline(connection_id c, std::span<const iovec> iov) override;
   bool backlog(connection_id id) const override {
-    auto it = _conns.find(id);
-    if (it == _conns.end()) return false;
-    const conn& c = *it->second;
+    const conn* found = id < _by_id.size() ? _by_id[id] : nullptr;
+    if (!found) return false;
+    const conn& c = *found;
     return !c.outq.empty() || (c.st == state::established && !c.tx.drained());
   }
   post_result post_send_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
@@ -267,8 +267,7 @@ class shm_driver final : public driver {
   };
 
   conn* find(connection_id id) {
-    auto it = _conns.find(id);
-    return it == _conns.end() ? nullptr : it->second.get();
+    return id < _by_id.size() ? _by_id[id] : nullptr;
   }
   conn& add_conn();
   void map_pair(conn& c, void* base);
@@ -296,6 +295,7 @@ class shm_driver final : public driver {
   fd_holder _wake;                 // bound to it; peers send a byte to wake us
   bool _liveness_due = false;      // a pidfd fired or a peer closed: check every peer now
   std::map<connection_id, std::unique_ptr<conn>> _conns;
+  std::vector<conn*> _by_id;        // _conns by id (ids are small and dense): find()
   std::vector<std::unique_ptr<conn>> _graveyard;
   std::vector<conn*> _ids;          // poll()'s snapshot of _conns (a conn closed
                                     // meanwhile stays in _graveyard until poll ends)
