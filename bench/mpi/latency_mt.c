@@ -1,6 +1,6 @@
 /* Latency with several receiving threads (like osu_latency_mt).
  *
- *   latency_mt [--sizes 8,...] [--iters N] [--warmup N] [--threads K]
+ *   latency_mt [--sizes 8,...] [--iters N] [--warmup N] [--threads K[,K...]]
  *
  * MPI_THREAD_MULTIPLE. Rank 0 has one thread that sends a ping (tag 1) to
  * rank 1 and waits for the pong; rank 1 has K threads that all sit in
@@ -10,14 +10,14 @@
  * the cost of threads waiting together (spinning, sleeping, contending for
  * the library's locks). Every message carries its sequence number, checked
  * by the receiving side. At the end rank 0 sends K stop messages.
- * Output per size:
- *   {"bench": "latency_mt", "size": S, "threads": K, "iters": N,
+ * Output per thread count and size:
+ *   {"bench": "latency_mt", "op": "kK", "size": S, "threads": K, "iters": N,
  *    "latency_us": median round trip / 2, "latency_avg_us": mean / 2,
  *    "verified": true}
  */
-#include <pthread.h>
+#include "common.h" /* first: it sets _POSIX_C_SOURCE */
 
-#include "common.h"
+#include <pthread.h>
 
 typedef struct {
   size_t size;
@@ -45,11 +45,24 @@ static void *receiver(void *p) {
 int main(int argc, char **argv) {
   bench_opts o;
   int rank, nprocs;
+  /* --threads takes a list: read it before bench_parse keeps its first number. */
+  int ks[32], nk = 0;
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--threads")) {
+      const char *p = argv[i + 1];
+      while (*p && nk < 32) {
+        ks[nk++] = atoi(p);
+        while (*p && *p != ',') p++;
+        if (*p == ',') p++;
+      }
+    }
   bench_init_mt(&o, &argc, &argv, "latency_mt", 2, "8", 2000, 1, &rank, &nprocs, 1);
   bench_print_library("latency_mt");
-  const int k = o.threads;
+  if (nk == 0) ks[nk++] = o.threads;
 
+  for (int ik = 0; ik < nk; ik++)
   for (int s = 0; s < o.nsizes; s++) {
+    const int k = ks[ik] < 1 ? 1 : ks[ik];
     const size_t size = o.sizes[s] < 8 ? 8 : o.sizes[s]; /* room for the sequence number */
     const int iters = bench_iters_for(&o, size);
     const int warmup = bench_warmup_for(&o, size);
@@ -81,9 +94,9 @@ int main(int argc, char **argv) {
       const int64_t stop = -1;
       memcpy(sbuf, &stop, sizeof stop);
       for (int t = 0; t < k; t++) MPI_Send(sbuf, (int)size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-      printf("{\"bench\": \"latency_mt\", \"size\": %zu, \"threads\": %d, \"iters\": %d, \"latency_us\": %.4f, "
-             "\"latency_avg_us\": %.4f, \"verified\": true}\n",
-             size, k, iters, bench_median(times, iters) * 1e6 / 2.0, total * 1e6 / (2.0 * iters));
+      printf("{\"bench\": \"latency_mt\", \"op\": \"k%d\", \"size\": %zu, \"threads\": %d, \"iters\": %d, "
+             "\"latency_us\": %.4f, \"latency_avg_us\": %.4f, \"verified\": true}\n",
+             k, size, k, iters, bench_median(times, iters) * 1e6 / 2.0, total * 1e6 / (2.0 * iters));
       fflush(stdout);
       free(times);
     }

@@ -51,6 +51,14 @@ BENCHES = OrderedDict([
     ("bibw", dict(src="bw.c", args=["--bidir"],
                   full=dict(sizes="1,4,16,64,256,1K,4K,16K,64K,256K,1M,4M", iters=100, min_iters=10, window=64),
                   quick=dict(sizes="8,512,8K,64K,1M,4M", iters=40, min_iters=10, window=64))),
+    # The same ping-pong at MPI_THREAD_MULTIPLE: the cost of thread safety.
+    ("pingpong_mt", dict(src="pingpong.c", args=["--thread-multiple"],
+                         full=dict(sizes="8,1K", iters=5000, min_iters=20),
+                         quick=dict(sizes="8", iters=2000, min_iters=20))),
+    # k receiving threads, one sending thread (like osu_latency_mt).
+    ("latency_mt", dict(src="latency_mt.c", args=["--threads", "1,2,4,8"], libs=["-lpthread"],
+                        full=dict(sizes="8", iters=5000, min_iters=20),
+                        quick=dict(sizes="8", iters=1000, min_iters=20))),
     ("msgrate", dict(src="msgrate.c", args=[],
                      full=dict(sizes="1,8,64,512,4K", iters=500, window=64),
                      quick=dict(sizes="8,512", iters=200, window=64))),
@@ -79,6 +87,7 @@ BENCHES = OrderedDict([
 
 GROUPS = {
     "latency": ["pingpong"],
+    "threads": ["pingpong", "pingpong_mt", "latency_mt"],
     "native": ["pingpong"],
     "bw": ["bw", "bibw", "memcpy"],
     "bandwidth": ["bw", "bibw", "memcpy"],
@@ -567,7 +576,8 @@ def build_mpi(configs, benches, builddir, ctx):
         built = {}
         for src in srcs:
             exe = os.path.join(d, os.path.splitext(src)[0])
-            argv = [mpicc, "-O2", "-std=c11", "-o", exe, os.path.join(MPI_SRC, src)]
+            libs = sorted({l for b in benches if BENCHES[b]["src"] == src for l in BENCHES[b].get("libs", [])})
+            argv = [mpicc, "-O2", "-std=c11", "-o", exe, os.path.join(MPI_SRC, src)] + libs
             rc, out, err, _ = run_cmd(argv, 300)
             if rc == 0:
                 built[src] = exe

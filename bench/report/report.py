@@ -49,6 +49,21 @@ METRICS = OrderedDict(
         (("bibw", "bw_MBps"), dict(
             title="Streaming bandwidth, bidirectional (both directions added)", unit="MB/s",
             better="higher", plot="stream_bw.png", kind="line")),
+        (("pingpong_mt", "latency_us"), dict(
+            title="Ping-pong latency at MPI_THREAD_MULTIPLE (thread safety on)", unit="µs",
+            better="lower", plot="latency_mt.png", kind="bar")),
+        (("latency_mt.k1", "latency_us"), dict(
+            title="Latency, 1 receiving thread (median)", unit="µs",
+            better="lower", plot="latency_mt.png", kind="bar")),
+        (("latency_mt.k2", "latency_us"), dict(
+            title="Latency, 2 receiving threads (median)", unit="µs",
+            better="lower", plot="latency_mt.png", kind="bar")),
+        (("latency_mt.k4", "latency_us"), dict(
+            title="Latency, 4 receiving threads (median)", unit="µs",
+            better="lower", plot="latency_mt.png", kind="bar")),
+        (("latency_mt.k8", "latency_us"), dict(
+            title="Latency, 8 receiving threads (median)", unit="µs",
+            better="lower", plot="latency_mt.png", kind="bar")),
         (("msgrate", "rate_Mmsgs"), dict(
             title="Message rate with a window", unit="10⁶ msg/s",
             better="higher", plot="msgrate.png", kind="line")),
