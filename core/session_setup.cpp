@@ -155,7 +155,10 @@ session_impl::session_impl(const session_options& opts)
   _local_processes = local;
   cpu_set_t set;
   CPU_ZERO(&set);
-  const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  // The job's CPUs on this machine: what nmad-run could use (it may bind
+  // each rank to one of them), else this process's own affinity.
+  int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  if (const char* v = std::getenv("NMAD_RUN_CPUS"); v && std::atoi(v) > 0) cpus = std::atoi(v);
   const bool oversubscribed = local > cpus;
   _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && oversubscribed));
   // This process's share of the CPUs: the leader spins on one, followers

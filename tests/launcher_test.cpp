@@ -2,6 +2,7 @@
 // abort, timeout, signals, usage errors, environment, and the PMI server.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -380,4 +381,30 @@ TEST_CASE("PMI server: protocol with fake clients over socketpairs") {
   CHECK(reports.size() == 2);           // unsupported command + protocol error
   ::close(client[0]);
   ::close(client[1]);
+}
+
+TEST_CASE("--bind-to core gives each local rank one CPU of its own; none keeps them all; bad values are refused") {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  REQUIRE(::sched_getaffinity(0, sizeof mine, &mine) == 0);
+  const int cpus = CPU_COUNT(&mine);
+  const std::string show = "grep Cpus_allowed_list /proc/self/status; echo cpus=$NMAD_RUN_CPUS";
+  auto bound = launch({"--bind-to", "core", "-n", std::to_string(std::min(cpus, 2)), "/bin/sh", "-c", show});
+  REQUIRE(bound.status == 0);
+  auto lists = lines_with(bound.out, "Cpus_allowed_list:");
+  REQUIRE(lists.size() == static_cast<std::size_t>(std::min(cpus, 2)));
+  std::set<std::string> distinct;
+  for (const auto& l : lists) {
+    const std::string v = l.substr(l.find_first_not_of(" \t", std::string("Cpus_allowed_list:").size()));
+    CHECK(v.find_first_of(",-") == std::string::npos);  // one CPU
+    distinct.insert(v);
+  }
+  CHECK(distinct.size() == lists.size());  // a different one each
+  CHECK(lines_with(bound.out, "cpus=" + std::to_string(cpus)).size() == lists.size());
+  auto free = launch({"-n", "1", "/bin/sh", "-c", show});
+  REQUIRE(free.status == 0);
+  if (cpus > 1) CHECK(lines_with(free.out, "Cpus_allowed_list:").at(0).find_first_of(",-") != std::string::npos);
+  auto bad = launch({"--bind-to", "socket", "-n", "1", "/bin/true"});
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("--bind-to") != std::string::npos);
 }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <sys/mman.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -212,6 +213,13 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi) const 
   }
   set("NMAD_JOB_KEY=" + _o.job_key);
   set("NMAD_RUN_SIZE=" + std::to_string(_o.nprocs));
+  // The CPUs the job may use here (a bound rank sees only its own one):
+  // what the engine compares the local rank count with.
+  {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    if (::sched_getaffinity(0, sizeof all, &all) == 0) set("NMAD_RUN_CPUS=" + std::to_string(CPU_COUNT(&all)));
+  }
   for (const auto& e : _o.env_set) set(e);
   if (_o.pmi_port) {
     set("PMI_PORT=" + pmi);
@@ -244,11 +252,29 @@ void job::spawn_all(const std::string& path) {
   for (const auto& a : _o.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
+  // CPUs for binding local ranks (see job_options::bind).
+  std::vector<int> cpus;
+  {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  int local_ranks = 0;
+  for (int rank = 0; rank < _o.nprocs; ++rank) local_ranks += _ranks[rank].host.empty() ? 1 : 0;
+  const bool bind = !cpus.empty() && (_o.bind == "core" || (_o.bind == "auto" && local_ranks <= static_cast<int>(cpus.size())));
+  int local_index = 0;
+
   for (int rank = 0; rank < _o.nprocs; ++rank) {
     if (!_ranks[rank].host.empty()) {
       spawn_remote(rank, path);
       continue;
     }
+    cpu_set_t rank_cpus;
+    CPU_ZERO(&rank_cpus);
+    if (bind) CPU_SET(cpus[static_cast<std::size_t>(local_index) % cpus.size()], &rank_cpus);
+    ++local_index;
     int sv[2] = {-1, -1};
     std::string pmi = _port_spec;
     if (!_o.pmi_port) {
@@ -277,6 +303,7 @@ void job::spawn_all(const std::string& path) {
     if (pid == 0) {
       // Child: async-signal-safe calls only.
       prepare_child(parent);
+      if (bind) ::sched_setaffinity(0, sizeof rank_cpus, &rank_cpus);  // a plain system call
       if (sv[1] >= 0) ::fcntl(sv[1], F_SETFD, 0);
       if (rank != 0) ::dup2(devnull, STDIN_FILENO);
       ::execve(path.c_str(), argv.data(), envp.data());
@@ -713,6 +740,8 @@ std::string usage_text() {
          "  --kill-grace SECONDS  after a rank fails, time the others get before SIGTERM;\n"
          "                        default $NMAD_RUN_KILL_GRACE or 2\n"
          "  -x VAR=VALUE          set VAR in the ranks' environment (-x VAR: forward VAR)\n"
+         "  --bind-to core|none|auto  bind each local rank to one CPU (auto: only when the local\n"
+         "                        ranks fit the CPUs); default $NMAD_RUN_BIND or none\n"
          "  --pmi-port            serve PMI over TCP (PMI_PORT) instead of inherited sockets (PMI_FD)\n"
          "  --host H[:N],...      run ranks on these hosts, N slots each (default 1); -n defaults to the\n"
          "                        total; hosts other than this machine are started with $NMAD_RUN_SSH\n"
@@ -737,6 +766,7 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
   bool have_n = false;
   std::vector<host_slot> hosts;
   if (const char* v = std::getenv("NMAD_RUN_SSH"); v && *v) o.ssh_command = v;
+  if (const char* v = std::getenv("NMAD_RUN_BIND"); v && *v) o.bind = v;
   if (const char* v = std::getenv("NMAD_RUN_PMI_HOST"); v && *v) o.pmi_host = v;
   int i = 1;
   auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
@@ -790,6 +820,8 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
       } else if (const char* cur = std::getenv(name.c_str())) {
         o.env_set.push_back(name + "=" + cur);
       }  // else: VAR unset here, nothing to forward
+    } else if (a == "--bind-to" || a.starts_with("--bind-to=")) {
+      o.bind = value_of("--bind-to", a, 9);
     } else if (a == "--pmi-port") {
       o.pmi_port = true;
     } else if (a == "--host" || a.starts_with("--host=") || a == "-H") {
@@ -808,6 +840,8 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
   if (!have_n) throw usage_error("missing -n N (the number of processes)");
   if (!hosts.empty()) o.rank_hosts = place_ranks(hosts, o.nprocs);
   if (o.argv.empty()) throw usage_error("missing program to run");
+  if (o.bind != "auto" && o.bind != "core" && o.bind != "none")
+    throw usage_error("--bind-to (or NMAD_RUN_BIND) must be core, none or auto, got '" + o.bind + "'");
   return o;
 }
 
