@@ -61,6 +61,7 @@ void print_config() {
   };
   static const knob knobs[] = {
       {"NMAD_DRIVER", "auto", "network driver, or auto: per peer (shm here, tcp elsewhere)"},
+      {"NMAD_DRIVERS", "", "several rails, e.g. shm+tcp or tcp+tcp: one track per listed driver"},
       {"NMAD_STRATEGY", "default", "packet scheduling strategy"},
       {"NMAD_RDV_THRESHOLD", "32768", "bytes from which messages go by rendezvous"},
       {"NMAD_COPY_THRESHOLD", "256", "payloads up to this size are copied into the packet"},
@@ -79,6 +80,7 @@ void print_config() {
       {"NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", "tcp: time a peer has to answer a connection"},
       {"NMAD_RUN_TIMEOUT", "none", "nmad-run: end the job after this many seconds"},
       {"NMAD_RUN_KILL_GRACE", "2", "nmad-run: seconds the others get after a rank fails"},
+      {"NMAD_RUN_BIND", "none", "nmad-run: bind local ranks to CPUs (core, auto, none)"},
   };
   std::printf("Configuration (environment; * = set here):\n");
   for (const auto& k : knobs) {

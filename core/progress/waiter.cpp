@@ -209,13 +209,17 @@ bool waiter::follow(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
     }
   }
   _sleepers.fetch_sub(1, std::memory_order_relaxed);
+  unregister_sleeper(own);
+  return finished;
+}
+
+void waiter::unregister_sleeper(int fd) {
   std::lock_guard g(_sleeping_mu);
   for (auto it = _sleeping.begin(); it != _sleeping.end(); ++it)
-    if (it->fd == own) {
+    if (it->fd == fd) {
       _sleeping.erase(it);
-      break;
+      return;
     }
-  return finished;
 }
 
 void waiter::hand_over() {
@@ -262,14 +266,7 @@ bool waiter::sleep_once(bool (*done)(void*), void* arg) {
     _engine.disarm_drivers(fds);
   }
   _sleepers.fetch_sub(1, std::memory_order_relaxed);
-  if (own >= 0) {
-    std::lock_guard g(_sleeping_mu);
-    for (auto it = _sleeping.begin(); it != _sleeping.end(); ++it)
-      if (it->fd == own) {
-        _sleeping.erase(it);
-        break;
-      }
-  }
+  if (own >= 0) unregister_sleeper(own);
   return finished;
 }
 

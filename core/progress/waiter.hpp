@@ -148,6 +148,7 @@ class waiter {
   bool follow(bool (*done)(void*), void* arg, std::atomic<int>* slot);  // true: done
   bool sleep_once(bool (*done)(void*), void* arg);  // true: done() answered true
   void wake_sleepers();
+  void unregister_sleeper(int fd);
   static void wake_one(int fd);
   void hand_over();  // the leader left: wake one follower to take its place
 
