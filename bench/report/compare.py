@@ -680,7 +680,7 @@ def main(argv=None):
         description="Measure nmad against Open MPI and MPICH side by side (report.md, results.json, PNG plots).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="benchmarks: %s\ngroups for --only: %s\n"
-               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-native-<driver>, "
+               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-native-<driver>, "
                "libfabric-tcp, libfabric-shm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
                    "%s=%s" % (k, "+".join(v)) for k, v in sorted(GROUPS.items()) if k != "all")))
     ap.add_argument("--out", default=os.path.join(REPO, "out", "compare"), help="output directory (default out/compare)")
@@ -722,7 +722,15 @@ def main(argv=None):
 
     configs = []
     if any(not BENCHES[b].get("plain") for b in benches):
-        configs.append(nmad_mpi_config(args, args.np, notes))
+        ours = nmad_mpi_config(args, args.np, notes)
+        configs.append(ours)
+        # The same MPI layer with every peer over the tcp driver (loopback),
+        # to stand against the peers' TCP paths.
+        tcp = MpiConfig("nmad-tcp", "nmad MPI layer", "tcp driver (loopback)", "nmad", ours.mpicc,
+                        list(ours.launch), env={"NMAD_DRIVER": "tcp"}, ours=True)
+        if ours.status != "ok":
+            tcp.skip(ours.note or "as nmad", ours.status)
+        configs.append(tcp)
         configs += peer_configs(args.np, failures)
     if "pingpong" in benches:
         configs += native_configs(args, notes)
