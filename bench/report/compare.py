@@ -680,7 +680,7 @@ def main(argv=None):
         description="Measure nmad against Open MPI and MPICH side by side (report.md, results.json, PNG plots).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="benchmarks: %s\ngroups for --only: %s\n"
-               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-native-<driver>, "
+               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-native-<driver>, "
                "libfabric-tcp, libfabric-shm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
                    "%s=%s" % (k, "+".join(v)) for k, v in sorted(GROUPS.items()) if k != "all")))
     ap.add_argument("--out", default=os.path.join(REPO, "out", "compare"), help="output directory (default out/compare)")
@@ -728,9 +728,14 @@ def main(argv=None):
         # to stand against the peers' TCP paths.
         tcp = MpiConfig("nmad-tcp", "nmad MPI layer", "tcp driver (loopback)", "nmad", ours.mpicc,
                         list(ours.launch), env={"NMAD_DRIVER": "tcp"}, ours=True)
-        if ours.status != "ok":
-            tcp.skip(ours.note or "as nmad", ours.status)
-        configs.append(tcp)
+        # And with busy waiting (NMAD_WAIT=busy), for contrast with the
+        # default fixed-spin where threads wait together (latency_mt).
+        busy = MpiConfig("nmad-busy", "nmad MPI layer", "default drivers, NMAD_WAIT=busy", "nmad", ours.mpicc,
+                         list(ours.launch), env={"NMAD_WAIT": "busy"}, ours=True)
+        for c in (tcp, busy):
+            if ours.status != "ok":
+                c.skip(ours.note or "as nmad", ours.status)
+            configs.append(c)
         configs += peer_configs(args.np, failures)
     if "pingpong" in benches:
         configs += native_configs(args, notes)
