@@ -170,6 +170,10 @@ class session_impl final : private wait_engine {
   arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_drivers(std::span<const pollfd> fds) override;
   void schedule(gate& g);
+  // What a strategy is told about track t.
+  track_view view_of(track& t) const {
+    return {t.rail, t.caps, t.outstanding, t.inline_round == _rounds, t.slot->drv.get(), t.conn};
+  }
   packet_wrapper* next_wrapper(gate& g, track& t);
   packet_wrapper* get_wrapper(gate& g, track& t);
   void put_wrapper(packet_wrapper* pw);
@@ -207,6 +211,7 @@ class session_impl final : private wait_engine {
   // Completion and failure.
   void complete(request_state& r);
   void run_deferred();  // lock held once by this thread; releases it
+  void publish(request_state& r);  // marks r complete and wakes its waiter
   void fail_request(request_state& r, errc e, std::string message);
   void fail_gate(gate& g, std::string reason);
   bool no_live_peer() const;  // every other rank failed (size > 1)

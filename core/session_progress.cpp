@@ -222,8 +222,7 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
   packet_wrapper* pw = get_wrapper(g, t);
   const driver_caps& caps = t.slot->drv->caps();
   packet_builder pb(*pw, caps.max_packet_size, caps.gather_scatter ? caps.max_iov : 1, _copy_threshold);
-  const track_view view{t.rail, &caps, t.outstanding, t.inline_round == _rounds, t.slot->drv.get(), t.conn};
-  if (!g.strat->build_packet(g.collect, pb, view) || pb.empty()) {
+  if (!g.strat->build_packet(g.collect, pb, view_of(t)) || pb.empty()) {
     if (!pb.empty()) log_write(log_level::error, "strategy", "build_packet added chunks but returned false");
     put_wrapper(pw);
     return nullptr;
@@ -295,6 +294,10 @@ void session_impl::complete(request_state& r) {
     _deferred.push_back(&r);  // run by the outermost guard, outside the lock
     return;
   }
+  publish(r);
+}
+
+void session_impl::publish(request_state& r) {
   // After the store below the request may be gone (its owner saw it
   // done): its wake slot is read before.
   const int fd = _waiter.claim(r.wake_fd);
@@ -314,9 +317,7 @@ void session_impl::run_deferred() {
     // The callback runs just before the request counts as complete: once
     // it does, its owner may destroy it at any moment.
     r.cb(*r.owner, r.cb_arg);
-    const int fd = _waiter.claim(r.wake_fd);
-    r.done.store(true, std::memory_order_release);
-    _waiter.notify(fd);
+    publish(r);
   }
   batch.resize(mark);
 }

@@ -94,8 +94,7 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   if (!t.connected || t.retry || !g.collect.empty() || !g.data_out.empty()) return false;
   if (len + sizeof(wire::short_header) > t.max_inline) return false;
   driver& d = *t.slot->drv;
-  if (!g.strat->allow_inline({t.rail, t.caps, t.outstanding, t.inline_round == _rounds, &d, t.conn}))
-    return false;
+  if (!g.strat->allow_inline(view_of(t))) return false;
   std::uint32_t& seq = g.send_seq_last.get(g.send_seq, r.first_piece.tag & _ordering_mask);
   const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
   const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};

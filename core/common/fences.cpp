@@ -24,27 +24,24 @@ bool allowed() {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
+// Registers once for `cmd` if the kernel has `expedited`; sets `flag`.
+bool register_once(std::once_flag& once, std::atomic<bool>& flag, int expedited, int cmd) {
+  std::call_once(once, [&] {
+    if (!allowed()) return;
+    const long q = membarrier(MEMBARRIER_CMD_QUERY);
+    if (q > 0 && (q & expedited) && membarrier(cmd) == 0) flag.store(true, std::memory_order_release);
+  });
+  return flag.load(std::memory_order_acquire);
+}
+
 }  // namespace
 
 bool enable(scope s) {
-  if (s == scope::process) {
-    std::call_once(g_process_once, [] {
-      if (!allowed()) return;
-      const long q = membarrier(MEMBARRIER_CMD_QUERY);
-      if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-          membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
-        g_process.store(true, std::memory_order_release);
-    });
-    return g_process.load(std::memory_order_acquire);
-  }
-  std::call_once(g_node_once, [] {
-    if (!allowed()) return;
-    const long q = membarrier(MEMBARRIER_CMD_QUERY);
-    if (q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-        membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0)
-      g_node.store(true, std::memory_order_release);
-  });
-  return g_node.load(std::memory_order_acquire);
+  return s == scope::process
+             ? register_once(g_process_once, g_process, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+                             MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+             : register_once(g_node_once, g_node, MEMBARRIER_CMD_GLOBAL_EXPEDITED,
+                             MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
 }
 
 bool asymmetric(scope s) {
