@@ -2,6 +2,14 @@
 // A gate is this process's connection to one peer: its tracks (one per
 // driver the peer is reachable through), its collect list and strategy on
 // the send side, and its matching state on the receive side.
+//
+// Locking (see LOCK ORDER in core/session_impl.hpp): the send side
+// (collect list, sequence counters, rendezvous bookkeeping, the strategy,
+// the pools of entries and wrappers) is guarded by `lock`, the gate lock;
+// the receive side by the session's matching lock; each track's send list
+// by the track's own lock. `failed` is atomic: read anywhere, set once by
+// session_impl::fail_gate (fail_reason is written before it).
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -10,6 +18,7 @@
 #include <vector>
 
 #include "core/collect/chunk_entry.hpp"
+#include "core/common/engine_mutex.hpp"
 #include "core/protocol/wire.hpp"
 #include "core/request.hpp"
 #include "core/strategy/strategy.hpp"
@@ -71,15 +80,42 @@ struct seq_cache {
   }
 };
 
+// A free list that only allocates when it grows (not thread-safe: each
+// pool lives under one lock).
+template <typename T>
+class object_pool {
+ public:
+  object_pool() = default;
+  object_pool(const object_pool&) = delete;
+  object_pool& operator=(const object_pool&) = delete;
+  ~object_pool() {
+    for (T* p : _free) delete p;
+  }
+  T* get() {
+    if (_free.empty()) return new T();
+    T* p = _free.back();
+    _free.pop_back();
+    return p;
+  }
+  void put(T* p) { _free.push_back(p); }
+
+ private:
+  std::vector<T*> _free;
+};
+
 class gate {
  public:
   int rank = -1;
-  std::vector<track> tracks;
-  std::unique_ptr<strategy> strat;
-  bool failed = false;
-  std::string fail_reason;
+  std::vector<track> tracks;  // sized once at set-up, never resized
+  std::atomic<bool> failed{false};
+  std::string fail_reason;    // written once, before `failed` turns true
+  bool fail_queued = false;   // fail_gate ran (session's pending lock)
 
-  // Send side.
+  // Send side: under `lock`.
+  domain_mutex lock;
+  std::unique_ptr<strategy> strat;
+  object_pool<chunk_entry> entry_pool;      // control chunks, pack pieces
+  object_pool<packet_wrapper> wrapper_pool;
   collect_list collect;
   std::unordered_map<std::uint64_t, std::uint32_t> send_seq;   // domain -> next
   seq_cache send_seq_last;
@@ -88,7 +124,7 @@ class gate {
   std::uint64_t next_cookie = 1;
   std::uint32_t next_rail = 0;  // rendezvous rail choice: the next track in turn
 
-  // Receive side.
+  // Receive side: under the session's matching lock.
   std::unordered_map<std::uint64_t, std::uint32_t> recv_seq;   // domain -> expected
   seq_cache recv_seq_last;
   // Messages whose chunks are still arriving (one that comes whole in a
@@ -98,7 +134,12 @@ class gate {
   std::unordered_map<std::uint64_t, rdv_recv*> rdv_in;         // cookie -> recv
   std::uint64_t next_recv_cookie = 1;
   bool draining_early = false;
+  // Matched receives whose rendezvous could not be asked for because a
+  // driver was busy (another thread polled it): asked again by the session's
+  // pending work (session_impl::flush_pending).
+  std::vector<request_state*> ask_again;
 
+  // Gate and track locks held.
   bool idle() const {
     if (!collect.empty() || !data_out.empty()) return false;
     for (const auto& t : tracks)

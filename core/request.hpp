@@ -142,6 +142,7 @@ struct request_state {
   segment_list segments;             // where the message's bytes go
   std::uint64_t capacity = 0;        // sum of segment lengths
   bool recv_sealed = true;           // irecv: yes; unpack: at end()
+  bool ask_deferred = false;         // on its gate's ask_again list
   message_state msg;                 // valid once matched
 };
 

@@ -1,11 +1,35 @@
 #pragma once
 // The engine behind nmad::session: owns the drivers, the gates, the receive
-// matching state and the pools. Every public entry point holds an
-// engine_guard (the engine lock: a real recursive mutex at
-// thread_level::multiple, nothing below) and then calls the *_locked
-// helpers, which assume it is held. Completion callbacks never run under
-// it: complete() defers them, and the thread's outermost guard runs them
-// after unlocking (see engine_guard).
+// matching state and the progress tasks.
+//
+// LOCK ORDER. There is no session-wide lock; the lock domains follow the
+// layers (all of them are no-ops below thread_level::multiple):
+//   1. a driver's poll lock   driver_slot::lock (recursive). Every call into
+//                             a driver holds it. Taken *blocking* only by a
+//                             thread that holds no other engine lock; with
+//                             any lock below held, only try_lock: a driver
+//                             found busy is not waited for, the work is
+//                             deferred (a gate to schedule again, a
+//                             rendezvous to ask again) and done by the
+//                             thread's next lock-free point or progress
+//                             round. A poller that finds it busy skips it.
+//   2. the matching lock      _match_lock: posted receives, unexpected and
+//                             detached messages, every gate's receive side,
+//                             receive requests.
+//   3. a gate's lock          gate::lock: its collect list and send side.
+//   4. a track's lock         track::lock: its send list (in flight, retry).
+//   5. leaves                 _pending_lock (deferred work), _tasks_lock is
+//                             try-locked by progress only with nothing held,
+//                             the waiter's own locks.
+// A thread takes them in this order (skipping any), never the other way
+// round; two locks of one level are never held at once. Driver events
+// (packets, completions) arrive inside poll with lock 1 held and take 2-4
+// as they need them.
+//
+// Failures and completions never run under locks: fail_gate() queues the
+// gate's clean-up, complete() queues callbacks, and both run when the
+// thread leaves the engine (the outermost engine_scope) or in a progress
+// round, with no lock held.
 #include <boost/intrusive/list.hpp>
 #include <memory>
 #include <mutex>
@@ -46,32 +70,14 @@ struct driver_slot final : driver_events {
   session_impl* engine = nullptr;
   std::unique_ptr<driver> drv;
   int instance = 0;  // how many slots of the same driver come before it (tcp+tcp)
-  conn_table gates;  // established connections
+  conn_table gates;  // established connections (under `lock`)
+  engine_mutex lock; // the driver's poll lock (see LOCK ORDER)
 
   void on_connected(connection_id conn, int peer_rank) override;
   void on_packet(connection_id conn, std::span<const std::byte> packet) override;
   void on_send_done(void* token) override;
   void on_recv_data_done(void* token, std::size_t received) override;
   void on_connection_failed(connection_id conn, std::string_view reason) override;
-};
-
-// A free list that only allocates when it grows.
-template <typename T>
-class object_pool {
- public:
-  ~object_pool() {
-    for (T* p : _free) delete p;
-  }
-  T* get() {
-    if (_free.empty()) return new T();
-    T* p = _free.back();
-    _free.pop_back();
-    return p;
-  }
-  void put(T* p) { _free.push_back(p); }
-
- private:
-  std::vector<T*> _free;
 };
 
 class session_impl final : private wait_engine {
@@ -125,28 +131,26 @@ class session_impl final : private wait_engine {
   std::string local_address(std::string_view driver = {}) const;
   std::string driver_name() const;
 
-  // Holds the engine lock for a scope. The outermost guard of a thread, on
-  // leaving, unlocks and then runs the completion callbacks deferred
-  // meanwhile (each request becomes complete once its callback returned),
+  // Marks a thread inside the engine for a scope (every entry point opens
+  // one first, before any lock). When the thread's outermost scope ends,
+  // with no lock held, the work deferred meanwhile runs: gate failures,
+  // gates and rendezvous waiting for a busy driver, then completion
+  // callbacks (each request becomes complete once its callback returned),
   // so callbacks may call the session again, start requests, or wait.
-  class engine_guard {
+  class engine_scope {
    public:
-    explicit engine_guard(const session_impl& s) : _s(const_cast<session_impl&>(s)) {
-      _s._lock.lock();
-      ++_s._depth;
+    explicit engine_scope(const session_impl& s) : _s(const_cast<session_impl&>(s)) { ++t_depth; }
+    ~engine_scope() {
+      if (--t_depth == 0) _s.leave_engine();
     }
-    ~engine_guard() {
-      if (--_s._depth == 0 && !_s._deferred.empty()) _s.run_deferred();  // unlocks
-      else _s._lock.unlock();
-    }
-    engine_guard(const engine_guard&) = delete;
-    engine_guard& operator=(const engine_guard&) = delete;
+    engine_scope(const engine_scope&) = delete;
+    engine_scope& operator=(const engine_scope&) = delete;
 
    private:
     session_impl& _s;
   };
 
-  // Driver events (called from driver_slot, lock held by the poller).
+  // Driver events (called from driver_slot, its poll lock held).
   void connected(driver_slot& slot, connection_id conn, int peer_rank);
   void packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes);
   void send_done(packet_wrapper* pw);
@@ -163,7 +167,12 @@ class session_impl final : private wait_engine {
   void shutdown();
 
   // Progress and scheduling.
-  int progress_locked();
+  int progress_now();          // one round; no lock held
+  void leave_engine();         // the outermost engine_scope ended
+  void flush_pending();        // deferred failures and schedules; no lock held
+  void defer_schedule(gate& g);
+  void defer_ask(gate& g, request_state& r);  // matching lock held
+  void retry_asks(gate& g);                    // no lock held
   void wait_until(request_state& r);
   // wait_engine (the waiter's view of the session).
   int progress_round() override;
@@ -172,19 +181,21 @@ class session_impl final : private wait_engine {
   void schedule(gate& g);
   // What a strategy is told about track t.
   track_view view_of(track& t) const {
-    return {t.rail, t.caps, t.outstanding, t.inline_round == _rounds, t.slot->drv.get(), t.conn};
+    return {t.rail, t.caps, t.outstanding, t.inline_round == _rounds.load(std::memory_order_relaxed),
+            t.slot->drv.get(), t.conn};
   }
+  void schedule_track(gate& g, track& t);  // gate and track locks held
   packet_wrapper* next_wrapper(gate& g, track& t);
   packet_wrapper* get_wrapper(gate& g, track& t);
   void put_wrapper(packet_wrapper* pw);
 
   // Send helpers.
-  bool send_inline(gate& g, request_state& r, const void* buf, std::size_t len);
-  std::uint32_t next_send_seq(gate& g, tag_t tag);
-  void queue_piece(gate& g, request_state& r, chunk_entry& e);
-  void entry_progress(chunk_entry& e);
+  bool send_inline(gate& g, request_state& r, const void* buf, std::size_t len);  // gate lock held
+  std::uint32_t next_send_seq(gate& g, tag_t tag);            // gate lock held
+  void queue_piece(gate& g, request_state& r, chunk_entry& e);  // gate lock held
+  void entry_progress(gate& g, chunk_entry& e);  // gate lock held
   void finish_send_if_done(request_state& r);
-  void handle_rtr(gate& g, const wire::chunk_header& h);
+  void handle_rtr(gate& g, const wire::chunk_header& h);  // matching lock held
 
   // Receive helpers.
   void handle_short(gate& g, const wire::short_header& h, std::span<const std::byte> payload);
@@ -198,7 +209,9 @@ class session_impl final : private wait_engine {
   std::uint64_t copy_into_segments(request_state& r, std::uint64_t offset,
                                    std::span<const std::byte> bytes);
   void drain_buffered(request_state& r);
-  void ask_rdvs(gate& g, request_state& r);
+  void ask_rdvs(gate& g, request_state& r);  // matching lock held
+  void queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, std::uint64_t offset, std::uint64_t len,
+                 std::uint64_t sender_cookie, std::uint64_t recv_cookie);
   track& pick_rail(gate& g, std::uint64_t& n);
   void note_arrivals(gate& g, message_state& m);
   void finish_recv_if_done(request_state& r);
@@ -210,17 +223,34 @@ class session_impl final : private wait_engine {
 
   // Completion and failure.
   void complete(request_state& r);
-  void run_deferred();  // lock held once by this thread; releases it
+  void run_deferred();  // no lock held
   void publish(request_state& r);  // marks r complete and wakes its waiter
   void fail_request(request_state& r, errc e, std::string message);
-  void fail_gate(gate& g, std::string reason);
+  // Marks g failed now; its clean-up (failing its requests, reclaiming its
+  // wrappers, closing its connections if `close`) runs at the thread's
+  // next lock-free point. Any lock may be held.
+  void fail_gate(gate& g, std::string reason, bool close = false);
+  void clean_up_failed(gate& g, bool close);  // no lock held
+  bool gate_busy(gate& g);                    // flush pending? (no lock held)
+  void count(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+    if (_threaded) c.fetch_add(n, std::memory_order_relaxed);
+    else c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   bool no_live_peer() const;  // every other rank failed (size > 1)
   std::string peer_name(const gate& g) const;
 
-  mutable engine_mutex _lock;
-  int _depth = 0;                          // guards held (by the owning thread)
-  std::vector<request_state*> _deferred;   // finished, callback not run yet
+  static thread_local int t_depth;         // engine_scopes open on this thread
   thread_level _level = thread_level::multiple;
+  bool _threaded = true;                   // _level == multiple
+  mutable domain_mutex _match_lock;        // LOCK ORDER 2
+  domain_mutex _pending_lock;              // leaf: the deferred work below
+  std::atomic<bool> _pending_any{false};
+  std::vector<gate*> _pending_gates;       // to schedule again (a driver was busy)
+  struct failure {
+    gate* g;
+    bool close;
+  };
+  std::vector<failure> _failures;          // to clean up
   waiter _waiter;
   std::unique_ptr<bootstrap> _boot;
   int _rank = 0;
@@ -235,19 +265,22 @@ class session_impl final : private wait_engine {
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
   match_queues _match;        // posted receives, unexpected messages
   unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
-  object_pool<chunk_entry> _entry_pool;
-  object_pool<packet_wrapper> _wrapper_pool;
-  session_stats _stats;
-  std::vector<gate*> _retry_gates;  // a track answered `retry`: re-driven by progress
-  bool _finalizing = false;
+  struct counters {
+    std::atomic<std::uint64_t> packets_sent{0}, chunks_sent{0}, bytes_sent{0}, rdv_data_sent{0},
+        packets_received{0}, unexpected_messages{0}, protocol_errors{0}, rail_sends[4]{};
+  };
+  counters _stats;
+  std::atomic<bool> _finalizing{false};
   struct progress_task {
     int id;
     int (*fn)(void*);
     void* arg;
   };
-  std::vector<progress_task> _tasks;  // run by progress_locked
+  engine_mutex _tasks_lock;           // _tasks; progress try-locks it
+  std::vector<progress_task> _tasks;  // run by progress_now
+  std::atomic<std::size_t> _task_count{0};  // _tasks.size(), read without the lock
   int _next_task_id = 1;
-  unsigned _rounds = 0;      // progress rounds (quiet drivers are polled every 64th)
+  std::atomic<unsigned> _rounds{0};  // progress rounds (quiet drivers are polled every 64th)
   bool _connecting = false;  // connect_all: every driver is polled every round
   bool _multirail = false;   // NMAD_DRIVERS=a+b: one track per listed driver
 };

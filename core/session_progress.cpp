@@ -10,6 +10,19 @@
 
 namespace nmad {
 
+namespace {
+// Completions whose callback has not run yet, per thread (run when the
+// thread leaves the engine, see engine_scope).
+struct deferred_completion {
+  session_impl* s;
+  request_state* r;
+};
+std::vector<deferred_completion>& t_deferred() {
+  thread_local std::vector<deferred_completion> v;
+  return v;
+}
+}  // namespace
+
 // ---- driver events: route to the engine ------------------------------------
 
 void driver_slot::on_connected(connection_id conn, int peer_rank) { engine->connected(*this, conn, peer_rank); }
@@ -42,8 +55,12 @@ void session_impl::connected(driver_slot& slot, connection_id conn, int peer_ran
     return;
   }
   track& t = *found;
-  t.conn = conn;
-  t.connected = true;
+  {
+    std::lock_guard gl(g.lock);
+    std::lock_guard tl(t.lock);
+    t.conn = conn;
+    t.connected.store(true, std::memory_order_release);
+  }
   slot.gates.set(conn, &g);
   schedule(g);
 }
@@ -53,7 +70,7 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
   if (!found) return;  // not a gate of ours (e.g. refused)
   gate& g = *found;
   slot.gates.erase(conn);
-  if (_finalizing) {
+  if (_finalizing.load(std::memory_order_relaxed)) {
     g.failed = true;
     return;
   }
@@ -62,48 +79,118 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
 
 // ---- progress ----------------------------------------------------------------
 
+thread_local int session_impl::t_depth = 0;
+
 int session_impl::progress() {
-  engine_guard guard(*this);
-  return progress_locked();
+  engine_scope scope(*this);
+  return progress_now();
 }
 
-int session_impl::progress_locked() {
+int session_impl::progress_now() {
   int work = 0;
   // A quiet driver (nothing connected or posted) is polled one round in 64
-  // only, for connections that may still come.
-  const bool all = (++_rounds & 63) == 0 || _connecting;
-  for (auto& slot : _slots)
+  // only, for connections that may still come. (Racing threads may lose a
+  // count: the round number is only a hint.)
+  const unsigned round = _rounds.load(std::memory_order_relaxed) + 1;
+  _rounds.store(round, std::memory_order_relaxed);
+  const bool all = (round & 63) == 0 || _connecting;
+  for (auto& slot : _slots) {
+    // A driver another thread polls (or posts on) is skipped, not waited for.
+    if (!slot->lock.try_lock()) continue;
     if (all || !slot->drv->quiet()) work += slot->drv->poll();
-  // Index loop: a task may add or remove tasks.
-  for (std::size_t i = 0; i < _tasks.size(); ++i) work += _tasks[i].fn(_tasks[i].arg);
-  // Operations a driver refused with `retry` are offered again.
-  if (!_retry_gates.empty()) {
-    std::vector<gate*> gates;
-    gates.swap(_retry_gates);
-    for (gate* g : gates) schedule(*g);
+    slot->lock.unlock();
   }
+  // One thread at a time runs the tasks (index loop: a task may add or
+  // remove tasks, or run progress itself).
+  if (_task_count.load(std::memory_order_relaxed) > 0 && _tasks_lock.try_lock()) {
+    for (std::size_t i = 0; i < _tasks.size(); ++i) work += _tasks[i].fn(_tasks[i].arg);
+    _tasks_lock.unlock();
+  }
+  // Operations refused with `retry` or deferred from a busy driver.
+  if (_pending_any.load(std::memory_order_acquire)) flush_pending();
   return work;
 }
 
+void session_impl::leave_engine() {
+  if (_pending_any.load(std::memory_order_acquire)) {
+    ++t_depth;  // completions made while flushing are deferred to below
+    flush_pending();
+    --t_depth;
+  }
+  if (!t_deferred().empty()) run_deferred();
+}
+
+void session_impl::defer_schedule(gate& g) {
+  std::lock_guard pl(_pending_lock);
+  if (std::find(_pending_gates.begin(), _pending_gates.end(), &g) == _pending_gates.end())
+    _pending_gates.push_back(&g);
+  _pending_any.store(true, std::memory_order_release);
+}
+
+void session_impl::defer_ask(gate& g, request_state& r) {
+  if (!r.ask_deferred) {
+    r.ask_deferred = true;
+    g.ask_again.push_back(&r);
+  }
+  defer_schedule(g);
+}
+
+void session_impl::retry_asks(gate& g) {
+  std::lock_guard ml(_match_lock);
+  if (g.ask_again.empty()) return;
+  std::vector<request_state*> asks;
+  asks.swap(g.ask_again);
+  for (request_state* r : asks) {
+    r->ask_deferred = false;
+    if (!r->finished()) ask_rdvs(g, *r);  // may defer it again
+  }
+}
+
+void session_impl::flush_pending() {
+  std::vector<failure> failures;
+  std::vector<gate*> gates;
+  {
+    std::lock_guard pl(_pending_lock);
+    failures.swap(_failures);
+    gates.swap(_pending_gates);
+    _pending_any.store(false, std::memory_order_relaxed);
+  }
+  for (const failure& f : failures) clean_up_failed(*f.g, f.close);
+  for (gate* g : gates) {
+    retry_asks(*g);
+    schedule(*g);
+  }
+}
+
 int session_impl::progress_round() {
-  engine_guard guard(*this);
-  return progress_locked();
+  engine_scope scope(*this);
+  return progress_now();
 }
 
 // Arms every driver; their descriptors follow the ones the waiter put first.
 // Which entries belong to which driver is recomputed by disarm_drivers from
-// the counts kept here (one arm per thread at a time: thread_local).
+// the counts kept here (one arm per thread at a time: thread_local). A
+// driver another thread is polling makes the answer busy (poll again).
 namespace {
 thread_local std::vector<std::size_t> t_arm_counts;
-}
+thread_local std::vector<bool> t_armed;
+}  // namespace
 
 arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   t_arm_counts.assign(_slots.size(), 0);
-  arm_result result = _retry_gates.empty() ? arm_result::armed : arm_result::busy;
-  for (std::size_t i = 0; i < _slots.size(); ++i) {
+  t_armed.assign(_slots.size(), false);
+  arm_result result = _pending_any.load(std::memory_order_acquire) ? arm_result::busy : arm_result::armed;
+  for (std::size_t i = 0; i < _slots.size() && result != arm_result::busy; ++i) {
+    driver_slot& slot = *_slots[i];
+    if (!slot.lock.try_lock()) {
+      result = arm_result::busy;
+      break;
+    }
     const std::size_t before = fds.size();
-    const arm_result r = _slots[i]->drv->arm_wakeup(fds, timeout_ms);
+    const arm_result r = slot.drv->arm_wakeup(fds, timeout_ms);
+    slot.lock.unlock();
+    t_armed[i] = true;
     t_arm_counts[i] = fds.size() - before;
     if (r == arm_result::busy) result = arm_result::busy;
     else if (r == arm_result::cannot && result == arm_result::armed) result = arm_result::cannot;
@@ -112,12 +199,15 @@ arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) 
 }
 
 void session_impl::disarm_drivers(std::span<const pollfd> fds) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   std::size_t total = 0;
   for (std::size_t n : t_arm_counts) total += n;
   std::size_t pos = fds.size() - total;  // the drivers' entries come last
   for (std::size_t i = 0; i < _slots.size() && i < t_arm_counts.size(); ++i) {
-    _slots[i]->drv->disarm_wakeup(fds.subspan(pos, t_arm_counts[i]));
+    if (t_armed[i]) {
+      std::lock_guard dl(_slots[i]->lock);  // nothing else held: may wait
+      _slots[i]->drv->disarm_wakeup(fds.subspan(pos, t_arm_counts[i]));
+    }
     pos += t_arm_counts[i];
   }
 }
@@ -128,8 +218,8 @@ void session_impl::wait_until(request_state& r) {
 
 bool session_impl::test(request_state& r) {
   if (r.is_complete()) return true;
-  engine_guard guard(*this);
-  progress_locked();
+  engine_scope scope(*this);
+  progress_now();
   return r.is_complete();
 }
 
@@ -155,20 +245,21 @@ int session_impl::wait_any(std::span<request* const> reqs) {
 }
 
 int session_impl::add_progress_task(int (*fn)(void*), void* arg) {
-  engine_guard guard(*this);
+  std::lock_guard tl(_tasks_lock);
   const int id = _next_task_id++;
   _tasks.push_back({id, fn, arg});
+  _task_count.store(_tasks.size(), std::memory_order_relaxed);
   return id;
 }
 
 void session_impl::remove_progress_task(int id) {
-  engine_guard guard(*this);
+  std::lock_guard tl(_tasks_lock);
   std::erase_if(_tasks, [id](const progress_task& t) { return t.id == id; });
+  _task_count.store(_tasks.size(), std::memory_order_relaxed);
 }
 
 void session_impl::abort(int exit_code, const std::string& message) {
   {
-    engine_guard guard(*this);
     bool told = false;
     try {
       _boot->abort(exit_code, message);
@@ -187,9 +278,10 @@ void session_impl::abort(int exit_code, const std::string& message) {
 
 // ---- the NIC-driven scheduler --------------------------------------------------
 
+// Gate lock held.
 packet_wrapper* session_impl::get_wrapper(gate& g, track& t) {
-  packet_wrapper* pw = _wrapper_pool.get();
-  const std::size_t cap = t.slot->drv->caps().max_packet_size;
+  packet_wrapper* pw = g.wrapper_pool.get();
+  const std::size_t cap = t.caps->max_packet_size;
   if (pw->staging_capacity < cap) {
     pw->staging = std::make_unique<std::byte[]>(cap);
     pw->staging_capacity = cap;
@@ -200,8 +292,10 @@ packet_wrapper* session_impl::get_wrapper(gate& g, track& t) {
   return pw;
 }
 
-void session_impl::put_wrapper(packet_wrapper* pw) { _wrapper_pool.put(pw); }
+// Gate lock of pw's owner held.
+void session_impl::put_wrapper(packet_wrapper* pw) { pw->owner->wrapper_pool.put(pw); }
 
+// Gate and track locks held.
 packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
   // Bulk data already negotiated goes first: its receiver is waiting.
   for (auto it = g.data_out.begin(); it != g.data_out.end(); ++it) {
@@ -220,7 +314,7 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
   }
   if (g.collect.empty()) return nullptr;
   packet_wrapper* pw = get_wrapper(g, t);
-  const driver_caps& caps = t.slot->drv->caps();
+  const driver_caps& caps = *t.caps;
   packet_builder pb(*pw, caps.max_packet_size, caps.gather_scatter ? caps.max_iov : 1, _copy_threshold);
   if (!g.strat->build_packet(g.collect, pb, view_of(t)) || pb.empty()) {
     if (!pb.empty()) log_write(log_level::error, "strategy", "build_packet added chunks but returned false");
@@ -231,67 +325,98 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
   return pw;
 }
 
+// The NIC-driven step: while a track has room, the strategy builds its
+// next packet from the collect list and the driver takes it. Any lock
+// above the gate's may be held. A driver that another thread holds is not
+// waited for: the gate is scheduled again once it is free.
 void session_impl::schedule(gate& g) {
-  if (g.failed) return;
+  if (g.failed.load(std::memory_order_acquire)) return;
+  std::lock_guard gl(g.lock);
   for (track& t : g.tracks) {
-    if (!t.connected) continue;
-    while (t.outstanding < t.window) {
-      packet_wrapper* pw = t.retry;
-      t.retry = nullptr;
-      if (!pw) pw = next_wrapper(g, t);
-      if (!pw) break;
-      driver& d = *t.slot->drv;
-      post_result res =
-          pw->type == packet_wrapper::kind::packet
-              ? d.post_send_packet(t.conn, std::span<const iovec>(pw->iov.data(), pw->niov), pw)
-              : d.post_send_data(t.conn, pw->data_cookie, std::span<const iovec>(pw->iov.data(), pw->niov), pw);
-      if (res == post_result::retry) {
-        t.retry = pw;
-        if (std::find(_retry_gates.begin(), _retry_gates.end(), &g) == _retry_gates.end())
-          _retry_gates.push_back(&g);
-        _waiter.kick();  // sleeping threads must see it
-        break;
-      }
-      if (res == post_result::failed) {
-        t.retry = pw;  // reclaimed by fail_gate
-        fail_gate(g, "the driver refused a send");
-        return;
-      }
-      t.outstanding++;
-      t.in_flight.push_back(*pw);
-      _stats.rail_sends[std::min<std::size_t>(t.rail, 3)]++;
-      _waiter.kick();  // the driver may have queued it: sleepers re-arm
-      if (pw->type == packet_wrapper::kind::packet) {
-        _stats.packets_sent++;
-        _stats.chunks_sent += pw->nchunks;
-        _stats.bytes_sent += pw->length;
-      } else {
-        _stats.rdv_data_sent++;
-      }
+    if (!t.connected.load(std::memory_order_acquire)) continue;
+    std::lock_guard tl(t.lock);
+    if (t.outstanding >= t.window) continue;
+    if (!t.retry && g.collect.empty() && g.data_out.empty()) continue;
+    driver_slot& slot = *t.slot;
+    if (!slot.lock.try_lock()) {
+      // Its holder (or this thread's next lock-free point) schedules us.
+      defer_schedule(g);
+      if (!slot.lock.try_lock()) continue;
+    }
+    schedule_track(g, t);
+    slot.lock.unlock();
+    if (g.failed.load(std::memory_order_relaxed)) return;
+  }
+}
+
+// Gate and track locks and the track's driver lock held.
+void session_impl::schedule_track(gate& g, track& t) {
+  driver& d = *t.slot->drv;
+  while (t.outstanding < t.window) {
+    packet_wrapper* pw = t.retry;
+    t.retry = nullptr;
+    if (!pw) pw = next_wrapper(g, t);
+    if (!pw) break;
+    const post_result res =
+        pw->type == packet_wrapper::kind::packet
+            ? d.post_send_packet(t.conn, std::span<const iovec>(pw->iov.data(), pw->niov), pw)
+            : d.post_send_data(t.conn, pw->data_cookie, std::span<const iovec>(pw->iov.data(), pw->niov), pw);
+    if (res == post_result::retry) {
+      t.retry = pw;
+      defer_schedule(g);
+      _waiter.kick();  // sleeping threads must see it
+      break;
+    }
+    if (res == post_result::failed) {
+      t.retry = pw;  // reclaimed by the gate's clean-up
+      fail_gate(g, "the driver refused a send");
+      return;
+    }
+    t.outstanding++;
+    t.in_flight.push_back(*pw);
+    count(_stats.rail_sends[std::min<std::size_t>(t.rail, 3)]);
+    _waiter.kick();  // the driver may have queued it: sleepers re-arm
+    if (pw->type == packet_wrapper::kind::packet) {
+      count(_stats.packets_sent);
+      count(_stats.chunks_sent, pw->nchunks);
+      count(_stats.bytes_sent, pw->length);
+    } else {
+      count(_stats.rdv_data_sent);
     }
   }
 }
 
+// From poll (the driver's lock held): the track first, then the gate.
 void session_impl::send_done(packet_wrapper* pw) {
   gate& g = *pw->owner;
   track& t = g.tracks[pw->rail];
-  t.in_flight.erase(t.in_flight.iterator_to(*pw));
-  t.outstanding--;
-  for (std::size_t i = 0; i < pw->ncarried; ++i) {
-    chunk_entry* e = pw->carried[i];
-    e->wrappers--;
-    entry_progress(*e);
+  {
+    std::lock_guard tl(t.lock);
+    if (!pw->track_hook.is_linked()) return;  // reclaimed by a failure meanwhile
+    t.in_flight.erase(t.in_flight.iterator_to(*pw));
+    t.outstanding--;
   }
-  put_wrapper(pw);
+  {
+    std::lock_guard gl(g.lock);
+    for (std::size_t i = 0; i < pw->ncarried; ++i) {
+      chunk_entry* e = pw->carried[i];
+      e->wrappers--;
+      entry_progress(g, *e);
+    }
+    put_wrapper(pw);
+  }
   schedule(g);  // the track has room again: this is where strategies act
 }
 
 // ---- completion and failure ------------------------------------------------------
 
+// Any lock may be held: a request with a callback completes when the
+// thread leaves the engine (the callback runs first, outside every lock).
 void session_impl::complete(request_state& r) {
   if (r.cb && r.owner) {
     r.finishing = true;
-    _deferred.push_back(&r);  // run by the outermost guard, outside the lock
+    t_deferred().push_back({this, &r});
+    if (t_depth == 0) run_deferred();  // not inside the engine: no lock held
     return;
   }
   publish(r);
@@ -306,22 +431,26 @@ void session_impl::publish(request_state& r) {
 }
 
 void session_impl::run_deferred() {
-  // Taken while still locked: other threads append to their own batches.
-  thread_local std::vector<request_state*> batch;
-  const std::size_t mark = batch.size();  // a callback's own guard nests a batch
-  batch.insert(batch.end(), _deferred.begin(), _deferred.end());
-  _deferred.clear();
-  _lock.unlock();
+  // A callback may enter the engine again; its own outermost scope then
+  // runs what it completed (above the mark) before returning here.
+  thread_local std::vector<deferred_completion> batch;
+  const std::size_t mark = batch.size();
+  auto& pending = t_deferred();
+  batch.insert(batch.end(), pending.begin(), pending.end());
+  pending.clear();
   for (std::size_t i = mark; i < batch.size(); ++i) {
-    request_state& r = *batch[i];
+    const deferred_completion d = batch[i];
+    request_state& r = *d.r;
     // The callback runs just before the request counts as complete: once
     // it does, its owner may destroy it at any moment.
     r.cb(*r.owner, r.cb_arg);
-    publish(r);
+    d.s->publish(r);
   }
   batch.resize(mark);
 }
 
+// The lock of r's domain held (gate lock for a send, matching lock for a
+// receive), or both.
 void session_impl::fail_request(request_state& r, errc e, std::string message) {
   if (r.finished()) return;
   if (r.error == errc::ok) {
@@ -332,66 +461,86 @@ void session_impl::fail_request(request_state& r, errc e, std::string message) {
 }
 
 void session_impl::protocol_violation(gate& g, const std::string& what) {
-  _stats.protocol_errors++;
+  count(_stats.protocol_errors);
   log_write(log_level::warn, "session", "protocol error from " + peer_name(g) + ": " + what +
                                             "; closing the connection");
-  for (track& t : g.tracks)
-    if (t.connected) {
-      t.slot->gates.erase(t.conn);
-      t.slot->drv->close_connection(t.conn);
-    }
-  fail_gate(g, "protocol error: " + what);
+  fail_gate(g, "protocol error: " + what, /*close=*/true);
 }
 
-void session_impl::fail_gate(gate& g, std::string reason) {
-  if (g.failed) return;
-  g.failed = true;
-  g.fail_reason = reason;
-  const std::string msg = peer_name(g) + " failed: " + reason;
-  log_write(log_level::warn, "session", msg);
+void session_impl::fail_gate(gate& g, std::string reason, bool close) {
+  {
+    std::lock_guard pl(_pending_lock);
+    if (g.fail_queued) return;
+    g.fail_queued = true;
+    g.fail_reason = reason;
+    _failures.push_back({&g, close});
+    _pending_any.store(true, std::memory_order_release);
+  }
+  // From here on nothing new starts on the gate; what is under way is
+  // failed by clean_up_failed at this thread's next lock-free point.
+  g.failed.store(true, std::memory_order_release);
+  log_write(log_level::warn, "session", peer_name(g) + " failed: " + reason);
+}
 
-  // Send side: every entry still queued, in flight, or waiting for a
-  // ready-to-receive belongs to a request that can no longer complete.
-  std::set<chunk_entry*> entries;
-  std::set<request_state*> sends;
-  auto note = [&](chunk_entry* e) {
-    entries.insert(e);
-    if (e->req) sends.insert(e->req);
-  };
+void session_impl::clean_up_failed(gate& g, bool close) {
+  const std::string msg = peer_name(g) + " failed: " + g.fail_reason;
+  // The drivers first (one at a time, nothing else held): no more events
+  // of these connections reach the gate.
   for (track& t : g.tracks) {
-    t.connected = false;
-    auto reclaim = [&](packet_wrapper* pw) {
-      for (std::size_t i = 0; i < pw->ncarried; ++i) note(pw->carried[i]);
-      put_wrapper(pw);
-    };
-    while (!t.in_flight.empty()) {
-      packet_wrapper& pw = t.in_flight.front();
-      t.in_flight.pop_front();
-      reclaim(&pw);
+    std::lock_guard dl(t.slot->lock);
+    if (t.conn != invalid_connection && t.slot->gates.find(t.conn) == &g) {
+      t.slot->gates.erase(t.conn);
+      if (close) t.slot->drv->close_connection(t.conn);
     }
-    if (t.retry) reclaim(t.retry);
-    t.retry = nullptr;
-    t.outstanding = 0;
   }
-  while (!g.collect.empty()) {
-    chunk_entry& e = g.collect.front();
-    g.collect.pop_front();
-    note(&e);
+  std::lock_guard ml(_match_lock);
+  {
+    std::lock_guard gl(g.lock);
+    // Send side: every entry still queued, in flight, or waiting for a
+    // ready-to-receive belongs to a request that can no longer complete.
+    std::set<chunk_entry*> entries;
+    std::set<request_state*> sends;
+    auto note = [&](chunk_entry* e) {
+      entries.insert(e);
+      if (e->req) sends.insert(e->req);
+    };
+    for (track& t : g.tracks) {
+      std::lock_guard tl(t.lock);
+      t.connected.store(false, std::memory_order_release);
+      auto reclaim = [&](packet_wrapper* pw) {
+        for (std::size_t i = 0; i < pw->ncarried; ++i) note(pw->carried[i]);
+        put_wrapper(pw);
+      };
+      while (!t.in_flight.empty()) {
+        packet_wrapper& pw = t.in_flight.front();
+        t.in_flight.pop_front();
+        reclaim(&pw);
+      }
+      if (t.retry) reclaim(t.retry);
+      t.retry = nullptr;
+      t.outstanding = 0;
+    }
+    while (!g.collect.empty()) {
+      chunk_entry& e = g.collect.front();
+      g.collect.pop_front();
+      note(&e);
+    }
+    for (auto& ds : g.data_out) note(ds.entry);
+    g.data_out.clear();
+    for (auto& [cookie, e] : g.rdv_out) note(e);
+    g.rdv_out.clear();
+    for (request_state* r : sends) {
+      if (r->held_piece && r->held_piece->pooled) g.entry_pool.put(r->held_piece);
+      r->held_piece = nullptr;
+      fail_request(*r, errc::peer_failed, msg);
+    }
+    for (chunk_entry* e : entries)
+      if (e->pooled) g.entry_pool.put(e);
   }
-  for (auto& ds : g.data_out) note(ds.entry);
-  g.data_out.clear();
-  for (auto& [cookie, e] : g.rdv_out) note(e);
-  g.rdv_out.clear();
-  for (request_state* r : sends) {
-    if (r->held_piece && r->held_piece->pooled) _entry_pool.put(r->held_piece);
-    r->held_piece = nullptr;
-    fail_request(*r, errc::peer_failed, msg);
-  }
-  for (chunk_entry* e : entries)
-    if (e->pooled) _entry_pool.put(e);
 
   // Receive side. Matched receives whose bytes are still to come fail:
-  // messages still arriving (active), and rendezvous data asked for.
+  // messages still arriving (active), rendezvous data asked for, and
+  // rendezvous waiting to be asked for.
   std::vector<request_state*> receives;
   for (auto& [cookie, rr] : g.rdv_in) {
     receives.push_back(rr->req);
@@ -405,6 +554,11 @@ void session_impl::fail_gate(gate& g, std::string reason) {
     if (m->req) receives.push_back(m->req);
   }
   g.active.clear();
+  for (request_state* r : g.ask_again) {
+    r->ask_deferred = false;
+    receives.push_back(r);
+  }
+  g.ask_again.clear();
   for (request_state* r : receives) {
     r->msg.failed = true;
     r->msg.fail_reason = msg;
@@ -432,7 +586,7 @@ void session_impl::fail_gate(gate& g, std::string reason) {
 bool session_impl::no_live_peer() const {
   if (_size <= 1) return false;  // alone: only this process can send to itself
   for (const auto& g : _gates)
-    if (g->rank != _rank && !g->failed) return false;
+    if (g->rank != _rank && !g->failed.load(std::memory_order_acquire)) return false;
   return true;
 }
 

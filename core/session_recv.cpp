@@ -14,12 +14,14 @@ bool seq_before(std::uint32_t a, std::uint32_t b) { return static_cast<std::int3
 
 // ---- arrival ---------------------------------------------------------------
 
+// From poll (the driver's lock held): the whole packet under the matching lock.
 void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes) {
   gate* found = slot.gates.find(conn);
   if (!found) return;
   gate& g = *found;
-  if (g.failed) return;
-  _stats.packets_received++;
+  if (g.failed.load(std::memory_order_acquire)) return;
+  count(_stats.packets_received);
+  std::lock_guard ml(_match_lock);
   wire::short_header sh;
   if (wire::is_short(bytes, sh)) {
     handle_short(g, sh, bytes.subspan(sizeof sh));
@@ -34,7 +36,7 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
   wire::chunk_view cv;
   while (reader.next(cv, error)) {
     handle_chunk(g, cv.header, cv.payload);
-    if (g.failed) return;
+    if (g.failed.load(std::memory_order_relaxed)) return;
   }
   if (!error.empty()) protocol_violation(g, error);
 }
@@ -191,7 +193,7 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
   u->msg = std::move(m);
   u->msg.unexpected = u;
   _match.add_unexpected(*u);
-  _stats.unexpected_messages++;
+  count(_stats.unexpected_messages);
   if (!whole) g.active[{h.tag, h.seq}] = &u->msg;
   return &u->msg;
 }
@@ -200,7 +202,7 @@ void session_impl::drain_early(gate& g) {
   if (g.draining_early) return;
   g.draining_early = true;
   bool again = true;
-  while (again && !g.failed) {
+  while (again && !g.failed.load(std::memory_order_relaxed)) {
     again = false;
     for (std::size_t i = 0; i < g.early.size(); ++i) {
       const wire::chunk_header& h = g.early[i].header;
@@ -283,7 +285,7 @@ void session_impl::drain_buffered(request_state& r) {
 // smaller one goes whole to the next track in turn. Shrinks n to the piece.
 track& session_impl::pick_rail(gate& g, std::uint64_t& n) {
   constexpr std::uint64_t kSplitMin = 256 * 1024, kAlign = 4096;
-  if (g.tracks.size() == 1) return g.tracks[0];
+  if (g.tracks.size() == 1) return g.tracks[0];  // (matching lock held)
   std::uint64_t connected = 0;
   for (const track& t : g.tracks) connected += t.connected ? 1 : 0;
   if (connected > 1 && n >= kSplitMin) {
@@ -297,23 +299,37 @@ track& session_impl::pick_rail(gate& g, std::uint64_t& n) {
   return g.tracks[0];  // none connected: the gate is failing
 }
 
-// Answers rendezvous requests whose range has a destination now.
+// Queues a control chunk (rtr) at the head of g's collect list: control
+// overtakes queued data. The gate lock is taken here.
+void session_impl::queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, std::uint64_t offset,
+                             std::uint64_t len, std::uint64_t sender_cookie, std::uint64_t recv_cookie) {
+  std::lock_guard gl(g.lock);
+  chunk_entry* e = g.entry_pool.get();
+  *e = chunk_entry{};
+  e->pooled = true;
+  e->kind = chunk_kind::rtr;
+  e->flags = flags;
+  e->priority = 2;
+  e->rail = rail;
+  e->offset = offset;
+  e->len = len;
+  e->cookie = sender_cookie;
+  e->cookie2 = recv_cookie;
+  g.collect.push_front(*e);
+}
+
+// Answers rendezvous requests whose range has a destination now. Matching
+// lock held. A driver another thread holds is not waited for: the rest is
+// asked again from the pending work (defer_ask), in order.
 void session_impl::ask_rdvs(gate& g, request_state& r) {
   message_state& m = r.msg;
-  if (g.failed) return;
+  if (g.failed.load(std::memory_order_acquire) || r.ask_deferred) return;
+  bool deferred = false;
   for (auto& p : m.rdvs) {
+    if (deferred) break;
     if (p.len == 0) {
       // An empty synchronous send: it only waits to hear it was matched.
-      chunk_entry* e = _entry_pool.get();
-      *e = chunk_entry{};
-      e->pooled = true;
-      e->kind = chunk_kind::rtr;
-      e->flags = chunk_flag::discard;
-      e->priority = 2;
-      e->offset = p.offset;
-      e->len = 0;
-      e->cookie = p.sender_cookie;
-      g.collect.push_front(*e);
+      queue_rtr(g, chunk_flag::discard, 0, p.offset, 0, p.sender_cookie, 0);
       continue;
     }
     while (p.len > 0) {
@@ -322,8 +338,15 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         // Pulled through track 0 where its driver reads the sender's
         // memory (both sides list their tracks in the same order), else
         // pushed on the track the rail choice gives (it may cut n).
-        const bool pull = p.pullable && g.tracks[0].connected && g.tracks[0].slot->drv->caps().rdma_get;
+        const bool pull = p.pullable && g.tracks[0].connected.load(std::memory_order_acquire) &&
+                          g.tracks[0].caps->rdma_get;
         track& t = pull ? g.tracks[0] : pick_rail(g, n);
+        driver_slot& slot = *t.slot;
+        if (!slot.lock.try_lock()) {
+          defer_ask(g, r);
+          deferred = true;
+          break;
+        }
         auto* rr = new rdv_recv{&g, &r, g.next_recv_cookie++, p.offset, n, {}};
         std::uint64_t base = 0;
         for (std::size_t i = 0; i < r.segments.size(); ++i) {
@@ -340,8 +363,9 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           g.rdv_in[rr->cookie] = rr;
           m.rdv_in_flight++;
           // (A driver reports a peer it found gone from poll(), never from here.)
-          const post_result got = t.slot->drv->post_get(t.conn, p.pull_base + p.offset, 0, rr->iov, rr);
+          const post_result got = slot.drv->post_get(t.conn, p.pull_base + p.offset, 0, rr->iov, rr);
           if (got == post_result::posted) {
+            slot.lock.unlock();
             p.offset += n;
             p.len -= n;
             continue;
@@ -350,7 +374,8 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           m.rdv_in_flight--;
           rr->pulled = false;
         }
-        post_result res = t.slot->drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
+        const post_result res = slot.drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
+        slot.lock.unlock();
         if (res != post_result::posted) {
           delete rr;
           fail_gate(g, "the driver refused a rendezvous receive");
@@ -358,31 +383,12 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         }
         g.rdv_in[rr->cookie] = rr;
         m.rdv_in_flight++;
-        chunk_entry* e = _entry_pool.get();
-        *e = chunk_entry{};
-        e->pooled = true;
-        e->kind = chunk_kind::rtr;
-        e->priority = 2;
-        e->rail = t.rail;
-        e->offset = p.offset;
-        e->len = n;
-        e->cookie = p.sender_cookie;
-        e->cookie2 = rr->cookie;
-        g.collect.push_front(*e);  // control overtakes queued data
+        queue_rtr(g, 0, t.rail, p.offset, n, p.sender_cookie, rr->cookie);
         p.offset += n;
         p.len -= n;
       } else if (r.recv_sealed) {
         // No room will ever come: tell the sender to drop the rest.
-        chunk_entry* e = _entry_pool.get();
-        *e = chunk_entry{};
-        e->pooled = true;
-        e->kind = chunk_kind::rtr;
-        e->flags = chunk_flag::discard;
-        e->priority = 2;
-        e->offset = p.offset;
-        e->len = p.len;
-        e->cookie = p.sender_cookie;
-        g.collect.push_front(*e);
+        queue_rtr(g, chunk_flag::discard, 0, p.offset, p.len, p.sender_cookie, 0);
         m.accounted += p.len;
         m.truncated = true;
         p.len = 0;
@@ -395,8 +401,10 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
   schedule(g);
 }
 
+// From poll (the driver's lock held).
 void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
   gate& g = *rr->owner;
+  std::lock_guard ml(_match_lock);
   request_state& r = *rr->req;
   g.rdv_in.erase(rr->cookie);
   message_state& m = r.msg;
@@ -420,16 +428,7 @@ void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
   }
   if (pulled) {
     // Tell the sender its bytes were taken: its send completes.
-    chunk_entry* e = _entry_pool.get();
-    *e = chunk_entry{};
-    e->pooled = true;
-    e->kind = chunk_kind::rtr;
-    e->flags = chunk_flag::pulled;
-    e->priority = 2;
-    e->offset = offset;
-    e->len = len;
-    e->cookie = sender_cookie;
-    g.collect.push_front(*e);
+    queue_rtr(g, chunk_flag::pulled, 0, offset, len, sender_cookie, 0);
     schedule(g);
   }
   finish_recv_if_done(r);
@@ -493,7 +492,7 @@ void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
 
 errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                          request_state& r, bool sealed) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if ((source != any_source && (source < 0 || source >= _size)) || (!buf && len > 0)) {
     r.error = errc::invalid_argument;
@@ -502,13 +501,14 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     return r.error;
   }
   setup_recv(r, source, tag, mask, buf, len, sealed);
+  std::lock_guard ml(_match_lock);
   // An unexpected message that matches is taken first (arrival order).
   if (unexpected_message* u = _match.first_unexpected(source, tag, mask)) {
     _match.remove_unexpected(*u);
     take_unexpected(r, *u);
     return errc::ok;
   }
-  if (source != any_source && _gates[source]->failed) {
+  if (source != any_source && _gates[source]->failed.load(std::memory_order_acquire)) {
     fail_request(r, errc::peer_failed, peer_name(*_gates[source]) + " failed: " + _gates[source]->fail_reason);
     return errc::peer_failed;
   }
@@ -521,8 +521,9 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
 }
 
 unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, recv_status& st) {
-  engine_guard guard(*this);
-  progress_locked();
+  engine_scope scope(*this);
+  progress_now();
+  std::lock_guard ml(_match_lock);
   unexpected_message* u = find_unexpected(source, tag, mask, st);
   // Detached: chunks still arriving keep landing in u->msg through the
   // gate's `active` map, exactly as while it was on the list.
@@ -534,7 +535,7 @@ unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, rec
 }
 
 errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, request_state& r) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   if (!u || !r.is_complete() || (!buf && len > 0)) {
     r.error = errc::invalid_argument;
     r.error_message = !u ? "imrecv: no message (already received?)"
@@ -542,6 +543,7 @@ errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, req
                                              : "imrecv: request still pending";
     return errc::invalid_argument;
   }
+  std::lock_guard ml(_match_lock);
   _detached.erase(_detached.iterator_to(*u));
   setup_recv(r, u->msg.source, u->msg.tag, full_mask, buf, len, true);
   take_unexpected(r, *u);
@@ -551,7 +553,8 @@ errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, req
 errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pack_mode mode) {
   std::size_t index = 0;
   {
-    engine_guard guard(*this);
+    engine_scope scope(*this);
+    std::lock_guard ml(_match_lock);
     if (r.type != request_state::kind::recv || r.recv_sealed) return errc::invalid_argument;
     index = r.segments.size();
     if (!buf && len > 0) return errc::invalid_argument;
@@ -567,7 +570,8 @@ errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pa
   // Express: this piece must be in memory before returning.
   errc result = errc::ok;
   _waiter.wait([&] {
-    engine_guard guard(*this);
+    engine_scope scope(*this);
+    std::lock_guard ml(_match_lock);
     if (r.is_complete()) {
       result = r.error;
       return true;
@@ -590,7 +594,8 @@ errc session_impl::unpack_piece(request_state& r, void* buf, std::size_t len, pa
 
 errc session_impl::unpack_end(request_state& r) {
   {
-    engine_guard guard(*this);
+    engine_scope scope(*this);
+    std::lock_guard ml(_match_lock);
     if (r.type != request_state::kind::recv || r.recv_sealed) return errc::invalid_argument;
     r.recv_sealed = true;
     if (r.matched && !r.finished()) {
@@ -600,7 +605,6 @@ errc session_impl::unpack_end(request_state& r) {
     }
   }
   wait_until(r);
-  engine_guard guard(*this);
   if (r.error == errc::ok && r.msg.total < r.capacity) {
     r.error = errc::size_mismatch;
     r.error_message = "unpacked " + std::to_string(r.capacity) + " bytes but the message from rank " +
@@ -614,19 +618,21 @@ errc session_impl::unpack_end(request_state& r) {
 }
 
 bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
-  engine_guard guard(*this);
-  progress_locked();
+  engine_scope scope(*this);
+  progress_now();
+  std::lock_guard ml(_match_lock);
   return find_unexpected(source, tag, mask, st) != nullptr;
 }
 
 recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {
   recv_status st;
   _waiter.wait([&] {
-    engine_guard guard(*this);
+    engine_scope scope(*this);
+    std::lock_guard ml(_match_lock);
     if (find_unexpected(source, tag, mask, st)) return true;
     // Only messages already here can still come from a failed peer.
     const bool hopeless = source == any_source ? no_live_peer()
-                          : source >= 0 && source < _size ? _gates[source]->failed
+                          : source >= 0 && source < _size ? _gates[source]->failed.load(std::memory_order_acquire)
                                                           : true;
     if (!hopeless) return false;
     st = recv_status{};
@@ -669,7 +675,8 @@ void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
       withdrawn = true;
     }
   }
-  chunk_entry* a = _entry_pool.get();
+  std::unique_lock gl(g.lock);
+  chunk_entry* a = g.entry_pool.get();
   *a = chunk_entry{};
   a->pooled = true;
   a->kind = chunk_kind::cancel_ack;
@@ -680,12 +687,14 @@ void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
   a->cookie = h.cookie;
   a->msg_len = chunk_entry::unknown_length;
   g.collect.push_front(*a);
+  gl.unlock();
   schedule(g);
 }
 
 bool session_impl::cancel(request_state& r) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   if (r.type == request_state::kind::send) return cancel_send(r);
+  std::lock_guard ml(_match_lock);
   if (r.type != request_state::kind::recv || r.finished() || r.matched || !_match.unpost(r))
     return false;
   r.error = errc::cancelled;

@@ -18,7 +18,7 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
     // Where the receiver can read our memory, it pulls the bytes as soon as
     // it matches (we only learn it is done): the transfer then needs nothing
     // from this process, which may be computing meanwhile.
-    if (e.len > 0 && g.tracks[0].slot->drv->caps().rdma_get) {
+    if (e.len > 0 && g.tracks[0].caps->rdma_get) {
       e.flags |= chunk_flag::pullable;
       e.cookie2 = reinterpret_cast<std::uintptr_t>(e.ptr);
     }
@@ -41,7 +41,7 @@ static bool start_request(request_state& r, request_state::kind k) {
 
 errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r,
                          send_flags flags) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size || (!buf && len > 0)) {
     r.error = errc::invalid_argument;
@@ -57,13 +57,18 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   r.pending_chunks = 0;
   r.sealed = true;
   r.held_piece = nullptr;
-  if (g.failed) {
+  if (g.failed.load(std::memory_order_acquire)) {
     fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
     return errc::peer_failed;
   }
   const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
   r.first_piece.tag = tag;
-  if (!sync && len < _rdv_threshold && send_inline(g, r, buf, len)) return errc::ok;
+  std::unique_lock gl(g.lock);
+  if (!sync && len < _rdv_threshold && send_inline(g, r, buf, len)) {
+    gl.unlock();
+    complete(r);
+    return errc::ok;
+  }
   chunk_entry& e = r.first_piece;
   e = chunk_entry{};
   // A synchronous send always goes through the rendezvous: its completion
@@ -79,6 +84,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.len = len;
   e.msg_len = len;
   queue_piece(g, r, e);
+  gl.unlock();
   schedule(g);
   return errc::ok;
 }
@@ -89,29 +95,39 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
 // driver) and the send is complete on return: no chunk entry, packet
 // wrapper, strategy or completion round. Anything queued means the
 // strategy path keeps the order and may aggregate: no inline send then.
+// The caller completes the request (after unlocking) when this answers true.
+// A driver another thread holds is not waited for: the general path then.
 bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::size_t len) {
   track& t = g.tracks[0];
-  if (!t.connected || t.retry || !g.collect.empty() || !g.data_out.empty()) return false;
-  if (len + sizeof(wire::short_header) > t.max_inline) return false;
-  driver& d = *t.slot->drv;
-  if (!g.strat->allow_inline(view_of(t))) return false;
+  if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
+      !t.connected.load(std::memory_order_acquire))
+    return false;
+  std::lock_guard tl(t.lock);
+  if (t.retry) return false;
+  driver_slot& slot = *t.slot;
+  if (!slot.lock.try_lock()) return false;
+  // (The strategy may ask the driver about its backlog: under its lock.)
+  if (!g.strat->allow_inline(view_of(t))) {
+    slot.lock.unlock();
+    return false;
+  }
   std::uint32_t& seq = g.send_seq_last.get(g.send_seq, r.first_piece.tag & _ordering_mask);
   const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
   const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
-  const post_result res = d.send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
+  const post_result res = slot.drv->send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
+  slot.lock.unlock();
   if (res != post_result::posted) return false;  // failed: the general path reports it
   ++seq;
-  t.inline_round = _rounds;
-  _stats.rail_sends[0]++;
-  _stats.packets_sent++;
-  _stats.chunks_sent++;
-  _stats.bytes_sent += sizeof h + len;
-  complete(r);
+  t.inline_round = _rounds.load(std::memory_order_relaxed);
+  count(_stats.rail_sends[0]);
+  count(_stats.packets_sent);
+  count(_stats.chunks_sent);
+  count(_stats.bytes_sent, sizeof h + len);
   return true;
 }
 
 errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size) {
     r.error = errc::invalid_argument;
@@ -127,23 +143,26 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
   r.packed_bytes = 0;
   r.first_piece = chunk_entry{};
   r.first_piece.tag = tag;
+  std::lock_guard gl(g.lock);
   r.first_piece.seq = next_send_seq(g, tag);  // the whole packed message's
-  if (g.failed) fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
+  if (g.failed.load(std::memory_order_acquire))
+    fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
   return r.error;
 }
 
 errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
   if (!buf && len > 0) return errc::invalid_argument;
-  if (r.finished()) return r.error;  // failed peer
   gate& g = *r.dest;
+  std::unique_lock gl(g.lock);
+  if (r.finished()) return r.error;  // failed peer
   // The previous piece is not the last one: queue it now.
   if (r.held_piece) {
     queue_piece(g, r, *r.held_piece);
     r.held_piece = nullptr;
   }
-  chunk_entry* e = _entry_pool.get();
+  chunk_entry* e = g.entry_pool.get();
   *e = chunk_entry{};
   e->pooled = true;
   e->kind = len >= _rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
@@ -156,19 +175,21 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
   e->msg_len = chunk_entry::unknown_length;
   r.packed_bytes += len;
   r.held_piece = e;
+  gl.unlock();
   schedule(g);
   return errc::ok;
 }
 
 errc session_impl::pack_end(request_state& r) {
   {
-    engine_guard guard(*this);
+    engine_scope scope(*this);
     if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
+    gate& g = *r.dest;
+    std::unique_lock gl(g.lock);
     if (!r.finished()) {
-      gate& g = *r.dest;
       chunk_entry* e = r.held_piece;
       if (!e) {  // empty message: one empty chunk ends it
-        e = _entry_pool.get();
+        e = g.entry_pool.get();
         *e = chunk_entry{};
         e->pooled = true;
         e->kind = chunk_kind::data;
@@ -181,6 +202,7 @@ errc session_impl::pack_end(request_state& r) {
       r.held_piece = nullptr;
       r.sealed = true;
       queue_piece(g, r, *e);
+      gl.unlock();
       schedule(g);
     } else {
       r.sealed = true;
@@ -189,13 +211,13 @@ errc session_impl::pack_end(request_state& r) {
   return wait(r);
 }
 
-void session_impl::entry_progress(chunk_entry& e) {
+void session_impl::entry_progress(gate& g, chunk_entry& e) {
   if (e.wrappers > 0 || e.hook.is_linked()) return;
   switch (e.kind) {
     case chunk_kind::rtr:
     case chunk_kind::cancel_req:
     case chunk_kind::cancel_ack:
-      _entry_pool.put(&e);
+      g.entry_pool.put(&e);
       return;
     case chunk_kind::data:
       if (e.len > 0) return;
@@ -205,7 +227,7 @@ void session_impl::entry_progress(chunk_entry& e) {
       break;
   }
   request_state* r = e.req;
-  if (e.pooled) _entry_pool.put(&e);
+  if (e.pooled) g.entry_pool.put(&e);
   if (r) {
     r->pending_chunks--;
     finish_send_if_done(*r);
@@ -217,6 +239,7 @@ void session_impl::finish_send_if_done(request_state& r) {
 }
 
 void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
+  std::unique_lock gl(g.lock);
   auto it = g.rdv_out.find(h.cookie);
   if (it == g.rdv_out.end()) {
     protocol_violation(g, "ready-to-receive for unknown cookie " + std::to_string(h.cookie));
@@ -239,7 +262,8 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
     e.wrappers++;  // released when the data wrapper completes
     g.data_out.push_back({&e, h.cookie2, h.offset, h.len, h.rail});
   }
-  entry_progress(e);
+  entry_progress(g, e);
+  gl.unlock();
   schedule(g);
 }
 
@@ -252,18 +276,20 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
 // answers cancel_ack with cancel_ok, or answers without the flag when a
 // receive already took it (its ready-to-receive then comes as usual). So a
 // cancelled send completes either with errc::cancelled, never to be
-// received, or normally. Lock held by the callers.
+// received, or normally.
 
 bool session_impl::cancel_send(request_state& r) {
-  if (r.finished() || r.cancel_requested || !r.sealed || !r.dest) return false;
+  if (!r.dest) return false;
   gate& g = *r.dest;
+  std::unique_lock gl(g.lock);
+  if (r.finished() || r.cancel_requested || !r.sealed) return false;
   chunk_entry& e = r.first_piece;
-  if (g.failed || e.kind != chunk_kind::rdv_req || r.held_piece) return false;
+  if (g.failed.load(std::memory_order_acquire) || e.kind != chunk_kind::rdv_req || r.held_piece) return false;
   auto it = g.rdv_out.find(e.cookie);
   const bool unanswered = it != g.rdv_out.end() && it->second == &e && (e.len == 0 ? e.awaiting_ack : e.rdv_left == e.len);
   if (!unanswered) return false;  // the receiver already asked for the data
   r.cancel_requested = true;
-  chunk_entry* c = _entry_pool.get();
+  chunk_entry* c = g.entry_pool.get();
   *c = chunk_entry{};
   c->pooled = true;
   c->kind = chunk_kind::cancel_req;
@@ -272,11 +298,13 @@ bool session_impl::cancel_send(request_state& r) {
   c->cookie = e.cookie;
   c->msg_len = chunk_entry::unknown_length;
   g.collect.push_back(*c);  // after the rendezvous request, if still queued
+  gl.unlock();
   schedule(g);
   return true;
 }
 
 void session_impl::handle_cancel_ack(gate& g, const wire::chunk_header& h) {
+  std::lock_guard gl(g.lock);
   auto it = g.rdv_out.find(h.cookie);
   if (it == g.rdv_out.end()) return;  // answered meanwhile: nothing to undo
   chunk_entry& e = *it->second;
@@ -291,7 +319,7 @@ void session_impl::handle_cancel_ack(gate& g, const wire::chunk_header& h) {
   e.awaiting_ack = false;
   r->error = errc::cancelled;
   r->error_message = "send cancelled";
-  entry_progress(e);  // completes the request once no wrapper carries it
+  entry_progress(g, e);  // completes the request once no wrapper carries it
 }
 
 }  // namespace nmad

@@ -73,9 +73,12 @@ std::string list_names(auto registry) {
 }  // namespace
 
 session_impl::session_impl(const session_options& opts)
-    : _lock(opts.threads == thread_level::multiple),
-      _level(opts.threads),
-      _waiter(*this, opts.threads == thread_level::multiple) {
+    : _level(opts.threads),
+      _threaded(opts.threads == thread_level::multiple),
+      _match_lock(opts.threads == thread_level::multiple),
+      _pending_lock(opts.threads == thread_level::multiple),
+      _waiter(*this, opts.threads == thread_level::multiple),
+      _tasks_lock(opts.threads == thread_level::multiple) {
   const core_tunables t = read_tunables();
   {
     const std::string w = opts.wait.empty() ? t.wait : opts.wait;
@@ -120,6 +123,7 @@ session_impl::session_impl(const session_options& opts)
   for (int r = 0; r < _size; ++r) {
     auto g = std::make_unique<gate>();
     g->rank = r;
+    g->lock.enable(_threaded);
     g->strat = find_strategy(_strategy_name)->create();
     const std::vector<driver_slot*> slots =
         r == _rank ? std::vector<driver_slot*>{_slots[0].get()} : reaching_slots(r);
@@ -129,6 +133,7 @@ session_impl::session_impl(const session_options& opts)
       tr.slot = slots[i];
       tr.rail = static_cast<std::uint32_t>(i);
       tr.caps = &tr.slot->drv->caps();
+      tr.lock.enable(_threaded);
       tr.max_inline = tr.caps->max_inline;
       tr.window = static_cast<std::uint32_t>(
           std::max<std::size_t>(1, std::min<std::size_t>(2, tr.slot->drv->caps().max_sends_in_flight)));
@@ -178,6 +183,7 @@ void session_impl::open_drivers(const session_options& opts) {
   auto open_one = [&](std::unique_ptr<driver> d) {
     auto slot = std::make_unique<driver_slot>();
     slot->engine = this;
+    slot->lock.enable(_threaded);
     slot->drv = std::move(d);
     driver_config cfg;
     cfg.rank = _rank;
@@ -264,16 +270,20 @@ std::vector<driver_slot*> session_impl::reaching_slots(int peer) {
 driver_slot* session_impl::choose_slot(int peer) { return reaching_slots(peer).front(); }
 
 void session_impl::connect_all(int timeout_ms) {
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   // Lower ranks listen, higher ranks connect: exactly one connection a pair.
   for (int p = 0; p < _rank; ++p)
     for (track& t : _gates[p]->tracks) {
+      std::lock_guard dl(t.slot->lock);
       driver& d = *t.slot->drv;
       // Known at once, so a refused or dead peer fails its gate (and this
       // wait) right away instead of at the timeout.
       t.slot->gates.set(d.connect(p, _boot->get(address_key(*t.slot, p))), _gates[p].get());
     }
-  _slots[0]->drv->connect(_rank, "self");
+  {
+    std::lock_guard dl(_slots[0]->lock);
+    _slots[0]->drv->connect(_rank, "self");
+  }
   _connecting = true;
   struct done_connecting {
     bool& flag;
@@ -297,7 +307,7 @@ void session_impl::connect_all(int timeout_ms) {
                                " could not connect to rank(s)" + missing + " within " +
                                std::to_string(timeout_ms) + " ms");
     }
-    if (progress_locked() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (progress_now() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   for (auto& g : _gates)
     if (g->failed)
@@ -315,17 +325,17 @@ void session_impl::shutdown() {
   // application already forgot still owe the peer their bytes).
   bool timed_out = false;
   _waiter.wait([&] {
-    engine_guard guard(*this);
+    engine_scope scope(*this);
     bool busy = false;
     for (auto& g : _gates)
-      if (!g->failed && (!g->idle() || !g->rdv_out.empty())) busy = true;
+      if (gate_busy(*g)) busy = true;
     if (busy && std::chrono::steady_clock::now() > deadline) timed_out = true;
     return !busy || timed_out;
   });
   if (timed_out)
     log_write(log_level::warn, "session",
               "finalize: sends still pending after " + std::to_string(timeout_ms) + " ms; dropping them");
-  engine_guard guard(*this);
+  engine_scope scope(*this);
   bool any_failed = false;
   for (auto& g : _gates) any_failed |= g->failed;
   _finalizing = true;
@@ -336,6 +346,7 @@ void session_impl::shutdown() {
   } catch (const std::exception& e) {
     log_write(log_level::warn, "session", std::string("finalize: ") + e.what());
   }
+  std::lock_guard ml(_match_lock);
   if (_match.any_posted())
     log_write(log_level::warn, "session", "finalize with receives still posted");
 }
@@ -367,24 +378,51 @@ session_impl::~session_impl() {
   }
 }
 
+// Whether g still has sends to flush (no lock held).
+bool session_impl::gate_busy(gate& g) {
+  if (g.failed.load(std::memory_order_acquire)) return false;
+  std::lock_guard gl(g.lock);
+  if (!g.rdv_out.empty() || !g.collect.empty() || !g.data_out.empty()) return true;
+  for (track& t : g.tracks) {
+    std::lock_guard tl(t.lock);
+    if (t.outstanding > 0 || t.retry) return true;
+  }
+  return false;
+}
+
 session_stats session_impl::stats() const {
-  engine_guard guard(*this);
-  return _stats;
+  session_stats out;
+  auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  out.packets_sent = get(_stats.packets_sent);
+  out.chunks_sent = get(_stats.chunks_sent);
+  out.bytes_sent = get(_stats.bytes_sent);
+  out.rdv_data_sent = get(_stats.rdv_data_sent);
+  out.packets_received = get(_stats.packets_received);
+  out.unexpected_messages = get(_stats.unexpected_messages);
+  out.protocol_errors = get(_stats.protocol_errors);
+  for (int i = 0; i < 4; ++i) out.rail_sends[i] = get(_stats.rail_sends[i]);
+  return out;
 }
 
 bool session_impl::peer_alive(int rank) const {
-  engine_guard guard(*this);
   if (rank < 0 || rank >= _size) return false;
-  return !_gates[rank]->failed;
+  return !_gates[rank]->failed.load(std::memory_order_acquire);
 }
 
+// Strategies are per gate: each is replaced under its gate's lock, so a
+// send racing with the change sees the old one or the new one.
 errc session_impl::set_strategy(std::string_view name) {
-  engine_guard guard(*this);
   const strategy_descriptor* d = find_strategy(name);
   if (!d) return errc::invalid_argument;
-  for (auto& g : _gates)
+  for (auto& g : _gates) {
+    std::lock_guard gl(g->lock);
     if (!g->collect.empty()) return errc::no_resource;
-  for (auto& g : _gates) g->strat = d->create();
+  }
+  for (auto& g : _gates) {
+    std::lock_guard gl(g->lock);
+    g->strat = d->create();
+  }
+  std::lock_guard pl(_pending_lock);
   _strategy_name = std::string(name);
   return errc::ok;
 }

@@ -4,8 +4,11 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <stdexcept>
 #include <vector>
 
@@ -412,6 +415,51 @@ TEST_CASE("self: progress tasks run on every progress round until removed") {
   const int before = runs;
   for (int i = 0; i < 10; ++i) s->progress();
   CHECK(runs == before);
+}
+
+// No session-wide lock: while one thread is inside the engine (here a
+// progress task that does not return until the other thread is done),
+// another thread sends, receives and waits on the same session. With one
+// engine lock around progress this would stop until the task gave up.
+TEST_CASE("self: a blocked progress task does not stop another thread's sends and receives") {
+  auto s = make();
+  for (std::size_t size : {std::size_t{64}, std::size_t{4} << 20}) {
+    CAPTURE(size);
+    struct shared {
+      std::atomic<bool> entered{false}, other_done{false}, gave_up{false};
+    } sh;
+    const int id = s->add_progress_task(
+        [](void* a) {
+          auto& x = *static_cast<shared*>(a);
+          if (x.entered.exchange(true)) return 0;  // blocks on its first run only
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (!x.other_done.load() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          x.gave_up = !x.other_done.load();
+          return 0;
+        },
+        &sh);
+    auto out = pattern(size, 9);
+    std::vector<unsigned char> in(size);
+    errc send_result = errc::no_resource, recv_result = errc::no_resource;
+    std::thread other([&] {
+      while (!sh.entered.load()) std::this_thread::yield();
+      request rs, rr;
+      if (s->irecv(0, 77, in.data(), in.size(), rr) == errc::ok &&
+          s->isend(0, 77, out.data(), out.size(), rs) == errc::ok) {
+        send_result = s->wait(rs);
+        recv_result = s->wait(rr);
+      }
+      sh.other_done = true;
+    });
+    s->progress();  // runs the task, which waits for the other thread
+    other.join();
+    s->remove_progress_task(id);
+    CHECK_FALSE(sh.gave_up.load());
+    CHECK(send_result == errc::ok);
+    CHECK(recv_result == errc::ok);
+    CHECK(in == out);
+  }
 }
 
 TEST_CASE("self: a detached message never received is freed with the session") {

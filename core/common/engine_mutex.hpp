@@ -1,19 +1,27 @@
 #pragma once
-// A recursive mutex that can be switched off.
+// Mutexes that can be switched off, for the engine's lock domains.
 //
 // A session created below thread_level::multiple is called by one thread at
 // a time (the application promised it), so the engine takes no lock and
 // makes no atomic read-modify-write on its message path: lock() and
-// unlock() are then a predictable branch. At multiple they are a real
-// recursive mutex. The choice is made once, before the session is shared.
+// unlock() are then a predictable branch. At multiple they are real
+// mutexes. The choice is made once, before the session is shared.
+//
+// Both kinds are copyable *as new locks* (a copy is an unlocked mutex with
+// the same switch), so objects holding one can live in containers that are
+// filled before any locking happens (a gate's tracks); never copy one that
+// is in use.
+#include <atomic>
 #include <mutex>
 
 namespace nmad {
 
+// Recursive: the driver poll locks (a driver callback may post on the
+// driver that is being polled) and the progress-task runner.
 class engine_mutex {
  public:
   explicit engine_mutex(bool enabled = true) : _enabled(enabled) {}
-  engine_mutex(const engine_mutex&) = delete;
+  engine_mutex(const engine_mutex& o) : _enabled(o._enabled) {}
   engine_mutex& operator=(const engine_mutex&) = delete;
 
   void enable(bool on) { _enabled = on; }
@@ -30,6 +38,41 @@ class engine_mutex {
  private:
   bool _enabled;
   std::recursive_mutex _m;
+};
+
+// Plain (not recursive): the matching, gate and track locks, and leaves.
+class domain_mutex {
+ public:
+  explicit domain_mutex(bool enabled = true) : _enabled(enabled) {}
+  domain_mutex(const domain_mutex& o) : _enabled(o._enabled) {}
+  domain_mutex& operator=(const domain_mutex&) = delete;
+
+  void enable(bool on) { _enabled = on; }
+  bool enabled() const { return _enabled; }
+
+  void lock() {
+    if (_enabled) _m.lock();
+  }
+  bool try_lock() { return !_enabled || _m.try_lock(); }
+  void unlock() {
+    if (_enabled) _m.unlock();
+  }
+
+ private:
+  bool _enabled;
+  std::mutex _m;
+};
+
+// An atomic that a container may copy while nobody else uses it yet (see
+// above); loads and stores are the plain std::atomic ones.
+template <typename T>
+struct copyable_atomic : std::atomic<T> {
+  copyable_atomic(T v = T{}) : std::atomic<T>(v) {}
+  copyable_atomic(const copyable_atomic& o) : std::atomic<T>(o.load(std::memory_order_relaxed)) {}
+  copyable_atomic& operator=(T v) {
+    this->store(v);
+    return *this;
+  }
 };
 
 }  // namespace nmad

@@ -24,7 +24,9 @@
 // thread that calls poll(); a driver never calls the engine from another
 // thread. Callbacks may call post_* and close_connection() again; a poll()
 // from inside a callback does nothing. Callers serialise all calls into one
-// driver instance (the engine holds its lock around them). The iovec
+// driver instance: the engine holds the driver's poll lock around every
+// call (see LOCK ORDER in core/session_impl.hpp), so a driver needs no lock
+// of its own, and different drivers run on different threads at once. The iovec
 // arrays passed to post_* are copied; the bytes they point to are not.
 #include <poll.h>
 #include <sys/uio.h>
