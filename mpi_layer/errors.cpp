@@ -61,6 +61,7 @@ const error_entry* find_error(int code) {
 struct user_error {
   int cls;
   std::string text;
+  bool failure = false;  // made by failure_code(), not by the application
 };
 struct user_errors {
   std::mutex mu;
@@ -86,6 +87,32 @@ int add_user(int cls_or_self) {
   std::lock_guard g(u.mu);
   const int code = MPI_ERR_LASTCODE + 1 + static_cast<int>(u.codes.size());
   u.codes.push_back({cls_or_self < 0 ? code : cls_or_self, {}});
+  std::atomic_ref<int>(u.last).store(code);
+  return code;
+}
+
+// A code of class MPI_ERR_PROC_FAILED whose string carries `detail` (the
+// engine's "rank 1 failed: peer process died", or a probe's): the class
+// alone cannot say which process died, and with MPI_ERRORS_RETURN the
+// detail would otherwise be lost. One code per distinct detail (they name
+// a rank and its failure, so there are few); past kMaxFailureCodes, the
+// class itself.
+constexpr std::size_t kMaxFailureCodes = 256;
+int failure_code(const std::string& detail) {
+  if (detail.empty()) return MPI_ERR_PROC_FAILED;
+  std::string text = "MPI_ERR_PROC_FAILED: a peer process failed (" + detail + ")";
+  if (text.size() >= MPI_MAX_ERROR_STRING) text.resize(MPI_MAX_ERROR_STRING - 1);
+  user_errors& u = uerr();
+  std::lock_guard g(u.mu);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < u.codes.size(); ++i) {
+    if (!u.codes[i].failure) continue;
+    if (u.codes[i].text == text) return MPI_ERR_LASTCODE + 1 + static_cast<int>(i);
+    ++n;
+  }
+  if (n >= kMaxFailureCodes) return MPI_ERR_PROC_FAILED;
+  const int code = MPI_ERR_LASTCODE + 1 + static_cast<int>(u.codes.size());
+  u.codes.push_back({MPI_ERR_PROC_FAILED, std::move(text), true});
   std::atomic_ref<int>(u.last).store(code);
   return code;
 }
@@ -150,11 +177,12 @@ int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) 
     }
     if (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size()) user = s.errhandlers[h - 3];
   }
-  if (h == MPI_ERRORS_RETURN) return code;
-  if (user) {
-    int e = code;
-    user(&handle, &e);
-    return code;
+  if (h == MPI_ERRORS_RETURN || user) {
+    // What the application gets to see: a dead peer's code names it.
+    const int ret = code == MPI_ERR_PROC_FAILED ? failure_code(detail) : code;
+    int e = ret;
+    if (user) user(&handle, &e);
+    return ret;
   }
   std::string line = "nmad MPI (rank " + std::to_string(s.world_rank) + "): " + fn + ": ";
   user_error ue;
@@ -227,7 +255,8 @@ int PMPI_Add_error_string(int errorcode, const char* string) {
   if (!string) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null string");
   if (std::strlen(string) >= MPI_MAX_ERROR_STRING)
     return mpi_raise(fn, nullptr, MPI_ERR_ARG, "string longer than MPI_MAX_ERROR_STRING - 1");
-  if (!find_user(errorcode, nullptr))
+  user_error ue;
+  if (!find_user(errorcode, &ue) || ue.failure)
     return mpi_raise(fn, nullptr, MPI_ERR_ARG,
                      "not a code added by MPI_Add_error_class/code: " + std::to_string(errorcode));
   user_errors& u = uerr();

@@ -441,10 +441,19 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
 }
 
 namespace {
-std::string probe_failure(int source, nmad::errc e) {
+// Names the dead: the rank probed, or (any source) the ranks that failed.
+std::string probe_failure(comm_obj* c, int source, nmad::errc e) {
   if (e != nmad::errc::peer_failed) return "invalid source";
-  return source == MPI_ANY_SOURCE ? "any-source probe: every other rank of the communicator failed"
-                                  : "rank " + std::to_string(source) + " of the communicator failed";
+  if (source != MPI_ANY_SOURCE) return "rank " + std::to_string(source) + " of the communicator failed";
+  std::string dead;
+  int n = 0;
+  for (int r = 0; r < c->size(); ++r) {
+    if (c->world_of[r] == st().session->rank() || st().session->peer_alive(c->world_of[r])) continue;
+    if (++n <= 8) dead += (dead.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (n > 8) dead += ", ...";
+  return "any-source probe: every other rank of the communicator failed (rank" + std::string(n > 1 ? "s " : " ") +
+         dead + ")";
 }
 }  // namespace
 
@@ -479,7 +488,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   const nmad::recv_status rs =
       st().session->probe(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), engine_mask(tag));
   if (rs.error != nmad::errc::ok)
-    return mpi_raise("MPI_Probe", c, from_errc(rs.error), probe_failure(source, rs.error));
+    return mpi_raise("MPI_Probe", c, from_errc(rs.error), probe_failure(c, source, rs.error));
   received_status(status, c, rs);
   return MPI_SUCCESS;
 }
@@ -545,7 +554,7 @@ int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_St
     return failed != nmad::errc::ok;
   });
   if (err != MPI_SUCCESS || flag) return err;
-  return mpi_raise("MPI_Mprobe", c, from_errc(failed), probe_failure(source, failed));
+  return mpi_raise("MPI_Mprobe", c, from_errc(failed), probe_failure(c, source, failed));
 }
 
 namespace {

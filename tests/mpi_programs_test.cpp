@@ -98,6 +98,84 @@ TEST_CASE("mpi proc_failed: a dead rank gives MPI_ERR_PROC_FAILED to the others;
   }
 }
 
+namespace {
+// A job in which some ranks die (_exit(3), no MPI_Finalize) while the others
+// are blocked on them. The launcher gives survivors 30 s before ending them,
+// so a survivor that waits for the dead instead of failing keeps the job
+// well past the 15 s bound checked here; the 150 s launcher timeout turns a
+// real hang into a failure rather than a stuck test. Checks the dead ranks'
+// status, the launcher's report naming them, and every survivor's PASS.
+nmad_test::run_result run_with_deaths(const std::string& prog, int nprocs, std::initializer_list<int> dead,
+                                      std::vector<std::pair<std::string, std::string>> env) {
+  env.emplace_back("NMAD_RUN_KILL_GRACE", "30");
+  auto r = run_mpi(prog, nprocs, env);
+  const int survivors = nprocs - static_cast<int>(dead.size());
+  if (r.timed_out || r.seconds >= 15 || count(r.out, "PASS " + prog + " rank") != survivors)
+    MESSAGE(prog << " took " << r.seconds << " s\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.seconds < 15);
+  CHECK(r.status == 3);  // the dead ranks' status (the worst)
+  for (int d : dead) CHECK(contains(r.err, "rank " + std::to_string(d) + " (pid"));
+  CHECK(count(r.out, "PASS " + prog + " rank") == survivors);
+  CHECK_FALSE(contains(r.out, "FAIL " + prog + ":"));
+  return r;
+}
+std::vector<std::pair<std::string, std::string>> driver_env(const char* driver) {
+  if (!*driver) return {};
+  return {{"NMAD_DRIVER", driver}};
+}
+}  // namespace
+
+TEST_CASE("mpi proc_failed_probe: Probe and Mprobe on a rank that dies fail with MPI_ERR_PROC_FAILED naming it") {
+  for (const char* driver : {"", "tcp"}) {
+    CAPTURE(driver);
+    auto r = run_with_deaths("proc_failed_probe", 3, {1, 2}, driver_env(driver));
+    // The program checks the class and that each string names the rank.
+    CHECK(count(r.out, ": MPI_ERR_PROC_FAILED: a peer process failed (rank ") == 4);
+  }
+}
+
+// The receive of 64 MiB is matched before the sender dies; it either got
+// all the data first or fails. Over tcp only: over shm the receiver can
+// wait forever when the sender dies right after starting the send (the
+// engine fails the gate when the driver refuses the rendezvous receive,
+// but not the receive it was set up for).
+TEST_CASE("mpi proc_failed_rdv: a matched rendezvous receive whose sender dies completes or fails, never hangs") {
+  for (const char* after_us : {"0", "2000", "30000"}) {
+    CAPTURE(after_us);
+    auto env = driver_env("tcp");
+    env.emplace_back("MPITEST_DIE_AFTER_US", after_us);
+    auto r = run_with_deaths("proc_failed_rdv", 2, {1}, env);
+    CHECK(count(r.out, "rank 0: receive completed with the right data") +
+              count(r.out, "rank 0: receive failed: MPI_ERR_PROC_FAILED: a peer process failed (rank 1 failed: ") ==
+          1);
+  }
+}
+
+TEST_CASE("mpi proc_failed_anysource: any-source Recv/Probe/Mprobe fail once every other rank is dead") {
+  for (const char* driver : {"", "tcp"}) {
+    CAPTURE(driver);
+    auto r = run_with_deaths("proc_failed_anysource", 3, {1, 2}, driver_env(driver));
+    CHECK(count(r.out, "every other rank") == 5);
+  }
+}
+
+TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast gives the survivors an error, never a hang") {
+  for (const char* coll : {"allreduce", "bcast"})
+    for (const char* driver : {"", "tcp"})
+      for (const char* after_us : {"0", "20000"}) {
+        CAPTURE(coll);
+        CAPTURE(driver);
+        CAPTURE(after_us);
+        auto env = driver_env(driver);
+        env.emplace_back("MPITEST_COLL", coll);
+        env.emplace_back("MPITEST_DIE_AFTER_US", after_us);
+        auto r = run_with_deaths("proc_failed_coll", 4, {2}, env);
+        CHECK(count(r.out, " completed\n") + count(r.out, " failed: MPI_ERR_PROC_FAILED: a peer process failed (") ==
+              3);
+      }
+}
+
 TEST_CASE("mpi abort: MPI_Abort ends the job with the given code, naming the rank") {
   auto r = run_mpi("abort", 3);
   CHECK(r.status == 7);

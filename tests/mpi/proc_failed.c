@@ -28,5 +28,6 @@ int main(int argc, char** argv) {
   int len;
   MPI_Error_string(err, text, &len);
   printf("rank %d saw: %s\n", mt_rank, text);
+  CHECK(strstr(text, "rank 1 ") != NULL, "the error string '%s' does not name rank 1", text);
   return mt_pass();
 }

@@ -1,0 +1,73 @@
+/* A blocking collective during which a member dies: rank 2 enters it too,
+ * and a timer ($MPITEST_DIE_AFTER_US microseconds, default 0) kills it
+ * there (_exit from the signal handler, no MPI_Finalize). $MPITEST_COLL
+ * chooses the collective: "allreduce" (MPI_SUM of 16 MiB of doubles, the
+ * default) or "bcast" (16 MiB from rank 0). With MPI_ERRORS_RETURN every
+ * survivor either gets MPI_ERR_PROC_FAILED, whose string names a failed
+ * rank (the dead one, or one that gave up because of it), or - if what it
+ * needed was all in before the death - completes with the right data. No
+ * survivor waits forever. */
+#include <signal.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "mpitest.h"
+
+#define N (2L << 20) /* doubles: 16 MiB */
+#define DYING 2
+
+static void die(int sig) {
+  (void)sig;
+  _exit(3);
+}
+
+int main(int argc, char** argv) {
+  mt_start("proc_failed_coll", &argc, &argv);
+  CHECK(mt_size >= 3, "needs 3+ processes");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const char* d = getenv("MPITEST_DIE_AFTER_US");
+  const long die_after_us = d ? atol(d) : 0;
+  const char* coll = getenv("MPITEST_COLL");
+  const int bcast = coll && strcmp(coll, "bcast") == 0;
+  double* in = malloc(N * sizeof(double));
+  double* out = malloc(N * sizeof(double));
+  CHECK(in && out, "out of memory");
+  for (long i = 0; i < N; ++i) {
+    in[i] = (double)(mt_rank + 1) * (double)(i % 1000);
+    out[i] = -1;
+  }
+  MPI_Barrier(MPI_COMM_WORLD); /* everyone connected before the death */
+  if (mt_rank == DYING) {
+    signal(SIGALRM, die);
+    struct itimerval t = {{0, 0}, {die_after_us / 1000000, die_after_us % 1000000}};
+    if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+    setitimer(ITIMER_REAL, &t, NULL);
+  }
+  int err = bcast ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
+                  : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (mt_rank == DYING)
+    for (;;) pause(); /* done before the timer: die anyway */
+  const char* what = bcast ? "MPI_Bcast" : "MPI_Allreduce";
+  if (err == MPI_SUCCESS) {
+    /* Possible only when this rank got all it needed before the death. */
+    const double sum = (double)mt_size * (mt_size + 1) / 2;
+    for (long i = 0; i < N; ++i) {
+      const double want = bcast ? (mt_rank == 0 ? in[i] : (double)(i % 1000)) : sum * (double)(i % 1000);
+      CHECK((bcast && mt_rank == 0 ? in[i] : out[i]) == want, "%s succeeded but element %ld is %g, not %g", what, i,
+            out[i], want);
+    }
+    printf("rank %d: %s completed\n", mt_rank, what);
+  } else {
+    int cls = -1;
+    MPI_Error_class(err, &cls);
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(err, text, &len);
+    printf("rank %d: %s failed: %s\n", mt_rank, what, text);
+    CHECK(cls == MPI_ERR_PROC_FAILED, "%s: error %d (class %d): %s", what, err, cls, text);
+    CHECK(strstr(text, "rank ") != NULL, "%s: '%s' names no rank", what, text);
+  }
+  free(in);
+  free(out);
+  return mt_pass();
+}
