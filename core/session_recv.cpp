@@ -377,8 +377,14 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         const post_result res = slot.drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
         slot.lock.unlock();
         if (res != post_result::posted) {
+          // (A connection the driver already knows broken: its failure is
+          // reported from poll; this receive is not on any list the gate's
+          // clean-up walks, so it fails here.)
           delete rr;
           fail_gate(g, "the driver refused a rendezvous receive");
+          m.failed = true;
+          m.fail_reason = peer_name(g) + " failed: " + g.fail_reason;
+          fail_request(r, errc::peer_failed, m.fail_reason);
           return;
         }
         g.rdv_in[rr->cookie] = rr;
@@ -501,7 +507,7 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     return r.error;
   }
   setup_recv(r, source, tag, mask, buf, len, sealed);
-  std::lock_guard ml(_match_lock);
+  std::unique_lock ml(_match_lock);
   // An unexpected message that matches is taken first (arrival order).
   if (unexpected_message* u = _match.first_unexpected(source, tag, mask)) {
     _match.remove_unexpected(*u);
@@ -513,7 +519,20 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     return errc::peer_failed;
   }
   if (source == any_source && no_live_peer()) {
-    fail_request(r, errc::peer_failed, "any-source receive: every other rank failed");
+    // Only this process can still send it one: what it sent itself may be
+    // in the self driver still (one progress round delivers it).
+    ml.unlock();
+    progress_now();
+    ml.lock();
+    if (unexpected_message* u = _match.first_unexpected(source, tag, mask)) {
+      _match.remove_unexpected(*u);
+      take_unexpected(r, *u);
+      return errc::ok;
+    }
+    std::string dead;
+    for (const auto& g : _gates)
+      if (g->rank != _rank) dead += (dead.empty() ? "" : ", ") + std::to_string(g->rank);
+    fail_request(r, errc::peer_failed, "any-source receive: every other rank failed (ranks " + dead + ")");
     return errc::peer_failed;
   }
   _match.post(r);

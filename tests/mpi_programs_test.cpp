@@ -136,14 +136,13 @@ TEST_CASE("mpi proc_failed_probe: Probe and Mprobe on a rank that dies fail with
 }
 
 // The receive of 64 MiB is matched before the sender dies; it either got
-// all the data first or fails. Over tcp only: over shm the receiver can
-// wait forever when the sender dies right after starting the send (the
-// engine fails the gate when the driver refuses the rendezvous receive,
-// but not the receive it was set up for).
+// all the data first (pulled over shm, pushed over tcp) or fails.
 TEST_CASE("mpi proc_failed_rdv: a matched rendezvous receive whose sender dies completes or fails, never hangs") {
+  for (const char* driver : {"", "tcp"})
   for (const char* after_us : {"0", "2000", "30000"}) {
+    CAPTURE(driver);
     CAPTURE(after_us);
-    auto env = driver_env("tcp");
+    auto env = driver_env(driver);
     env.emplace_back("MPITEST_DIE_AFTER_US", after_us);
     auto r = run_with_deaths("proc_failed_rdv", 2, {1}, env);
     CHECK(count(r.out, "rank 0: receive completed with the right data") +
