@@ -3,6 +3,7 @@
 
 #include "api/nmad/nmad.hpp"
 #include "core/common/log.hpp"
+#include "core/session_factory.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {
@@ -43,7 +44,10 @@ recv_status request::status() const {
 session::session(std::unique_ptr<session_impl> impl) : _impl(std::move(impl)) {}
 session::~session() = default;
 
-std::unique_ptr<session> session::create(const session_options& opts) {
+// session::create itself is not here: it belongs to the library that
+// bundles the engine with its drivers (libnmad/session_create.cpp), which
+// registers them and then opens the session through the factory.
+std::unique_ptr<session> session_factory::open(const session_options& opts) {
   return std::unique_ptr<session>(new session(std::make_unique<session_impl>(opts)));
 }
 

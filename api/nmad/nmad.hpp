@@ -55,6 +55,7 @@ class session_impl;
 class session;
 struct unexpected_message;
 struct request_storage;  // engine side (core/request.hpp)
+struct session_factory;  // engine side (core/session_factory.hpp)
 
 // Options of a send.
 enum class send_flags : unsigned {
@@ -151,7 +152,8 @@ struct session_options {
 class session {
  public:
   // Joins the job described by the environment (see core/bootstrap). Throws
-  // std::runtime_error with a clear message if that fails.
+  // std::runtime_error with a clear message if that fails. Registers the
+  // drivers bundled with libnmad first (once per process).
   static std::unique_ptr<session> create(const session_options& opts = {});
   ~session();
 
@@ -233,6 +235,7 @@ class session {
   session_impl& impl() { return *_impl; }
 
  private:
+  friend struct session_factory;
   explicit session(std::unique_ptr<session_impl> impl);
   std::unique_ptr<session_impl> _impl;
 };
