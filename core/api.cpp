@@ -3,22 +3,40 @@
 
 #include "api/nmad/nmad.hpp"
 #include "core/common/log.hpp"
+#include "core/session_factory.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {
 
+// ---- request: the engine's state in the request's opaque storage ------------------
+
+request::request() { request_storage::construct(*this)->owner = this; }
+
 request::~request() {
-  if (!_state.is_complete())
+  request_state& s = state_of(*this);
+  if (!s.is_complete())
     log_write(log_level::error, "api", "a pending request was destroyed; its buffer may still be written");
+  s.~request_state();
 }
 
+void request::on_complete(callback fn, void* arg) {
+  request_state& s = state_of(*this);
+  s.cb = fn;
+  s.cb_arg = arg;
+}
+
+bool request::completed() const { return state_of(*this).is_complete(); }
+errc request::error() const { return state_of(*this).error; }
+const std::string& request::error_message() const { return state_of(*this).error_message; }
+
 recv_status request::status() const {
+  const request_state& s = state_of(*this);
   recv_status st;
-  st.error = _state.error;
-  if (_state.type == request_state::kind::recv && _state.matched) {
-    st.source = _state.msg.source;
-    st.tag = _state.msg.tag;
-    st.length = _state.msg.total == message_state::unknown ? 0 : std::min(_state.msg.total, _state.capacity);
+  st.error = s.error;
+  if (s.type == request_state::kind::recv && s.matched) {
+    st.source = s.msg.source;
+    st.tag = s.msg.tag;
+    st.length = s.msg.total == message_state::unknown ? 0 : std::min(s.msg.total, s.capacity);
   }
   return st;
 }
@@ -26,7 +44,10 @@ recv_status request::status() const {
 session::session(std::unique_ptr<session_impl> impl) : _impl(std::move(impl)) {}
 session::~session() = default;
 
-std::unique_ptr<session> session::create(const session_options& opts) {
+// session::create itself is not here: it belongs to the library that
+// bundles the engine with its drivers (libnmad/session_create.cpp), which
+// registers them and then opens the session through the factory.
+std::unique_ptr<session> session_factory::open(const session_options& opts) {
   return std::unique_ptr<session>(new session(std::make_unique<session_impl>(opts)));
 }
 
@@ -37,17 +58,15 @@ errc session::set_strategy(std::string_view name) { return _impl->set_strategy(n
 
 errc session::isend(int dest, tag_t tag, const void* buf, std::size_t len, request& req,
                     send_flags flags) {
-  req._state.owner = &req;
-  return _impl->isend(dest, tag, buf, len, req._state, flags);
+  return _impl->isend(dest, tag, buf, len, state_of(req), flags);
 }
 
 errc session::irecv(int source, tag_t tag, void* buf, std::size_t len, request& req, tag_t mask) {
-  req._state.owner = &req;
-  return _impl->irecv(source, tag, mask, buf, len, req._state);
+  return _impl->irecv(source, tag, mask, buf, len, state_of(req));
 }
 
-bool session::test(request& req) { return _impl->test(req._state); }
-errc session::wait(request& req) { return _impl->wait(req._state); }
+bool session::test(request& req) { return _impl->test(state_of(req)); }
+errc session::wait(request& req) { return _impl->wait(state_of(req)); }
 int session::wait_any(std::span<request* const> reqs) { return _impl->wait_any(reqs); }
 
 bool session::iprobe(int source, tag_t tag, recv_status& st, tag_t mask) {
@@ -70,8 +89,7 @@ bool session::improbe(int source, tag_t tag, recv_status& st, message_handle& ms
 }
 
 errc session::imrecv(message_handle& msg, void* buf, std::size_t len, request& req) {
-  req._state.owner = &req;
-  errc e = _impl->imrecv(msg._msg, buf, len, req._state);
+  errc e = _impl->imrecv(msg._msg, buf, len, state_of(req));
   if (e == errc::ok) msg._msg = nullptr;
   return e;
 }
@@ -80,7 +98,7 @@ int session::add_progress_task(int (*fn)(void*), void* arg) { return _impl->add_
 void session::remove_progress_task(int id) { _impl->remove_progress_task(id); }
 void session::abort(int exit_code, const std::string& message) { _impl->abort(exit_code, message); }
 
-bool session::cancel(request& req) { return _impl->cancel(req._state); }
+bool session::cancel(request& req) { return _impl->cancel(state_of(req)); }
 int session::progress() { return _impl->progress(); }
 session_stats session::stats() const { return _impl->stats(); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
@@ -90,9 +108,8 @@ std::string session::driver_name() const { return _impl->driver_name(); }
 // ---- pack / unpack ---------------------------------------------------------------
 
 pack_connection::pack_connection(session& s, int dest, tag_t tag) : _session(s) {
-  _req._state.owner = &_req;
-  errc e = s.impl().pack_begin(dest, tag, _req._state);
-  if (e == errc::invalid_argument) throw std::invalid_argument(_req._state.error_message);
+  errc e = s.impl().pack_begin(dest, tag, state_of(_req));
+  if (e == errc::invalid_argument) throw std::invalid_argument(state_of(_req).error_message);
 }
 
 pack_connection::~pack_connection() {
@@ -101,19 +118,18 @@ pack_connection::~pack_connection() {
 
 errc pack_connection::pack(const void* buf, std::size_t len, pack_mode mode) {
   if (_ended) return errc::invalid_argument;
-  return _session.impl().pack_piece(_req._state, buf, len, mode);
+  return _session.impl().pack_piece(state_of(_req), buf, len, mode);
 }
 
 errc pack_connection::end() {
   if (_ended) return _req.error();
   _ended = true;
-  return _session.impl().pack_end(_req._state);
+  return _session.impl().pack_end(state_of(_req));
 }
 
 unpack_connection::unpack_connection(session& s, int source, tag_t tag) : _session(s) {
-  _req._state.owner = &_req;
-  errc e = s.impl().irecv(source, tag, full_mask, nullptr, 0, _req._state, /*sealed=*/false);
-  if (e == errc::invalid_argument) throw std::invalid_argument(_req._state.error_message);
+  errc e = s.impl().irecv(source, tag, full_mask, nullptr, 0, state_of(_req), /*sealed=*/false);
+  if (e == errc::invalid_argument) throw std::invalid_argument(state_of(_req).error_message);
 }
 
 unpack_connection::~unpack_connection() {
@@ -122,13 +138,13 @@ unpack_connection::~unpack_connection() {
 
 errc unpack_connection::unpack(void* buf, std::size_t len, pack_mode mode) {
   if (_ended) return errc::invalid_argument;
-  return _session.impl().unpack_piece(_req._state, buf, len, mode);
+  return _session.impl().unpack_piece(state_of(_req), buf, len, mode);
 }
 
 errc unpack_connection::end() {
   if (_ended) return _req.error();
   _ended = true;
-  return _session.impl().unpack_end(_req._state);
+  return _session.impl().unpack_end(state_of(_req));
 }
 
 int unpack_connection::source() const { return _req.status().source; }

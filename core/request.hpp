@@ -1,15 +1,20 @@
 #pragma once
-// Engine-side state of a request (embedded in nmad::request, so starting a
-// request never allocates). A request is either a send (one message made of
-// one or more pieces queued on a gate's collect list) or a receive (a posted
-// match pattern, then the state of the message it matched).
+// Engine-side state of a request. It lives inside the opaque storage of
+// the application's nmad::request (constructed by request's constructor in
+// core/api.cpp, so starting a request never allocates); the engine reaches
+// it only through state_of(request&), and from the state back through
+// `owner`. A request is either a send (one message made of one or more
+// pieces queued on a gate's collect list) or a receive (a posted match
+// pattern, then the state of the message it matched).
 #include <atomic>
 #include <boost/intrusive/list.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "api/nmad/nmad.hpp"
 #include "core/collect/chunk_entry.hpp"
 #include "core/common/errc.hpp"
 
@@ -145,5 +150,24 @@ struct request_state {
   bool ask_deferred = false;         // on its gate's ask_again list
   message_state msg;                 // valid once matched
 };
+
+// The engine's way into a request's opaque storage (a friend of
+// nmad::request). The public header fixes the storage's size and alignment;
+// these checks fail the build, not the ABI, when the state outgrows it.
+struct request_storage {
+  static_assert(sizeof(request_state) <= request::storage_size,
+                "request_state outgrew nmad::request's storage: raise request::storage_size (an ABI change)");
+  static_assert(alignof(request_state) <= alignof(std::max_align_t),
+                "request_state needs more alignment than nmad::request's storage has");
+
+  static request_state* construct(request& r) { return ::new (static_cast<void*>(r._storage)) request_state; }
+  static request_state& of(request& r) noexcept { return *std::launder(reinterpret_cast<request_state*>(r._storage)); }
+  static const request_state& of(const request& r) noexcept {
+    return *std::launder(reinterpret_cast<const request_state*>(r._storage));
+  }
+};
+
+inline request_state& state_of(request& r) noexcept { return request_storage::of(r); }
+inline const request_state& state_of(const request& r) noexcept { return request_storage::of(r); }
 
 }  // namespace nmad

@@ -9,7 +9,7 @@
 
 #include "core/common/log.hpp"
 #include "core/session_impl.hpp"
-#include "drivers/self/self_driver.hpp"
+#include "core/transfer/driver.hpp"
 
 namespace nmad {
 namespace {
@@ -68,6 +68,29 @@ std::string list_names(auto registry) {
     s += d.name;
   }
   return s;
+}
+
+// The drivers a session may use for its peers: every registered one but
+// loopback drivers (chosen by that capability, not by name).
+std::vector<driver_descriptor> network_drivers() {
+  std::vector<driver_descriptor> out;
+  for (const driver_descriptor& d : driver_registry())
+    if (!d.loopback) out.push_back(d);
+  return out;
+}
+
+const driver_descriptor* find_network_driver(std::string_view name) {
+  const driver_descriptor* d = find_driver(name);
+  return d && !d->loopback ? d : nullptr;
+}
+
+// The driver of the session's own gate: the first registered loopback one.
+const driver_descriptor& loopback_driver() {
+  for (const driver_descriptor& d : driver_registry())
+    if (d.loopback) return d;
+  throw std::runtime_error(
+      "nmad: no loopback driver registered (drivers are registered by register_builtin_drivers(), "
+      "which session::create calls: link //libnmad:nmad, not only //core:engine)");
 }
 
 }  // namespace
@@ -193,7 +216,7 @@ void session_impl::open_drivers(const session_options& opts) {
     slot->drv->open(cfg);
     _slots.push_back(std::move(slot));
   };
-  open_one(make_self_driver());
+  open_one(loopback_driver().create());
   if (opts.driver.find('+') != std::string::npos) {
     // Several rails: every listed driver opens (in this order: track 0 is
     // the first that reaches a peer), a name may repeat (tcp+tcp).
@@ -203,10 +226,10 @@ void session_impl::open_drivers(const session_options& opts) {
       const std::size_t plus = rest.find('+');
       const std::string name = rest.substr(0, plus);
       rest = plus == std::string::npos ? "" : rest.substr(plus + 1);
-      const driver_descriptor* d = find_driver(name);
+      const driver_descriptor* d = find_network_driver(name);
       if (!d)
         throw std::runtime_error("nmad: unknown driver '" + name + "' in '" + opts.driver +
-                                 "' (available: " + list_names(driver_registry()) + ")");
+                                 "' (available: " + list_names(network_drivers()) + ")");
       int instance = 0;
       for (const auto& sl : _slots)
         if (sl->drv->caps().name == name) ++instance;
@@ -216,16 +239,16 @@ void session_impl::open_drivers(const session_options& opts) {
     return;
   }
   if (opts.driver != "auto") {
-    const driver_descriptor* d = find_driver(opts.driver);
+    const driver_descriptor* d = find_network_driver(opts.driver);
     if (!d)
       throw std::runtime_error("nmad: unknown driver '" + opts.driver +
-                               "' (available: auto, " + list_names(driver_registry()) + ")");
+                               "' (available: auto, " + list_names(network_drivers()) + ")");
     open_one(d->create());
     return;
   }
   // auto: every driver that opens here; per peer, the lowest-latency one
   // that can reach it (decided in choose_slot).
-  for (const auto& d : driver_registry()) {
+  for (const auto& d : network_drivers()) {
     try {
       open_one(d.create());
     } catch (const std::exception& e) {
@@ -282,7 +305,7 @@ void session_impl::connect_all(int timeout_ms) {
     }
   {
     std::lock_guard dl(_slots[0]->lock);
-    _slots[0]->drv->connect(_rank, "self");
+    _slots[0]->drv->connect(_rank, _slots[0]->drv->local_address());
   }
   _connecting = true;
   struct done_connecting {
@@ -442,7 +465,7 @@ std::string session_impl::driver_name() const {
     for (const track& t : g->tracks) n += (n.empty() ? "" : "+") + std::string(t.slot->drv->caps().name);
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }
-  if (names.empty()) return _slots.size() > 1 ? std::string(_slots[1]->drv->caps().name) : "self";
+  if (names.empty()) return std::string(_slots[_slots.size() > 1 ? 1 : 0]->drv->caps().name);
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
   return out;

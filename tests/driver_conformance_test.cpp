@@ -1,4 +1,5 @@
-// Conformance test of every driver in nmad::driver_registry(): two (or three)
+// Conformance test of every network driver of the build (those
+// drivers/builtin.cpp registers, but the loopback one): two (or three)
 // driver instances live in this one process, each with its own event
 // recorder, and are polled in turn from one thread. Every wait is bounded
 // (kLimit): a driver that hangs fails a check instead of hanging the test.
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "core/transfer/driver.hpp"
+#include "drivers/builtin.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
 
 namespace {
@@ -35,6 +37,18 @@ using nmad::driver;
 using nmad::post_result;
 using steady = std::chrono::steady_clock;
 namespace wire = nmad::tcp_wire;
+
+// Registered before any test runs, as libnmad's session::create would.
+const bool kRegistered = (nmad::register_builtin_drivers(), true);
+
+// The drivers under test: the registered network drivers (the loopback one
+// reaches only its own process, so pairs of it cannot be formed).
+std::vector<nmad::driver_descriptor> network_drivers() {
+  std::vector<nmad::driver_descriptor> out;
+  for (const auto& d : nmad::driver_registry())
+    if (!d.loopback) out.push_back(d);
+  return out;
+}
 
 constexpr auto kLimit = 10s;
 const std::string kKey = "conformance-job-key-0123456789";
@@ -153,6 +167,7 @@ std::vector<std::byte> round_trip(pair_fixture& p, driver& from, connection_id c
 }  // namespace
 
 TEST_CASE("registry: an explicit list that find_driver searches") {
+  REQUIRE(kRegistered);
   auto all = nmad::driver_registry();
   REQUIRE(!all.empty());
   CHECK(nmad::find_driver("tcp") != nullptr);
@@ -163,10 +178,19 @@ TEST_CASE("registry: an explicit list that find_driver searches") {
     CHECK(nmad::find_driver(d.name) == &d);
     CHECK(d.create() != nullptr);
   }
+  // Exactly one loopback driver (the self driver every session opens).
+  CHECK(std::count_if(all.begin(), all.end(), [](const auto& d) { return d.loopback; }) == 1);
+  CHECK(!network_drivers().empty());
+  // Registering again changes nothing: same entries, same addresses.
+  const auto* tcp = nmad::find_driver("tcp");
+  nmad::register_builtin_drivers();
+  CHECK(nmad::driver_registry().size() == all.size());
+  CHECK(nmad::find_driver("tcp") == tcp);
+  CHECK(!nmad::register_driver(*tcp));
 }
 
 TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     const nmad::driver_caps& c = p.a->caps();
@@ -214,7 +238,7 @@ TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {
 }
 
 TEST_CASE("connect: both sides report the right peer ranks") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     {  // rank 1 connects to rank 0
       pair_fixture p(d);
@@ -259,7 +283,7 @@ TEST_CASE("connect: both sides report the right peer ranks") {
 }
 
 TEST_CASE("connect: posting too early retries; a dead or foreign peer fails") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     recorder ea, eb;
     auto a = open_driver(d, 0, 2, ea), b = open_driver(d, 1, 2, eb);
@@ -299,7 +323,7 @@ TEST_CASE("connect: posting too early retries; a dead or foreign peer fails") {
 }
 
 TEST_CASE("packet round trip with 3-entry gather lists") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     std::vector<std::vector<std::byte>> parts = {make_bytes(5, 1), make_bytes(1000, 2),
@@ -320,7 +344,7 @@ TEST_CASE("packet round trip with 3-entry gather lists") {
 }
 
 TEST_CASE("1000 packets arrive in order with the right contents") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     constexpr std::size_t kCount = 1000;
@@ -347,7 +371,7 @@ TEST_CASE("1000 packets arrive in order with the right contents") {
 }
 
 TEST_CASE("max-size packet; larger is refused without harm") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     const std::size_t max = p.b->caps().max_packet_size;
@@ -365,7 +389,7 @@ TEST_CASE("max-size packet; larger is refused without harm") {
 }
 
 TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     const std::size_t n = 8 << 20;
@@ -404,7 +428,7 @@ TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
 // the peer's bytes itself (into a scattered list), the completion comes
 // from poll(), the peer takes no part. Drivers without it refuse post_get.
 TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or is refused") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     const std::size_t n = (3 << 20) + 5;
@@ -432,7 +456,7 @@ TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or
 }
 
 TEST_CASE("several cookies posted out of order, mixed with packets") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     const std::uint64_t cookies[] = {7, 3, 11, 5, 0};
@@ -476,7 +500,7 @@ TEST_CASE("several cookies posted out of order, mixed with packets") {
 }
 
 TEST_CASE("a chain of sends posted from on_send_done never stalls on the in-flight limit") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     // The engine posts its next packet from the completion of the previous
@@ -498,7 +522,7 @@ TEST_CASE("a chain of sends posted from on_send_done never stalls on the in-flig
 }
 
 TEST_CASE("callbacks may re-enter the driver (rendezvous driven from on_packet)") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     // b announces a transfer (RTS); a posts the receive and answers (RTR)
@@ -528,7 +552,7 @@ TEST_CASE("callbacks may re-enter the driver (rendezvous driven from on_packet)"
 }
 
 TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     std::vector<std::byte> room(1 << 20), bytes = make_bytes(1 << 20, 1);
@@ -550,7 +574,7 @@ TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
 }
 
 TEST_CASE("close_connection is silent locally and fails the peer's side") {
-  for (const auto& d : nmad::driver_registry()) {
+  for (const auto& d : network_drivers()) {
     INFO("driver ", std::string(d.name));
     pair_fixture p(d);
     p.a->close_connection(p.a2b);

@@ -9,6 +9,7 @@
 
 #include "core/strategy/strategy.hpp"
 #include "core/transfer/driver.hpp"
+#include "drivers/builtin.hpp"
 
 namespace {
 
@@ -20,10 +21,14 @@ struct null_events final : nmad::driver_events {
   void on_connection_failed(nmad::connection_id, std::string_view) override {}
 };
 
+// The drivers of this build, as libnmad's session::create registers them
+// (drivers/builtin.cpp), in registration order.
 void print_drivers() {
+  nmad::register_builtin_drivers();
   std::printf("Drivers:\n");
   for (const auto& d : nmad::driver_registry()) {
-    std::printf("  %-8s %s\n", std::string(d.name).c_str(), std::string(d.description).c_str());
+    std::printf("  %-8s %s%s\n", std::string(d.name).c_str(), std::string(d.description).c_str(),
+                d.loopback ? " [loopback: this process only]" : "");
     try {
       null_events ev;
       auto drv = d.create();

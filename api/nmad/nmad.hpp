@@ -14,6 +14,11 @@
 // sent within an *ordering domain*: tags that agree on
 // options::ordering_mask (default: all bits, i.e. per (peer, tag) order).
 //
+// This header and the two it includes (errc.hpp, wait_policy.hpp) are the
+// whole public interface: no engine header is reachable from here, and a
+// request is opaque fixed-size storage the engine constructs its state in,
+// so the engine's internals can change without changing libnmad.so's ABI.
+//
 // Requests are owned by the caller, must not move while pending, and are
 // completed by progress (test, wait, wait_any, probe, or any other call that
 // polls). Buffers of a pending request belong to the engine until it
@@ -37,9 +42,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/common/errc.hpp"
-#include "core/common/wait_policy.hpp"
-#include "core/request.hpp"
+#include "errc.hpp"
+#include "wait_policy.hpp"
 
 namespace nmad {
 
@@ -50,6 +54,8 @@ constexpr tag_t full_mask = ~tag_t{0};
 class session_impl;
 class session;
 struct unexpected_message;
+struct request_storage;  // engine side (core/request.hpp)
+struct session_factory;  // engine side (core/session_factory.hpp)
 
 // Options of a send.
 enum class send_flags : unsigned {
@@ -80,10 +86,19 @@ struct recv_status {
 };
 
 // One send or receive. Reusable after completion.
+//
+// Opaque: the engine's state of the request lives in _storage, constructed
+// by the constructor and destroyed by the destructor (both in libnmad.so),
+// so its layout is the engine's business; only sizeof/alignof(request) are
+// part of the ABI. Every accessor is a call into the library.
 class request {
  public:
   using callback = void (*)(request& req, void* arg);
-  request() = default;
+  // Bytes reserved for the engine's state (checked by the engine at build
+  // time, with room for it to grow without an ABI change).
+  static constexpr std::size_t storage_size = 1024;
+
+  request();
   request(const request&) = delete;
   request& operator=(const request&) = delete;
   ~request();  // a request must be complete (or never started) when destroyed
@@ -92,23 +107,17 @@ class request {
   // engine's locks, just before completed() turns true (so the callback
   // may start other requests or wait, but not restart this one). Another
   // thread must not destroy the request before completed() is true.
-  void on_complete(callback fn, void* arg) {
-    _state.cb = fn;
-    _state.cb_arg = arg;
-  }
-  bool completed() const { return _state.is_complete(); }
-  errc error() const { return _state.error; }
+  void on_complete(callback fn, void* arg);
+  bool completed() const;
+  errc error() const;
   // Names the failure: peer, sizes, reason. Empty on success.
-  const std::string& error_message() const { return _state.error_message; }
+  const std::string& error_message() const;
   // For receives: source, tag and length of the message received.
   recv_status status() const;
 
  private:
-  friend class session_impl;
-  friend class session;
-  friend class pack_connection;
-  friend class unpack_connection;
-  request_state _state;
+  friend struct request_storage;
+  alignas(std::max_align_t) std::byte _storage[storage_size];
 };
 
 // Engine statistics (monotonic counters since session start).
@@ -143,7 +152,8 @@ struct session_options {
 class session {
  public:
   // Joins the job described by the environment (see core/bootstrap). Throws
-  // std::runtime_error with a clear message if that fails.
+  // std::runtime_error with a clear message if that fails. Registers the
+  // drivers bundled with libnmad first (once per process).
   static std::unique_ptr<session> create(const session_options& opts = {});
   ~session();
 
@@ -225,6 +235,7 @@ class session {
   session_impl& impl() { return *_impl; }
 
  private:
+  friend struct session_factory;
   explicit session(std::unique_ptr<session_impl> impl);
   std::unique_ptr<session_impl> _impl;
 };

@@ -197,13 +197,33 @@ class driver {
   virtual void disarm_wakeup(std::span<const pollfd> mine) {}
 };
 
-// The explicit list of drivers this build has (drivers/registry.cpp).
+// ---- the driver registry ----------------------------------------------------
+// How drivers reach the engine. The core links no driver: the code that
+// bundles the core with drivers registers each driver it was built with,
+// explicitly and in one place (drivers/builtin.cpp, called by
+// session::create in libnmad/session_create.cpp), before the first session
+// opens. A session then chooses among the registered drivers by what they
+// are (loopback or network) and by their caps, never by a compiled-in list.
+//
+// The table is owned by the core (core/transfer/registry.cpp): append-only,
+// fixed capacity, so a span or pointer it handed out stays valid for the
+// life of the process. All three functions are thread-safe; a driver
+// registered while a session opens may or may not be seen by that session.
 struct driver_descriptor {
-  std::string_view name;
+  std::string_view name;         // static storage (a literal): kept as is
   std::string_view description;
   std::unique_ptr<driver> (*create)();
+  // Reaches only this process itself (the self driver): every session
+  // opens the first registered one for its own gate; it is never chosen
+  // for a peer, listed as a network driver, or named in NMAD_DRIVER.
+  bool loopback = false;
 };
+// Adds `d` in registration order. False (and nothing added) when a driver
+// of that name is registered already or the table is full (see the log).
+bool register_driver(const driver_descriptor& d);
+// Every registered driver, in registration order.
 std::span<const driver_descriptor> driver_registry();
+// The registered driver called `name`, or null.
 const driver_descriptor* find_driver(std::string_view name);
 
 }  // namespace nmad
