@@ -141,7 +141,8 @@ class session_impl final : private wait_engine {
    public:
     explicit engine_scope(const session_impl& s) : _s(const_cast<session_impl&>(s)) { ++t_depth; }
     ~engine_scope() {
-      if (--t_depth == 0) _s.leave_engine();
+      if (--t_depth == 0 && (_s._pending_any.load(std::memory_order_acquire) || !t_deferred.empty()))
+        _s.leave_engine();
     }
     engine_scope(const engine_scope&) = delete;
     engine_scope& operator=(const engine_scope&) = delete;
@@ -239,7 +240,18 @@ class session_impl final : private wait_engine {
   bool no_live_peer() const;  // every other rank failed (size > 1)
   std::string peer_name(const gate& g) const;
 
-  static thread_local int t_depth;         // engine_scopes open on this thread
+  // Engine scopes open on this thread. Thread-locals on the message path
+  // use the initial-exec model: a plain %fs-relative access instead of a
+  // __tls_get_addr call (the libraries are loaded with the program; these
+  // few bytes also fit the static TLS a later dlopen may use).
+  [[gnu::tls_model("initial-exec")]] static thread_local int t_depth;
+  // Completions whose callback has not run yet (run when the thread
+  // leaves the engine, see engine_scope).
+  struct deferred_completion {
+    session_impl* s;
+    request_state* r;
+  };
+  [[gnu::tls_model("initial-exec")]] static thread_local std::vector<deferred_completion> t_deferred;
   thread_level _level = thread_level::multiple;
   bool _threaded = true;                   // _level == multiple
   mutable domain_mutex _match_lock;        // LOCK ORDER 2

@@ -10,19 +10,6 @@
 
 namespace nmad {
 
-namespace {
-// Completions whose callback has not run yet, per thread (run when the
-// thread leaves the engine, see engine_scope).
-struct deferred_completion {
-  session_impl* s;
-  request_state* r;
-};
-std::vector<deferred_completion>& t_deferred() {
-  thread_local std::vector<deferred_completion> v;
-  return v;
-}
-}  // namespace
-
 // ---- driver events: route to the engine ------------------------------------
 
 void driver_slot::on_connected(connection_id conn, int peer_rank) { engine->connected(*this, conn, peer_rank); }
@@ -79,7 +66,8 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
 
 // ---- progress ----------------------------------------------------------------
 
-thread_local int session_impl::t_depth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int session_impl::t_depth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local std::vector<session_impl::deferred_completion> session_impl::t_deferred;
 
 int session_impl::progress() {
   engine_scope scope(*this);
@@ -117,7 +105,7 @@ void session_impl::leave_engine() {
     flush_pending();
     --t_depth;
   }
-  if (!t_deferred().empty()) run_deferred();
+  if (!t_deferred.empty()) run_deferred();
 }
 
 void session_impl::defer_schedule(gate& g) {
@@ -172,8 +160,8 @@ int session_impl::progress_round() {
 // the counts kept here (one arm per thread at a time: thread_local). A
 // driver another thread is polling makes the answer busy (poll again).
 namespace {
-thread_local std::vector<std::size_t> t_arm_counts;
-thread_local std::vector<bool> t_armed;
+[[gnu::tls_model("initial-exec")]] thread_local std::vector<std::size_t> t_arm_counts;
+[[gnu::tls_model("initial-exec")]] thread_local std::vector<bool> t_armed;
 }  // namespace
 
 arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) {
@@ -415,7 +403,7 @@ void session_impl::send_done(packet_wrapper* pw) {
 void session_impl::complete(request_state& r) {
   if (r.cb && r.owner) {
     r.finishing = true;
-    t_deferred().push_back({this, &r});
+    t_deferred.push_back({this, &r});
     if (t_depth == 0) run_deferred();  // not inside the engine: no lock held
     return;
   }
@@ -433,9 +421,9 @@ void session_impl::publish(request_state& r) {
 void session_impl::run_deferred() {
   // A callback may enter the engine again; its own outermost scope then
   // runs what it completed (above the mark) before returning here.
-  thread_local std::vector<deferred_completion> batch;
+  [[gnu::tls_model("initial-exec")]] thread_local std::vector<deferred_completion> batch;
   const std::size_t mark = batch.size();
-  auto& pending = t_deferred();
+  auto& pending = t_deferred;
   batch.insert(batch.end(), pending.begin(), pending.end());
   pending.clear();
   for (std::size_t i = mark; i < batch.size(); ++i) {

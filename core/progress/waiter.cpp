@@ -60,7 +60,7 @@ struct thread_event {
     }
   }
 };
-thread_local thread_event t_event;
+[[gnu::tls_model("initial-exec")]] thread_local thread_event t_event;
 
 }  // namespace
 
@@ -234,7 +234,7 @@ void waiter::hand_over() {
 }
 
 bool waiter::sleep_once(bool (*done)(void*), void* arg) {
-  thread_local std::vector<pollfd> fds;
+  [[gnu::tls_model("initial-exec")]] thread_local std::vector<pollfd> fds;
   fds.clear();
   int own = -1;
   if (_threaded) {
