@@ -63,8 +63,13 @@ struct tunables {
 
 inline tunables read_tunables() {
   tunables t;
-  if (const char* v = std::getenv("NMAD_SHM_RING"))
-    t.ring_bytes = std::max<std::size_t>(256 * 1024, shm::align8(std::strtoull(v, nullptr, 0)));
+  if (const char* v = std::getenv("NMAD_SHM_RING")) {
+    // Rounded up to a power of two (ring positions are then masked).
+    const std::size_t want = std::max<std::size_t>(256 * 1024, std::strtoull(v, nullptr, 0));
+    std::size_t bytes = 256 * 1024;
+    while (bytes < want && bytes < (std::size_t{1} << 30)) bytes <<= 1;
+    t.ring_bytes = bytes;
+  }
   if (const char* v = std::getenv("NMAD_SHM_CMA")) t.cma = std::strcmp(v, "0") != 0;
   if (const char* v = std::getenv("NMAD_SHM_CONNECT_TIMEOUT_MS"))
     t.connect_timeout = std::chrono::milliseconds(std::strtoll(v, nullptr, 0));

@@ -57,7 +57,10 @@ class ring {
   ring() = default;
   // `capacity` is the size both sides agreed on (checked at set-up); the
   // copy in shared memory is never trusted afterwards.
-  ring(ring_control* c, std::byte* data, std::uint64_t capacity) : _c(c), _data(data), _cap(capacity) {}
+  // A power-of-two capacity (what this driver makes) turns the position
+  // arithmetic into a mask; any other agreed size still works.
+  ring(ring_control* c, std::byte* data, std::uint64_t capacity)
+      : _c(c), _data(data), _cap(capacity), _mask((capacity & (capacity - 1)) == 0 ? capacity - 1 : 0) {}
 
   std::uint64_t capacity() const { return _cap; }
 
@@ -71,7 +74,7 @@ class ring {
     const std::uint64_t cap = _cap;
     const std::size_t need = sizeof(record_header) + align8(len);
     const std::uint64_t tail = _tail;
-    std::uint64_t pos = tail % cap;
+    std::uint64_t pos = offset_of(tail);
     std::size_t waste = 0;
     if (pos + need > cap) waste = cap - pos;  // wrap record fills the end
     // The consumer's position is re-read only when the cached one says the
@@ -115,7 +118,7 @@ class ring {
       const std::uint64_t tail = _c->tail.load(std::memory_order_acquire);
       if (head == tail) return peek_result::empty;
       if (tail < head || tail - head > cap || tail - head < sizeof h) return peek_result::corrupt;
-      const std::uint64_t pos = head % cap;
+      const std::uint64_t pos = offset_of(head);
       if (pos + sizeof h > cap) return peek_result::corrupt;
       std::memcpy(&h, _data + pos, sizeof h);
       const std::uint64_t span = sizeof h + align8(h.length);
@@ -149,9 +152,12 @@ class ring {
   }
 
  private:
+  std::uint64_t offset_of(std::uint64_t position) const { return _mask ? position & _mask : position % _cap; }
+
   ring_control* _c = nullptr;
   std::byte* _data = nullptr;
   std::uint64_t _cap = 1;
+  std::uint64_t _mask = 0;        // _cap - 1 when _cap is a power of two
   std::uint64_t _head_cache = 0;  // producer's last look at `head` (<= the real one)
   std::uint64_t _tail = 0;        // producer's own position (the shared one is only written)
   std::uint64_t _head = 0;        // consumer's own position
