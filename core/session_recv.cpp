@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/common/log.hpp"
+#include "core/common/small_copy.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {
@@ -61,7 +62,7 @@ void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span
       m.total = m.accounted = m.arrived = payload.size();
       segment& s = r->segments[0];
       const std::size_t n = std::min<std::uint64_t>(payload.size(), s.len);
-      if (n) std::memcpy(s.ptr, payload.data(), n);
+      copy_small(s.ptr, payload.data(), n);
       s.received = n;
       if (n < payload.size()) {
         m.truncated = true;

@@ -1,6 +1,7 @@
 // shm driver: connecting, accepting, attaching to a peer's doorbell, and
 // noticing a peer that closed or died (see shm_driver.cpp for the design).
 #include "drivers/shm/shm_driver.hpp"
+#include "core/common/random.hpp"
 #include "drivers/shm/shm_internal.hpp"
 
 namespace nmad::shm_impl {
@@ -62,6 +63,7 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   h->connector_pid = ::getpid();
   h->key_len = static_cast<std::uint32_t>(std::min(_cfg.job_key.size(), sizeof h->key));
   std::memcpy(h->key, _cfg.job_key.data(), h->key_len);
+  h->ring_key = std::stoull(random_hex(16), nullptr, 16);
   std::snprintf(h->connector_doorbell, sizeof h->connector_doorbell, "%s", _doorbell_name.c_str());
   auto* ctl = reinterpret_cast<shm::ring_control*>(static_cast<std::byte*>(base) + header_bytes());
   for (int i = 0; i < 2; ++i) {
@@ -96,7 +98,7 @@ void shm_driver::accept_requests() {
     auto* h = static_cast<pair_header*>(base);
     std::string why;
     if (h->magic != kMagic || h->version != kVersion) why = "not an nmad shm peer";
-    else if (segment_bytes(h->ring_bytes) != static_cast<std::size_t>(st.st_size) || h->ring_bytes % 8 ||
+    else if (segment_bytes(h->ring_bytes) != static_cast<std::size_t>(st.st_size) || h->ring_bytes % 16 ||
              h->ring_bytes < 2 * (kMaxPacket + 64))
       why = "bad segment geometry";
     else if (h->key_len > sizeof h->key || !same_key({h->key, h->key_len}, _cfg.job_key))

@@ -157,7 +157,8 @@ void shm_driver::map_pair(conn& c, void* base) {
   std::byte* data0 = bytes + header_bytes() + 2 * sizeof(shm::ring_control);
   std::byte* data1 = data0 + ring;
   // ring 0: connector -> acceptor; ring 1: acceptor -> connector.
-  shm::ring r0(&ctl[0], data0, ring), r1(&ctl[1], data1, ring);
+  const std::uint64_t key = c.hdr->ring_key;  // read once: never trusted again
+  shm::ring r0(&ctl[0], data0, ring, key), r1(&ctl[1], data1, ring, key);
   c.tx = c.connector ? r0 : r1;
   c.rx = c.connector ? r1 : r0;
 }
@@ -513,7 +514,9 @@ int shm_driver::poll() {
   if (_depth > 0) return 0;  // nested from a callback
   ++_depth;
   int work = 0;
-  accept_requests();
+  // The "nothing to do" checks of the helpers are made here, inline: an
+  // idle poll is what a waiting thread runs in a loop.
+  if (_doorbell->pending.load(std::memory_order_acquire) != 0) accept_requests();
   // The clock is read once every kClockEvery polls: reading it on every
   // poll cost a third of an idle poll.
   const bool force_liveness = _liveness_due;
@@ -531,11 +534,11 @@ int shm_driver::poll() {
     if (c->st == state::offering) work += progress_offer(*c);
     if (c->st == state::established) {
       work += read_records(*c);
-      if (c->st == state::established) work += flush(*c);
-      if (c->st == state::established) ring_peer(*c);
+      if (c->st == state::established && !c->outq.empty()) work += flush(*c);
+      if (c->st == state::established && c->tx_dirty) ring_peer(*c);
       if (c->st == state::established && clock_due) check_liveness(*c, now, force_liveness);
     }
-    work += settle(*c);
+    if (!c->done.empty() || !c->got.empty() || c->st == state::failed) work += settle(*c);
   }
   --_depth;
   if (!_graveyard.empty()) _graveyard.clear();

@@ -38,7 +38,7 @@ namespace nmad::shm_impl {
 using steady = std::chrono::steady_clock;
 
 constexpr std::uint64_t kMagic = 0x32304d5344414d4eULL;  // "NMADSM02"
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;  // 3: stamped ring records
 constexpr int kSlots = 64;
 constexpr std::size_t kMaxPacket = 64 * 1024;
 constexpr std::size_t kFragment = 32 * 1024;
@@ -98,6 +98,7 @@ struct pair_header {
   std::int32_t acceptor_rank, acceptor_pid;
   std::uint32_t key_len;
   char key[256];
+  std::uint64_t ring_key;             // stamps of both rings (shm::ring), chosen by the connector
   char connector_doorbell[60];        // so the acceptor can ring the connector
   std::atomic<std::uint32_t> state;   // 0 offered, 1 accepted, 2 refused
   std::atomic<std::uint32_t> closed[2];  // [0] acceptor, [1] connector

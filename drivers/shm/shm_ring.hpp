@@ -2,21 +2,27 @@
 // A single-producer single-consumer ring of variable-size records in shared
 // memory (private to the shm driver).
 //
-// Positions are byte counters that only grow; the consumer owns `head`, the
-// producer `tail`, each on its own cache line. A record is an 8-byte header
-// {payload length, kind} and its payload, padded to 8 bytes, always
-// contiguous: when a record does not fit before the end of the data area
-// the producer writes a `wrap` record that fills the rest and starts over at
-// offset 0. The producer publishes with a release store of `tail`; the
-// consumer reads with acquire, and releases the space with a release store
-// of `head` once it has finished with the payload (so a payload can be
-// handed to the engine in place, without a copy).
+// Positions are byte counters that only grow; the consumer owns `head` (on
+// its own cache line), the producer its tail (private). A record is a
+// 16-byte header {payload length, kind, stamp} and its payload, padded to
+// 16 bytes, always contiguous: when a record does not fit before the end of
+// the data area the producer writes a `wrap` record that fills the rest and
+// starts over at offset 0. The producer publishes a record by storing its
+// *stamp* last (release): the record's position mixed with a key of the
+// segment, so neither zeroed memory nor bytes left by an earlier lap (user
+// payload included) look like a record. The consumer polls the stamp at its
+// own head position (acquire): a small message's header and payload come
+// in one cache line, and no shared counter bounces between the cores on
+// every message. It releases the space with a release store of `head` once
+// it has finished with the payload (so a payload can be handed to the
+// engine in place, without a copy).
 //
 // The other side may be broken or hostile: everything read from shared
-// memory is checked before use. The capacity is fixed when the view is made
-// (never re-read), positions must satisfy head <= tail <= head + capacity,
-// and a record must lie inside the data area (a wrap record exactly up to
-// its end); peek() reports a violation instead of reading out of bounds.
+// memory is checked before use. The capacity and the key are fixed when the
+// view is made (never re-read), head must satisfy head <= tail <= head +
+// capacity for the producer, and a record must lie inside the data area (a
+// wrap record exactly up to its end); peek() reports a violation instead of
+// reading out of bounds.
 //
 // Sleeping consumers and producers: a producer whose ring is full sets
 // `want_space` before it sleeps; the consumer, after releasing space, sees
@@ -29,27 +35,30 @@
 #include <cstring>
 #include <span>
 
+#include "core/common/small_copy.hpp"
+
 namespace nmad::shm {
 
 struct record_header {
   std::uint32_t length;  // payload bytes
   std::uint16_t kind;
   std::uint16_t reserved;
+  std::uint64_t stamp;   // written last: ring::stamp_of(the record's position)
 };
-static_assert(sizeof(record_header) == 8);
+static_assert(sizeof(record_header) == 16);
 
 constexpr std::uint16_t kind_wrap = 0xffff;
 
 struct ring_control {
   alignas(64) std::atomic<std::uint64_t> head{0};  // consumer position
-  alignas(64) std::atomic<std::uint64_t> tail{0};  // producer position
-  alignas(64) std::uint64_t capacity = 0;          // data bytes (multiple of 8)
+  alignas(64) std::uint64_t capacity = 0;          // data bytes (multiple of 16)
   alignas(64) std::atomic<std::uint32_t> want_space{0};  // producer sleeps on a full ring
 };
 
 enum class peek_result { record, empty, corrupt };
 
 constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+constexpr std::size_t align16(std::size_t n) { return (n + 15) & ~std::size_t{15}; }
 
 // A view of one ring: control block + data area (both in shared memory).
 class ring {
@@ -59,8 +68,13 @@ class ring {
   // copy in shared memory is never trusted afterwards.
   // A power-of-two capacity (what this driver makes) turns the position
   // arithmetic into a mask; any other agreed size still works.
-  ring(ring_control* c, std::byte* data, std::uint64_t capacity)
-      : _c(c), _data(data), _cap(capacity), _mask((capacity & (capacity - 1)) == 0 ? capacity - 1 : 0) {}
+  // `key` is the segment's (both sides use the same).
+  ring(ring_control* c, std::byte* data, std::uint64_t capacity, std::uint64_t key)
+      : _c(c),
+        _data(data),
+        _cap(capacity),
+        _mask((capacity & (capacity - 1)) == 0 ? capacity - 1 : 0),
+        _key(key) {}
 
   std::uint64_t capacity() const { return _cap; }
 
@@ -72,7 +86,7 @@ class ring {
   // position is impossible (a broken peer: the ring then looks full).
   bool write(std::uint16_t kind, std::span<const iovec> iov, std::size_t len) {
     const std::uint64_t cap = _cap;
-    const std::size_t need = sizeof(record_header) + align8(len);
+    const std::size_t need = sizeof(record_header) + align16(len);
     const std::uint64_t tail = _tail;
     std::uint64_t pos = offset_of(tail);
     std::size_t waste = 0;
@@ -86,49 +100,41 @@ class ring {
       if (cap - (tail - _head_cache) < need + waste) return false;
     }
     if (waste) {
-      record_header w{static_cast<std::uint32_t>(waste - sizeof(record_header)), kind_wrap, 0};
-      std::memcpy(_data + pos, &w, sizeof w);
+      publish(pos, tail, static_cast<std::uint32_t>(waste - sizeof(record_header)), kind_wrap);
       pos = 0;
     }
-    record_header h{static_cast<std::uint32_t>(len), kind, 0};
-    std::memcpy(_data + pos, &h, sizeof h);
-    std::byte* p = _data + pos + sizeof h;
+    std::byte* p = _data + pos + sizeof(record_header);
     for (const iovec& v : iov) {
-      if (v.iov_len) std::memcpy(p, v.iov_base, v.iov_len);
+      copy_small(p, static_cast<const std::byte*>(v.iov_base), v.iov_len);
       p += v.iov_len;
     }
+    publish(pos, tail + waste, static_cast<std::uint32_t>(len), kind);
     _tail = tail + waste + need;
-    _c->tail.store(_tail, std::memory_order_release);
     return true;
   }
 
   // Producer: whether the consumer has taken every record written.
   bool drained() const { return _c->head.load(std::memory_order_acquire) == _tail; }
 
-  // Whether a record may be waiting (cheap; for deciding to sleep).
-  bool readable() const {
-    return _c->tail.load(std::memory_order_acquire) != _head;
-  }
+  // Consumer: whether a record may be waiting (cheap; for deciding to sleep).
+  bool readable() const { return stamp_at(offset_of(_head)) == stamp_of(_head); }
 
   // The next record, if any (skipping wrap records). Valid until consume().
   peek_result peek(record_header& h, std::span<const std::byte>& payload) {
     const std::uint64_t cap = _cap;
     for (;;) {
       const std::uint64_t head = _head;
-      const std::uint64_t tail = _c->tail.load(std::memory_order_acquire);
-      if (head == tail) return peek_result::empty;
-      if (tail < head || tail - head > cap || tail - head < sizeof h) return peek_result::corrupt;
-      const std::uint64_t pos = offset_of(head);
-      if (pos + sizeof h > cap) return peek_result::corrupt;
-      std::memcpy(&h, _data + pos, sizeof h);
-      const std::uint64_t span = sizeof h + align8(h.length);
+      const std::uint64_t pos = offset_of(head);  // 16-aligned: a header fits
+      if (stamp_at(pos) != stamp_of(head)) return peek_result::empty;
+      std::memcpy(&h, _data + pos, sizeof h);  // ordered after the stamp (acquire)
+      const std::uint64_t span = sizeof h + align16(h.length);
       if (h.kind == kind_wrap) {
-        if (pos + span != cap || span > tail - head) return peek_result::corrupt;
+        if (pos + span != cap) return peek_result::corrupt;
         _head = head + span;
         _c->head.store(_head, std::memory_order_release);
         continue;
       }
-      if (pos + span > cap || span > tail - head) return peek_result::corrupt;
+      if (pos + span > cap) return peek_result::corrupt;
       payload = {_data + pos + sizeof h, h.length};
       return peek_result::record;
     }
@@ -136,7 +142,7 @@ class ring {
 
   // Releases the record returned by the last peek().
   void consume(const record_header& h) {
-    _head += sizeof h + align8(h.length);
+    _head += sizeof h + align16(h.length);
     _c->head.store(_head, std::memory_order_release);
   }
 
@@ -153,11 +159,25 @@ class ring {
 
  private:
   std::uint64_t offset_of(std::uint64_t position) const { return _mask ? position & _mask : position % _cap; }
+  // Never 0 for any position the ring reaches (zeroed memory is no record),
+  // and keyed: stale bytes of an earlier lap do not match it.
+  std::uint64_t stamp_of(std::uint64_t position) const { return ((position + 1) * 0x9e3779b97f4a7c15ULL) ^ _key; }
+  std::uint64_t stamp_at(std::uint64_t offset) const {
+    auto* stamp = reinterpret_cast<std::uint64_t*>(_data + offset + offsetof(record_header, stamp));
+    return std::atomic_ref<std::uint64_t>(*stamp).load(std::memory_order_acquire);
+  }
+  void publish(std::uint64_t offset, std::uint64_t position, std::uint32_t len, std::uint16_t kind) {
+    const record_header h{len, kind, 0, 0};
+    std::memcpy(_data + offset, &h, offsetof(record_header, stamp));
+    auto* stamp = reinterpret_cast<std::uint64_t*>(_data + offset + offsetof(record_header, stamp));
+    std::atomic_ref<std::uint64_t>(*stamp).store(stamp_of(position), std::memory_order_release);
+  }
 
   ring_control* _c = nullptr;
   std::byte* _data = nullptr;
   std::uint64_t _cap = 1;
   std::uint64_t _mask = 0;        // _cap - 1 when _cap is a power of two
+  std::uint64_t _key = 0;         // the segment's stamp key
   std::uint64_t _head_cache = 0;  // producer's last look at `head` (<= the real one)
   std::uint64_t _tail = 0;        // producer's own position (the shared one is only written)
   std::uint64_t _head = 0;        // consumer's own position
