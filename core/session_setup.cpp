@@ -189,6 +189,7 @@ session_impl::session_impl(const session_options& opts)
   if (const char* v = std::getenv("NMAD_RUN_CPUS"); v && std::atoi(v) > 0) cpus = std::atoi(v);
   const bool oversubscribed = local > cpus;
   _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && oversubscribed));
+  _waiter.set_yield_after(std::chrono::microseconds(t.wait_yield == "0" ? -1 : 10));
   // This process's share of the CPUs: the leader spins on one, followers
   // may spin on the rest (none here: they sleep until their completion).
   _waiter.set_spinning_threads(std::max(1, cpus / std::max(1, local)));

@@ -401,9 +401,20 @@ TEST_CASE("--bind-to core gives each local rank one CPU of its own; none keeps t
   }
   CHECK(distinct.size() == lists.size());  // a different one each
   CHECK(lines_with(bound.out, "cpus=" + std::to_string(cpus)).size() == lists.size());
-  auto free = launch({"-n", "1", "/bin/sh", "-c", show});
+  auto free = launch({"-n", "1", "/bin/sh", "-c", show});  // auto: one rank is not bound
   REQUIRE(free.status == 0);
   if (cpus > 1) CHECK(lines_with(free.out, "Cpus_allowed_list:").at(0).find_first_of(",-") != std::string::npos);
+  if (cpus > 1) {
+    // The default (auto): two ranks that fit the CPUs get one each; none keeps them all.
+    auto two = launch({"-n", "2", "/bin/sh", "-c", show});
+    REQUIRE(two.status == 0);
+    for (const auto& l : lines_with(two.out, "Cpus_allowed_list:"))
+      CHECK(l.substr(std::string("Cpus_allowed_list:").size()).find_first_of(",-") == std::string::npos);
+    auto none = launch({"--bind-to", "none", "-n", "2", "/bin/sh", "-c", show});
+    REQUIRE(none.status == 0);
+    for (const auto& l : lines_with(none.out, "Cpus_allowed_list:"))
+      CHECK(l.find_first_of(",-") != std::string::npos);
+  }
   auto bad = launch({"--bind-to", "socket", "-n", "1", "/bin/true"});
   CHECK(bad.status != 0);
   CHECK(bad.err.find("--bind-to") != std::string::npos);

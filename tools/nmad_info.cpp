@@ -74,7 +74,7 @@ void print_config() {
       {"NMAD_FINALIZE_TIMEOUT_MS", "30000", "time allowed to flush sends at finalize"},
       {"NMAD_WAIT", "fixed-spin", "how blocking calls wait: busy, block, fixed-spin"},
       {"NMAD_WAIT_SPIN_US", "100", "fixed-spin: microseconds of polling before sleeping (20 if oversubscribed)"},
-      {"NMAD_WAIT_YIELD", "auto", "give the CPU away on idle polls (auto: more processes than cores)"},
+      {"NMAD_WAIT_YIELD", "auto", "give the CPU away on idle polls (auto: always if more processes than cores, else after 10 us idle)"},
       {"NMAD_ASYMMETRIC_FENCES", "1", "0: full fences on both sides of sleep/wake handshakes (no membarrier)"},
       {"NMAD_SHM_RING", "1048576", "shm: bytes per ring"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
@@ -85,7 +85,7 @@ void print_config() {
       {"NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", "tcp: time a peer has to answer a connection"},
       {"NMAD_RUN_TIMEOUT", "none", "nmad-run: end the job after this many seconds"},
       {"NMAD_RUN_KILL_GRACE", "2", "nmad-run: seconds the others get after a rank fails"},
-      {"NMAD_RUN_BIND", "none", "nmad-run: bind local ranks to CPUs (core, auto, none)"},
+      {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks to CPUs (core, auto: 2+ ranks that fit, none)"},
   };
   std::printf("Configuration (environment; * = set here):\n");
   for (const auto& k : knobs) {

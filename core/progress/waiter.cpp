@@ -139,6 +139,9 @@ void waiter::lead(bool (*done)(void*), void* arg) {
           } else if (now - spin_start >= std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed))) {
             if (sleep_once(done, arg)) return;
             idle = 0;  // spin again after a wake-up: the rest may follow soon
+          } else if (const std::int64_t after = _yield_after_ns.load(std::memory_order_relaxed);
+                     after >= 0 && now - spin_start >= std::chrono::nanoseconds(after)) {
+            sched_yield();  // costs one system call when nobody else wants the CPU
           }
         }
         break;

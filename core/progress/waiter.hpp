@@ -91,6 +91,12 @@ class waiter {
   // spinner waits for may be queued behind it on the same core).
   void set_yield_when_idle(bool y) { _yield.store(y, std::memory_order_relaxed); }
   bool yield_when_idle() const { return _yield.load(std::memory_order_relaxed); }
+  // Otherwise, a fixed-spin leader that found nothing for this long gives
+  // its CPU away every few idle rounds while it keeps spinning (negative:
+  // never). The machine may be loaded by others, which the job's process
+  // count does not show: the kernel may have put the process we wait for on
+  // our core, and it runs only when we let it.
+  void set_yield_after(std::chrono::nanoseconds d) { _yield_after_ns.store(d.count(), std::memory_order_relaxed); }
   // How many waiting threads may spin at once (the leader included; the
   // process's share of the cores). Followers beyond it sleep at once.
   void set_spinning_threads(int n) { _spin_slots.store(n - 1, std::memory_order_relaxed); }
@@ -157,6 +163,7 @@ class waiter {
   std::atomic<wait_policy> _policy{wait_policy::fixed_spin};
   std::atomic<std::int64_t> _spin_ns{100000};
   std::atomic<bool> _yield{false};
+  std::atomic<std::int64_t> _yield_after_ns{10000};
   std::atomic<int> _max_sleep_ms{200};
   alignas(64) std::atomic<int> _sleepers{0};
   alignas(64) std::atomic<bool> _leading{false};  // a thread runs the progress rounds

@@ -263,7 +263,8 @@ void job::spawn_all(const std::string& path) {
   }
   int local_ranks = 0;
   for (int rank = 0; rank < _o.nprocs; ++rank) local_ranks += _ranks[rank].host.empty() ? 1 : 0;
-  const bool bind = !cpus.empty() && (_o.bind == "core" || (_o.bind == "auto" && local_ranks <= static_cast<int>(cpus.size())));
+  const bool bind = !cpus.empty() && (_o.bind == "core" || (_o.bind == "auto" && local_ranks >= 2 &&
+                                                            local_ranks <= static_cast<int>(cpus.size())));
   int local_index = 0;
 
   for (int rank = 0; rank < _o.nprocs; ++rank) {
@@ -740,8 +741,8 @@ std::string usage_text() {
          "  --kill-grace SECONDS  after a rank fails, time the others get before SIGTERM;\n"
          "                        default $NMAD_RUN_KILL_GRACE or 2\n"
          "  -x VAR=VALUE          set VAR in the ranks' environment (-x VAR: forward VAR)\n"
-         "  --bind-to core|none|auto  bind each local rank to one CPU (auto: only when the local\n"
-         "                        ranks fit the CPUs); default $NMAD_RUN_BIND or none\n"
+         "  --bind-to core|none|auto  bind each local rank to one CPU (auto: only when 2 or more\n"
+         "                        local ranks fit the CPUs); default $NMAD_RUN_BIND or auto\n"
          "  --pmi-port            serve PMI over TCP (PMI_PORT) instead of inherited sockets (PMI_FD)\n"
          "  --host H[:N],...      run ranks on these hosts, N slots each (default 1); -n defaults to the\n"
          "                        total; hosts other than this machine are started with $NMAD_RUN_SSH\n"

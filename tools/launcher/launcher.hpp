@@ -37,10 +37,13 @@ struct job_options {
   double kill_escalation_s = 2.0;     // after SIGTERM, before SIGKILL
   bool pmi_port = false;              // PMI_PORT=127.0.0.1:P + PMI_ID instead of PMI_FD
   // Binding of the ranks started on this machine (--bind-to, $NMAD_RUN_BIND):
-  // "none" (default: a rank's threads, e.g. OpenMP, keep every CPU); "core":
-  // the k-th local rank to the k-th CPU the launcher may use; "auto": core
-  // when the local ranks fit the CPUs, else none.
-  std::string bind = "none";
+  // "core": the k-th local rank to the k-th CPU the launcher may use;
+  // "auto" (default): core when two or more local ranks fit the CPUs, else
+  // none (a single rank, or more ranks than CPUs, keep every CPU: so do a
+  // rank's own threads then); "none": placement left to the kernel. Bound
+  // ranks keep their core on a machine loaded by other jobs, where the
+  // kernel would otherwise stack communicating ranks on one core.
+  std::string bind = "auto";
   // Host of each rank (--host/--hostfile); empty: all on this machine. Ranks
   // on other hosts are started with `ssh_command HOST sh -c ...`, reach the
   // PMI server over TCP at pmi_host, and get NMAD_JOB_KEY on their stdin
