@@ -191,6 +191,9 @@ struct state {
 // handler): ERRORS_ARE_FATAL prints "fn: MPI_ERR_X: text (detail)" and ends
 // the job; ERRORS_RETURN returns code; a user handler is called first.
 int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail = {});
+// The same with a fixed text: out of line, so that a call site with a
+// literal detail builds no string (and needs no stack frame for one).
+[[gnu::cold]] int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail);
 int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail = {});
 const char* error_name(int code);
 const char* error_text(int code);
@@ -297,7 +300,14 @@ int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, n
                 std::string& detail);
 
 // ---- communicators (comm.cpp) ----
-comm_obj* lookup_comm(MPI_Comm c);  // null if invalid or freed
+// The communicator behind a handle; null if invalid or freed. The
+// predefined communicators are never freed: found without `mu`.
+comm_obj* lookup_comm_table(MPI_Comm c);  // any handle, under mu
+inline comm_obj* lookup_comm(MPI_Comm c) {
+  if (c == MPI_COMM_WORLD || c == MPI_COMM_SELF)
+    if (comm_obj* p = st().predefined_comms[c].load(std::memory_order_acquire)) return p;
+  return lookup_comm_table(c);
+}
 void init_comms(int world_rank, int world_size);
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
