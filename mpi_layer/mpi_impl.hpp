@@ -341,18 +341,29 @@ std::optional<info_entries> info_get_entries(MPI_Info i);  // nullopt: invalid
 MPI_Info new_info(info_entries e);
 
 // ---- requests (request.cpp) ----
-request_obj* new_request();          // takes mu
+// Recycles the MPI_Request_free'd requests that have completed.
+void sweep_zombies();
+// Appends a new request object to the table and its handle to
+// free_requests (mu held).
+void grow_requests_locked(state& s);
+// A request off the free list (takes mu). Inline: every non-blocking call
+// starts here.
+[[gnu::always_inline]] inline request_obj* new_request() {
+  state& s = st();
+  if (s.nzombies.load(std::memory_order_acquire) > 0) sweep_zombies();
+  std::lock_guard g(s.mu);
+  if (s.free_requests.empty()) grow_requests_locked(s);
+  request_obj* r = s.requests[s.free_requests.back() - 1].get();
+  s.free_requests.pop_back();
+  r->live = true;
+  return r;
+}
 request_obj* lookup_request(MPI_Request h);
 void release_request(request_obj* r);  // takes mu
 // Runs r's on_complete hook once, if any (MPI_Request_free'd requests).
 void run_completion_hook(request_obj& r);
-// Blocks until request_done(r), making progress (send/recv: engine wait).
-void wait_request(request_obj& r);
 // Starts r with its parameters (send/recv). Returns an MPI error code.
 int start_request(request_obj& r);
-// Completes an active, done request: fills status, deactivates it, frees
-// it if not persistent (and sets *handle to MPI_REQUEST_NULL).
-int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail);
 bool request_done(request_obj& r);
 void empty_status(MPI_Status* s);
 // Translates an engine receive status into an MPI status on comm c.

@@ -9,7 +9,7 @@ namespace nmad::mpi {
 
 namespace {
 
-void release_locked(state& s, request_obj* r) {
+[[gnu::always_inline]] inline void release_locked(state& s, request_obj* r) {
   r->active = false;
   r->local_done = false;
   r->freed = false;
@@ -24,26 +24,13 @@ void release_locked(state& s, request_obj* r) {
   s.free_requests.push_back(r->handle);
 }
 
+int hooked_status(request_obj& r, MPI_Status* out, std::string& detail);
+
 // The status an active, done request completed with, written to *out
 // (null: MPI_STATUS(ES)_IGNORE, nothing written; the hook still runs);
 // returns its error code and sets detail to the engine's message.
-int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
-  if (r.on_complete) {
-    // Generic requests fill local_status themselves; send/recv hooks (e.g.
-    // unpacking a staged non-contiguous receive) run exactly once here.
-    const int e = r.on_complete(r, detail);
-    r.on_complete = nullptr;
-    if (r.local_done || r.type == request_obj::kind::generic) {
-      if (out) *out = r.local_status;
-      return r.local_status.MPI_ERROR;
-    }
-    if (e != MPI_SUCCESS) {
-      const int err = request_status(r, out, detail);
-      if (err != MPI_SUCCESS) return err;
-      if (out) out->MPI_ERROR = e;
-      return e;
-    }
-  }
+[[gnu::always_inline]] inline int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
+  if (r.on_complete) return hooked_status(r, out, detail);
   if (r.local_done) {
     if (out) *out = r.local_status;
     return r.local_status.MPI_ERROR;
@@ -65,6 +52,23 @@ int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
     if (ec == nmad::errc::cancelled) out->nmad_cancelled = 1;
   }
   return err;
+}
+
+// request_status of a request with an on_complete hook: runs the hook
+// (once), then takes the status as request_status does.
+[[gnu::noinline]] int hooked_status(request_obj& r, MPI_Status* out, std::string& detail) {
+  // Generic requests fill local_status themselves; send/recv hooks (e.g.
+  // unpacking a staged non-contiguous receive) run exactly once here.
+  const int e = r.on_complete(r, detail);
+  r.on_complete = nullptr;
+  if (r.local_done || r.type == request_obj::kind::generic) {
+    if (out) *out = r.local_status;
+    return r.local_status.MPI_ERROR;
+  }
+  const int err = request_status(r, out, detail);  // without the hook now
+  if (e == MPI_SUCCESS || err != MPI_SUCCESS) return err;
+  if (out) out->MPI_ERROR = e;
+  return e;
 }
 
 request_obj* lookup_locked(state& s, MPI_Request h) {
@@ -122,9 +126,10 @@ static int zombie_task(void*) {
   return work;
 }
 
-static void sweep_zombies(state& s) {
+void sweep_zombies() {
   // request_done() may advance a generic request, hence make progress and
   // run zombie_task: it is called without zombie_mu held.
+  state& s = st();
   std::vector<request_obj*> candidates, done;
   {
     std::lock_guard g(s.zombie_mu);
@@ -143,21 +148,11 @@ static void sweep_zombies(state& s) {
   for (request_obj* z : done) release_locked(s, z);
 }
 
-request_obj* new_request() {
-  state& s = st();
-  if (s.nzombies.load(std::memory_order_acquire) > 0) sweep_zombies(s);
-  std::lock_guard g(s.mu);
-  if (!s.free_requests.empty()) {
-    request_obj* r = s.requests[s.free_requests.back() - 1].get();
-    s.free_requests.pop_back();
-    r->live = true;
-    return r;
-  }
+void grow_requests_locked(state& s) {
   s.requests.push_back(std::make_unique<request_obj>());
   request_obj* r = s.requests.back().get();
   r->handle = static_cast<int>(s.requests.size());
-  r->live = true;
-  return r;
+  s.free_requests.push_back(r->handle);
 }
 
 request_obj* lookup_request(MPI_Request h) {
@@ -166,11 +161,15 @@ request_obj* lookup_request(MPI_Request h) {
   return lookup_locked(s, h);
 }
 
-void release_request(request_obj* r) {
+namespace {
+[[gnu::always_inline]] inline void release(request_obj* r) {
   state& s = st();
   std::lock_guard g(s.mu);
   release_locked(s, r);
 }
+}  // namespace
+
+void release_request(request_obj* r) { release(r); }
 
 bool request_done(request_obj& r) {
   if (!r.active || r.local_done) return true;
@@ -178,11 +177,13 @@ bool request_done(request_obj& r) {
   return r.engine.completed();
 }
 
-[[gnu::noinline]] static void wait_generic(request_obj& r) {
+namespace {
+[[gnu::noinline]] void wait_generic(request_obj& r) {
   st().session->wait_until([&] { return request_done(r); });
 }
 
-void wait_request(request_obj& r) {
+// Blocks until request_done(r), making progress (send/recv: engine wait).
+[[gnu::always_inline]] inline void wait_request(request_obj& r) {
   if (r.local_done) return;
   if (r.type != request_obj::kind::generic) {
     st().session->wait(r.engine);
@@ -190,6 +191,7 @@ void wait_request(request_obj& r) {
   }
   wait_generic(r);
 }
+}  // namespace
 
 // The less common steps of start_request, out of line (they build
 // strings): the plain send or receive goes straight to the engine.
@@ -264,16 +266,21 @@ int start_request(request_obj& r) {
   return MPI_SUCCESS;
 }
 
-int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail) {
+namespace {
+// Completes an active, done request: fills status, deactivates it, frees
+// it if not persistent (and sets *handle to MPI_REQUEST_NULL).
+[[gnu::always_inline]] inline int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status,
+                                                 std::string& detail) {
   const int err = request_status(r, status, detail);  // MPI_STATUS_IGNORE is null: nothing written
   r.active = false;
   r.local_done = false;
   if (!r.persistent) {
-    release_request(&r);
+    release(&r);
     *handle = MPI_REQUEST_NULL;
   }
   return err;
 }
+}  // namespace
 
 }  // namespace nmad::mpi
 
