@@ -186,32 +186,44 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
   return MPI_SUCCESS;
 }
 
-// The engine view of a typed receive or send buffer (Sendrecv, Mrecv).
-int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t, void*& ptr, std::size_t& bytes,
-              std::shared_ptr<recv_stage>& stage) {
-  ptr = buf;
-  if (type_size(t) >= 0) {
-    bytes = bytes_of(count, t);
-    return MPI_SUCCESS;
-  }
+// The engine view of a derived-datatype receive or send buffer (out of
+// line: predefined types need none of its locals).
+[[gnu::noinline]] int recv_view_typed(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t, void*& ptr,
+                                      std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
   std::string detail;
   Datatype dt;
   if (int e = lookup_comm_type(t, dt, detail)) return mpi_raise(fn, c, e, detail);
   if (int e = resolve_recv(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   return MPI_SUCCESS;
 }
-int send_view(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t, const void*& ptr,
-              std::size_t& bytes, std::shared_ptr<send_stage>& stage) {
-  ptr = buf;
-  if (type_size(t) >= 0) {
-    bytes = bytes_of(count, t);
-    return MPI_SUCCESS;
-  }
+[[gnu::noinline]] int send_view_typed(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t,
+                                      const void*& ptr, std::size_t& bytes, std::shared_ptr<send_stage>& stage) {
   std::string detail;
   Datatype dt;
   if (int e = lookup_comm_type(t, dt, detail)) return mpi_raise(fn, c, e, detail);
   if (int e = resolve_send(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   return MPI_SUCCESS;
+}
+
+// The engine view of a typed receive or send buffer (Recv, Sendrecv, Mrecv).
+[[gnu::always_inline]] inline int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t,
+                                            void*& ptr, std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
+  ptr = buf;
+  if (type_size(t) >= 0) {
+    bytes = bytes_of(count, t);
+    return MPI_SUCCESS;
+  }
+  return recv_view_typed(c, fn, buf, count, t, ptr, bytes, stage);
+}
+[[gnu::always_inline]] inline int send_view(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t,
+                                            const void*& ptr, std::size_t& bytes,
+                                            std::shared_ptr<send_stage>& stage) {
+  ptr = buf;
+  if (type_size(t) >= 0) {
+    bytes = bytes_of(count, t);
+    return MPI_SUCCESS;
+  }
+  return send_view_typed(c, fn, buf, count, t, ptr, bytes, stage);
 }
 
 // Sendrecv on engine views: the send side already resolved (sptr, sbytes).
