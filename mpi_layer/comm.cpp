@@ -581,11 +581,8 @@ void init_comms(int world_rank, int world_size) {
   s.predefined_comms[MPI_COMM_SELF].store(self, std::memory_order_release);
 }
 
-comm_obj* lookup_comm(MPI_Comm c) {
+comm_obj* lookup_comm_table(MPI_Comm c) {
   state& s = st();
-  // The predefined communicators are never freed: no lock on the hot path.
-  if (c == MPI_COMM_WORLD || c == MPI_COMM_SELF)
-    if (comm_obj* p = s.predefined_comms[c].load(std::memory_order_acquire)) return p;
   std::lock_guard g(s.mu);
   if (c <= 0 || static_cast<std::size_t>(c) >= s.comms.size()) return nullptr;
   comm_obj* p = s.comms[c].get();

@@ -194,6 +194,10 @@ int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) 
   fatal(line);
 }
 
+int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail) {
+  return mpi_raise(fn, c, code, std::string(detail));
+}
+
 int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail) {
   return mpi_raise(fn, lookup_comm(c), code, detail);
 }

@@ -191,6 +191,9 @@ struct state {
 // handler): ERRORS_ARE_FATAL prints "fn: MPI_ERR_X: text (detail)" and ends
 // the job; ERRORS_RETURN returns code; a user handler is called first.
 int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail = {});
+// The same with a fixed text: out of line, so that a call site with a
+// literal detail builds no string (and needs no stack frame for one).
+[[gnu::cold]] int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail);
 int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail = {});
 const char* error_name(int code);
 const char* error_text(int code);
@@ -297,7 +300,14 @@ int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, n
                 std::string& detail);
 
 // ---- communicators (comm.cpp) ----
-comm_obj* lookup_comm(MPI_Comm c);  // null if invalid or freed
+// The communicator behind a handle; null if invalid or freed. The
+// predefined communicators are never freed: found without `mu`.
+comm_obj* lookup_comm_table(MPI_Comm c);  // any handle, under mu
+inline comm_obj* lookup_comm(MPI_Comm c) {
+  if (c == MPI_COMM_WORLD || c == MPI_COMM_SELF)
+    if (comm_obj* p = st().predefined_comms[c].load(std::memory_order_acquire)) return p;
+  return lookup_comm_table(c);
+}
 void init_comms(int world_rank, int world_size);
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
@@ -331,18 +341,29 @@ std::optional<info_entries> info_get_entries(MPI_Info i);  // nullopt: invalid
 MPI_Info new_info(info_entries e);
 
 // ---- requests (request.cpp) ----
-request_obj* new_request();          // takes mu
+// Recycles the MPI_Request_free'd requests that have completed.
+void sweep_zombies();
+// Appends a new request object to the table and its handle to
+// free_requests (mu held).
+void grow_requests_locked(state& s);
+// A request off the free list (takes mu). Inline: every non-blocking call
+// starts here.
+[[gnu::always_inline]] inline request_obj* new_request() {
+  state& s = st();
+  if (s.nzombies.load(std::memory_order_acquire) > 0) sweep_zombies();
+  std::lock_guard g(s.mu);
+  if (s.free_requests.empty()) grow_requests_locked(s);
+  request_obj* r = s.requests[s.free_requests.back() - 1].get();
+  s.free_requests.pop_back();
+  r->live = true;
+  return r;
+}
 request_obj* lookup_request(MPI_Request h);
 void release_request(request_obj* r);  // takes mu
 // Runs r's on_complete hook once, if any (MPI_Request_free'd requests).
 void run_completion_hook(request_obj& r);
-// Blocks until request_done(r), making progress (send/recv: engine wait).
-void wait_request(request_obj& r);
 // Starts r with its parameters (send/recv). Returns an MPI error code.
 int start_request(request_obj& r);
-// Completes an active, done request: fills status, deactivates it, frees
-// it if not persistent (and sets *handle to MPI_REQUEST_NULL).
-int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail);
 bool request_done(request_obj& r);
 void empty_status(MPI_Status* s);
 // Translates an engine receive status into an MPI status on comm c.

@@ -116,22 +116,38 @@ using namespace nmad::mpi;
 
 namespace {
 
+// The errors of check_p2p, raised out of line: the checks themselves stay
+// a few compares with no string (and no stack frame) on the way.
+[[gnu::cold, gnu::noinline]] int raise_bad_comm(const char* fn, MPI_Comm comm) {
+  return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+}
+// (Also the derived-datatype path, whose checks need the type's lookup.)
+[[gnu::noinline]] int check_buffer_full(const char* fn, comm_obj* c, int count, MPI_Datatype type, const void* buf) {
+  std::string detail;
+  const int e = check_comm_buffer(count, type, buf, detail);
+  return e ? mpi_raise(fn, c, e, detail) : MPI_SUCCESS;
+}
+[[gnu::cold, gnu::noinline]] int raise_bad_rank(const char* fn, comm_obj* c, int peer, bool send) {
+  return mpi_raise(fn, c, MPI_ERR_RANK,
+                   (send ? "destination " : "source ") + std::to_string(peer) + " not in [0, " +
+                       std::to_string(c->size()) + ")");
+}
+[[gnu::cold, gnu::noinline]] int raise_bad_tag(const char* fn, comm_obj* c, int tag, bool send) {
+  return mpi_raise(fn, c, MPI_ERR_TAG, "tag " + std::to_string(tag) + (send ? " is negative" : " is invalid"));
+}
+
 // Validates the arguments of a send or receive; 0 or an error raised on c.
-int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int count, MPI_Datatype type, int peer,
-              int tag, bool send) {
+[[gnu::always_inline]] inline int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int count,
+                                            MPI_Datatype type, int peer, int tag, bool send) {
   c = lookup_comm(comm);
-  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!c) return raise_bad_comm(fn, comm);
   const int n = type_size(type);
   if (count < 0 || n < 0 || (!buf && count > 0 && n > 0)) {  // not the plain predefined case
-    std::string detail;
-    if (int e = check_comm_buffer(count, type, buf, detail)) return mpi_raise(fn, c, e, detail);
+    if (int e = check_buffer_full(fn, c, count, type, buf)) return e;
   }
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
-    return mpi_raise(fn, c, MPI_ERR_RANK,
-                     (send ? "destination " : "source ") + std::to_string(peer) + " not in [0, " +
-                         std::to_string(c->size()) + ")");
-  if (!(tag >= 0 || (!send && tag == MPI_ANY_TAG)))
-    return mpi_raise(fn, c, MPI_ERR_TAG, "tag " + std::to_string(tag) + (send ? " is negative" : " is invalid"));
+    return raise_bad_rank(fn, c, peer, send);
+  if (!(tag >= 0 || (!send && tag == MPI_ANY_TAG))) return raise_bad_tag(fn, c, tag, send);
   return MPI_SUCCESS;
 }
 
@@ -170,32 +186,44 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
   return MPI_SUCCESS;
 }
 
-// The engine view of a typed receive or send buffer (Sendrecv, Mrecv).
-int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t, void*& ptr, std::size_t& bytes,
-              std::shared_ptr<recv_stage>& stage) {
-  ptr = buf;
-  if (type_size(t) >= 0) {
-    bytes = bytes_of(count, t);
-    return MPI_SUCCESS;
-  }
+// The engine view of a derived-datatype receive or send buffer (out of
+// line: predefined types need none of its locals).
+[[gnu::noinline]] int recv_view_typed(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t, void*& ptr,
+                                      std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
   std::string detail;
   Datatype dt;
   if (int e = lookup_comm_type(t, dt, detail)) return mpi_raise(fn, c, e, detail);
   if (int e = resolve_recv(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   return MPI_SUCCESS;
 }
-int send_view(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t, const void*& ptr,
-              std::size_t& bytes, std::shared_ptr<send_stage>& stage) {
-  ptr = buf;
-  if (type_size(t) >= 0) {
-    bytes = bytes_of(count, t);
-    return MPI_SUCCESS;
-  }
+[[gnu::noinline]] int send_view_typed(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t,
+                                      const void*& ptr, std::size_t& bytes, std::shared_ptr<send_stage>& stage) {
   std::string detail;
   Datatype dt;
   if (int e = lookup_comm_type(t, dt, detail)) return mpi_raise(fn, c, e, detail);
   if (int e = resolve_send(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   return MPI_SUCCESS;
+}
+
+// The engine view of a typed receive or send buffer (Recv, Sendrecv, Mrecv).
+[[gnu::always_inline]] inline int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t,
+                                            void*& ptr, std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
+  ptr = buf;
+  if (type_size(t) >= 0) {
+    bytes = bytes_of(count, t);
+    return MPI_SUCCESS;
+  }
+  return recv_view_typed(c, fn, buf, count, t, ptr, bytes, stage);
+}
+[[gnu::always_inline]] inline int send_view(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t,
+                                            const void*& ptr, std::size_t& bytes,
+                                            std::shared_ptr<send_stage>& stage) {
+  ptr = buf;
+  if (type_size(t) >= 0) {
+    bytes = bytes_of(count, t);
+    return MPI_SUCCESS;
+  }
+  return send_view_typed(c, fn, buf, count, t, ptr, bytes, stage);
 }
 
 // Sendrecv on engine views: the send side already resolved (sptr, sbytes).
@@ -233,8 +261,19 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   return MPI_SUCCESS;
 }
 
-int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void* buf, int count,
-                MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
+// A send/recv request on a derived datatype holds the type (not the
+// handle, which may be freed while the operation is pending);
+// start_request stages the data.
+[[gnu::noinline]] void hold_type(request_obj& r, MPI_Datatype datatype) {
+  auto tr = std::make_shared<typed_request>();
+  tr->type = type_of(datatype);
+  r.extra = std::move(tr);
+}
+
+// Inlined into each MPI_I*send/MPI_Irecv (fn, k, mode are constants there).
+[[gnu::always_inline]] inline int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void* buf,
+                                              int count, MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,
+                                              MPI_Request* request) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   const bool send = k == request_obj::kind::send;
@@ -248,15 +287,8 @@ int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void*
   r->rbuf = const_cast<void*>(buf);
   r->count = count;
   r->type_handle = datatype;
-  if (type_size(datatype) >= 0) {
-    r->bytes = bytes_of(count, datatype);
-  } else {
-    // The request holds the type (not the handle, which may be freed while
-    // the operation is pending); start_request stages the data.
-    auto tr = std::make_shared<typed_request>();
-    tr->type = type_of(datatype);
-    r->extra = std::move(tr);
-  }
+  if (type_size(datatype) >= 0) r->bytes = bytes_of(count, datatype);
+  else hold_type(*r, datatype);
   r->peer = peer;
   r->tag = tag;
   r->comm = c;

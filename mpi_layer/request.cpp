@@ -9,57 +9,72 @@ namespace nmad::mpi {
 
 namespace {
 
-void release_locked(state& s, request_obj* r) {
+[[gnu::always_inline]] inline void release_locked(state& s, request_obj* r) {
   r->active = false;
   r->local_done = false;
   r->freed = false;
   r->persistent = false;
   r->type = request_obj::kind::send;
-  r->poll = nullptr;
-  r->on_complete = nullptr;
-  r->on_cancel = nullptr;
-  r->extra.reset();
+  // Mostly empty already (plain sends and receives set none of them).
+  if (r->poll) r->poll = nullptr;
+  if (r->on_complete) r->on_complete = nullptr;
+  if (r->on_cancel) r->on_cancel = nullptr;
+  if (r->extra) r->extra.reset();
   r->live = false;
   s.free_requests.push_back(r->handle);
 }
 
-// The status an active, done request completed with; returns its error
-// code and sets detail to the engine's message.
-int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
-  if (r.on_complete) {
-    // Generic requests fill local_status themselves; send/recv hooks (e.g.
-    // unpacking a staged non-contiguous receive) run exactly once here.
-    const int e = r.on_complete(r, detail);
-    r.on_complete = nullptr;
-    if (r.local_done || r.type == request_obj::kind::generic) {
-      *out = r.local_status;
-      return r.local_status.MPI_ERROR;
-    }
-    if (e != MPI_SUCCESS) {
-      const int err = request_status(r, out, detail);
-      if (err != MPI_SUCCESS) return err;
-      out->MPI_ERROR = e;
-      return e;
-    }
-  }
+int hooked_status(request_obj& r, MPI_Status* out, std::string& detail);
+
+// The status an active, done request completed with, written to *out
+// (null: MPI_STATUS(ES)_IGNORE, nothing written; the hook still runs);
+// returns its error code and sets detail to the engine's message.
+[[gnu::always_inline]] inline int request_status(request_obj& r, MPI_Status* out, std::string& detail) {
+  if (r.on_complete) return hooked_status(r, out, detail);
   if (r.local_done) {
-    *out = r.local_status;
+    if (out) *out = r.local_status;
     return r.local_status.MPI_ERROR;
   }
-  const int err = from_errc(r.engine.error());
-  detail = r.engine.error_message();
+  const nmad::errc ec = r.engine.error();
+  const int err = ec == nmad::errc::ok ? MPI_SUCCESS : from_errc(ec);
+  // detail = the engine's message (empty on success: no copy to make then).
+  if (const std::string& m = r.engine.error_message(); !(m.empty() && detail.empty())) detail = m;
+  if (!out) return err;
   if (r.type == request_obj::kind::recv) {
     fill_status(out, r.comm, r.engine.status(), err);
-    if (r.engine.error() == nmad::errc::cancelled) {
+    if (ec == nmad::errc::cancelled) {
       out->nmad_cancelled = 1;
       out->nmad_count = 0;
     }
   } else {
     empty_status(out);
     out->MPI_ERROR = err;
-    if (r.engine.error() == nmad::errc::cancelled) out->nmad_cancelled = 1;
+    if (ec == nmad::errc::cancelled) out->nmad_cancelled = 1;
   }
   return err;
+}
+
+// request_status of a request with an on_complete hook: runs the hook
+// (once), then takes the status as request_status does.
+[[gnu::noinline]] int hooked_status(request_obj& r, MPI_Status* out, std::string& detail) {
+  // Generic requests fill local_status themselves; send/recv hooks (e.g.
+  // unpacking a staged non-contiguous receive) run exactly once here.
+  const int e = r.on_complete(r, detail);
+  r.on_complete = nullptr;
+  if (r.local_done || r.type == request_obj::kind::generic) {
+    if (out) *out = r.local_status;
+    return r.local_status.MPI_ERROR;
+  }
+  const int err = request_status(r, out, detail);  // without the hook now
+  if (e == MPI_SUCCESS || err != MPI_SUCCESS) return err;
+  if (out) out->MPI_ERROR = e;
+  return e;
+}
+
+request_obj* lookup_locked(state& s, MPI_Request h) {
+  if (h <= 0 || static_cast<std::size_t>(h) > s.requests.size()) return nullptr;
+  request_obj* r = s.requests[h - 1].get();
+  return r->live && !r->freed ? r : nullptr;
 }
 
 }  // namespace
@@ -111,9 +126,10 @@ static int zombie_task(void*) {
   return work;
 }
 
-static void sweep_zombies(state& s) {
+void sweep_zombies() {
   // request_done() may advance a generic request, hence make progress and
   // run zombie_task: it is called without zombie_mu held.
+  state& s = st();
   std::vector<request_obj*> candidates, done;
   {
     std::lock_guard g(s.zombie_mu);
@@ -132,36 +148,28 @@ static void sweep_zombies(state& s) {
   for (request_obj* z : done) release_locked(s, z);
 }
 
-request_obj* new_request() {
-  state& s = st();
-  if (s.nzombies.load(std::memory_order_acquire) > 0) sweep_zombies(s);
-  std::lock_guard g(s.mu);
-  if (!s.free_requests.empty()) {
-    request_obj* r = s.requests[s.free_requests.back() - 1].get();
-    s.free_requests.pop_back();
-    r->live = true;
-    return r;
-  }
+void grow_requests_locked(state& s) {
   s.requests.push_back(std::make_unique<request_obj>());
   request_obj* r = s.requests.back().get();
   r->handle = static_cast<int>(s.requests.size());
-  r->live = true;
-  return r;
+  s.free_requests.push_back(r->handle);
 }
 
 request_obj* lookup_request(MPI_Request h) {
   state& s = st();
   std::lock_guard g(s.mu);
-  if (h <= 0 || static_cast<std::size_t>(h) > s.requests.size()) return nullptr;
-  request_obj* r = s.requests[h - 1].get();
-  return r->live && !r->freed ? r : nullptr;
+  return lookup_locked(s, h);
 }
 
-void release_request(request_obj* r) {
+namespace {
+[[gnu::always_inline]] inline void release(request_obj* r) {
   state& s = st();
   std::lock_guard g(s.mu);
   release_locked(s, r);
 }
+}  // namespace
+
+void release_request(request_obj* r) { release(r); }
 
 bool request_done(request_obj& r) {
   if (!r.active || r.local_done) return true;
@@ -169,14 +177,59 @@ bool request_done(request_obj& r) {
   return r.engine.completed();
 }
 
-void wait_request(request_obj& r) {
+namespace {
+[[gnu::noinline]] void wait_generic(request_obj& r) {
+  st().session->wait_until([&] { return request_done(r); });
+}
+
+// Blocks until request_done(r), making progress (send/recv: engine wait).
+[[gnu::always_inline]] inline void wait_request(request_obj& r) {
   if (r.local_done) return;
   if (r.type != request_obj::kind::generic) {
     st().session->wait(r.engine);
     return;
   }
-  st().session->wait_until([&] { return request_done(r); });
+  wait_generic(r);
 }
+}  // namespace
+
+// The less common steps of start_request, out of line (they build
+// strings): the plain send or receive goes straight to the engine.
+namespace {
+[[gnu::noinline]] void start_proc_null(request_obj& r) {
+  r.local_done = true;
+  empty_status(&r.local_status);
+  r.local_status.MPI_SOURCE = MPI_PROC_NULL;
+}
+// Completes as soon as the data is copied into the attached buffer.
+[[gnu::noinline]] int start_buffered(request_obj& r, typed_request* typed, int world, nmad::tag_t tag) {
+  std::string detail;
+  const int err = typed ? bsend_typed(r.sbuf, r.count, typed->type, world, tag, detail)
+                        : bsend_copy(r.sbuf, r.bytes, world, tag, detail);
+  r.local_done = true;
+  empty_status(&r.local_status);
+  r.local_status.MPI_ERROR = err;
+  return err == MPI_SUCCESS ? err : mpi_raise("MPI_Start", r.comm, err, detail);
+}
+[[gnu::noinline]] int stage_send(request_obj& r, typed_request& typed, const void*& ptr) {
+  std::string detail;
+  if (int e = resolve_send(r.sbuf, r.count, typed.type, ptr, r.bytes, typed.send, detail)) {
+    r.active = false;
+    return mpi_raise(r.persistent ? "MPI_Start" : "MPI_Isend", r.comm, e, detail);
+  }
+  return MPI_SUCCESS;
+}
+[[gnu::noinline]] int stage_recv(request_obj& r, typed_request& typed, void*& ptr) {
+  std::string detail;
+  if (int e = resolve_recv(r.rbuf, r.count, typed.type, ptr, r.bytes, typed.recv, detail)) {
+    r.active = false;
+    return mpi_raise(r.persistent ? "MPI_Start" : "MPI_Irecv", r.comm, e, detail);
+  }
+  if (auto stage = typed.recv)  // non-contiguous: unpacked by Wait/Test
+    r.on_complete = [stage](request_obj& q, std::string& d) { return stage->finish(q.engine, d); };
+  return MPI_SUCCESS;
+}
+}  // namespace
 
 // Derived datatypes: r.extra holds a typed_request (set by Isend/Irecv and
 // the *_init calls) with the type itself, so a persistent request survives
@@ -189,45 +242,22 @@ int start_request(request_obj& r) {
   auto* typed = type_size(r.type_handle) >= 0 ? nullptr : static_cast<typed_request*>(r.extra.get());
   if (typed) r.on_complete = nullptr;  // a persistent receive's hook of the previous start
   if (r.peer == MPI_PROC_NULL) {
-    r.local_done = true;
-    empty_status(&r.local_status);
-    r.local_status.MPI_SOURCE = MPI_PROC_NULL;
+    start_proc_null(r);
     return MPI_SUCCESS;
   }
   if (r.type == request_obj::kind::send) {
     const int world = r.comm->world_of[r.peer];
     const nmad::tag_t tag = engine_tag(r.comm->p2p_ctx, r.tag);
-    if (r.mode == send_mode::buffered) {
-      // Complete as soon as the data is copied into the attached buffer.
-      std::string detail;
-      const int err = typed ? bsend_typed(r.sbuf, r.count, typed->type, world, tag, detail)
-                            : bsend_copy(r.sbuf, r.bytes, world, tag, detail);
-      r.local_done = true;
-      empty_status(&r.local_status);
-      r.local_status.MPI_ERROR = err;
-      return err == MPI_SUCCESS ? err : mpi_raise("MPI_Start", r.comm, err, detail);
-    }
+    if (r.mode == send_mode::buffered) return start_buffered(r, typed, world, tag);
     const void* ptr = r.sbuf;
-    if (typed) {
-      std::string detail;
-      if (int e = resolve_send(r.sbuf, r.count, typed->type, ptr, r.bytes, typed->send, detail)) {
-        r.active = false;
-        return mpi_raise(r.persistent ? "MPI_Start" : "MPI_Isend", r.comm, e, detail);
-      }
-    }
+    if (typed)
+      if (int e = stage_send(r, *typed, ptr)) return e;
     s.session->isend(world, tag, ptr, r.bytes, r.engine,
                      r.mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
   } else {
     void* ptr = r.rbuf;
-    if (typed) {
-      std::string detail;
-      if (int e = resolve_recv(r.rbuf, r.count, typed->type, ptr, r.bytes, typed->recv, detail)) {
-        r.active = false;
-        return mpi_raise(r.persistent ? "MPI_Start" : "MPI_Irecv", r.comm, e, detail);
-      }
-      if (auto stage = typed->recv)  // non-contiguous: unpacked by Wait/Test
-        r.on_complete = [stage](request_obj& q, std::string& d) { return stage->finish(q.engine, d); };
-    }
+    if (typed)
+      if (int e = stage_recv(r, *typed, ptr)) return e;
     const int src = r.peer == MPI_ANY_SOURCE ? nmad::any_source : r.comm->world_of[r.peer];
     s.session->irecv(src, engine_tag(r.comm->p2p_ctx, r.tag == MPI_ANY_TAG ? 0 : r.tag), ptr, r.bytes,
                      r.engine, engine_mask(r.tag));
@@ -236,18 +266,21 @@ int start_request(request_obj& r) {
   return MPI_SUCCESS;
 }
 
-int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status, std::string& detail) {
-  MPI_Status tmp;
-  const int err = request_status(r, &tmp, detail);
-  if (status != MPI_STATUS_IGNORE) *status = tmp;
+namespace {
+// Completes an active, done request: fills status, deactivates it, frees
+// it if not persistent (and sets *handle to MPI_REQUEST_NULL).
+[[gnu::always_inline]] inline int finish_request(request_obj& r, MPI_Request* handle, MPI_Status* status,
+                                                 std::string& detail) {
+  const int err = request_status(r, status, detail);  // MPI_STATUS_IGNORE is null: nothing written
   r.active = false;
   r.local_done = false;
   if (!r.persistent) {
-    release_request(&r);
+    release(&r);
     *handle = MPI_REQUEST_NULL;
   }
   return err;
 }
+}  // namespace
 
 }  // namespace nmad::mpi
 
@@ -255,12 +288,31 @@ using namespace nmad::mpi;
 
 namespace {
 
-// Looks up every handle; false (and *bad set) if one is invalid.
-bool lookup_all(int count, const MPI_Request* reqs, std::vector<request_obj*>& out, int* bad) {
-  out.assign(count, nullptr);
+// The request objects of an array of handles (null for MPI_REQUEST_NULL):
+// on the stack for arrays of up to kInline requests.
+class request_refs {
+ public:
+  explicit request_refs(int n) : _p(n <= kInline ? _inline : (_heap.resize(n), _heap.data())) {}
+  request_refs(const request_refs&) = delete;
+  request_refs& operator=(const request_refs&) = delete;
+  request_obj*& operator[](int i) { return _p[i]; }
+
+ private:
+  static constexpr int kInline = 64;
+  request_obj* _inline[kInline];
+  std::vector<request_obj*> _heap;
+  request_obj** _p;
+};
+
+// Looks up every handle (one hold of the table lock); false (and *bad set)
+// if one is invalid.
+bool lookup_all(int count, const MPI_Request* reqs, request_refs& out, int* bad) {
+  state& s = st();
+  std::lock_guard g(s.mu);
   for (int i = 0; i < count; ++i) {
+    out[i] = nullptr;
     if (reqs[i] == MPI_REQUEST_NULL) continue;
-    out[i] = lookup_request(reqs[i]);
+    out[i] = lookup_locked(s, reqs[i]);
     if (!out[i]) {
       *bad = i;
       return false;
@@ -339,7 +391,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (!check_initialized("MPI_Waitall")) return MPI_ERR_OTHER;
   if (count < 0 || (count > 0 && !requests)) return mpi_raise("MPI_Waitall", nullptr, MPI_ERR_ARG, "bad count or array");
-  std::vector<request_obj*> rs;
+  request_refs rs(count);
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Waitall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
@@ -370,7 +422,7 @@ int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status status
   if (!check_initialized("MPI_Testall")) return MPI_ERR_OTHER;
   if (count < 0 || !flag || (count > 0 && !requests))
     return mpi_raise("MPI_Testall", nullptr, MPI_ERR_ARG, "bad count or array");
-  std::vector<request_obj*> rs;
+  request_refs rs(count);
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
@@ -388,7 +440,7 @@ int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status status
 // done. none_active: every request is null or inactive (index is
 // MPI_UNDEFINED and the status empty, as MPI wants).
 enum class any_result { completed, pending, none_active };
-static any_result complete_any(const char* fn, int count, std::vector<request_obj*>& rs, MPI_Request requests[],
+static any_result complete_any(const char* fn, int count, request_refs& rs, MPI_Request requests[],
                                int* index, MPI_Status* status, int& err) {
   bool any_active = false;
   for (int i = 0; i < count; ++i) {
@@ -412,7 +464,7 @@ int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* stat
   if (!check_initialized("MPI_Waitany")) return MPI_ERR_OTHER;
   if (count < 0 || !index || (count > 0 && !requests))
     return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_ARG, "bad count or array");
-  std::vector<request_obj*> rs;
+  request_refs rs(count);
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
@@ -429,7 +481,7 @@ int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_S
   if (!check_initialized("MPI_Testany")) return MPI_ERR_OTHER;
   if (count < 0 || !index || !flag || (count > 0 && !requests))
     return mpi_raise("MPI_Testany", nullptr, MPI_ERR_ARG, "bad count or array");
-  std::vector<request_obj*> rs;
+  request_refs rs(count);
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
@@ -446,7 +498,7 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (incount < 0 || !outcount || (incount > 0 && (!requests || !indices)))
     return mpi_raise(fn, nullptr, MPI_ERR_ARG, "bad count or array");
-  std::vector<request_obj*> rs;
+  request_refs rs(incount);
   int bad = -1;
   if (!lookup_all(incount, requests, rs, &bad))
     return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
