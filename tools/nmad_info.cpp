@@ -76,7 +76,7 @@ void print_config() {
       {"NMAD_WAIT_SPIN_US", "100", "fixed-spin: microseconds of polling before sleeping (20 if oversubscribed)"},
       {"NMAD_WAIT_YIELD", "auto", "give the CPU away on idle polls (auto: always if more processes than cores, else after 10 us idle)"},
       {"NMAD_ASYMMETRIC_FENCES", "1", "0: full fences on both sides of sleep/wake handshakes (no membarrier)"},
-      {"NMAD_SHM_RING", "1048576", "shm: bytes per ring"},
+      {"NMAD_SHM_RING", "262144", "shm: bytes per ring (power of two)"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},

@@ -40,7 +40,7 @@
 // peer known to be gone.
 //
 // Tunables (read once at open):
-//   NMAD_SHM_RING       bytes per ring (default 1 MiB; a power of two from 256 KiB to 1 GiB)
+//   NMAD_SHM_RING       bytes per ring (default 256 KiB; a power of two from 256 KiB to 1 GiB)
 //   NMAD_SHM_CMA        0 disables cross-memory attach (fragments only)
 //   NMAD_SHM_CONNECT_TIMEOUT_MS  time a peer has to accept (default 30000)
 #include "drivers/shm/shm_driver.hpp"

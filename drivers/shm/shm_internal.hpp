@@ -56,7 +56,10 @@ enum record_kind : std::uint16_t {
 };
 
 struct tunables {
-  std::size_t ring_bytes = 1 << 20;
+  // 256 KiB: holds a window of small messages and two maximal packets;
+  // larger rings bought no bandwidth and cost cache and memory (a job's
+  // N(N-1) rings are pre-faulted at set-up).
+  std::size_t ring_bytes = 256 * 1024;
   bool cma = true;
   std::chrono::milliseconds connect_timeout{30000};
 };
