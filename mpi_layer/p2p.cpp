@@ -116,6 +116,39 @@ using namespace nmad::mpi;
 
 namespace {
 
+// The engine request of a blocking call (MPI_Send, MPI_Recv, ...): each
+// thread reuses one (making and destroying one per call cost more than the
+// rest of MPI_Send's own work); a blocking call nested in another on the
+// same thread (an error handler's, say) gets its own.
+class blocking_request {
+ public:
+  blocking_request() {
+    if (!t_slot.busy) {
+      t_slot.busy = true;
+      _req = &t_slot.req;
+    } else {
+      _own = std::make_unique<nmad::request>();
+      _req = _own.get();
+    }
+  }
+  ~blocking_request() {
+    if (!_own) t_slot.busy = false;
+  }
+  blocking_request(const blocking_request&) = delete;
+  blocking_request& operator=(const blocking_request&) = delete;
+  nmad::request& get() { return *_req; }
+
+ private:
+  struct slot {
+    nmad::request req;
+    bool busy = false;
+  };
+  [[gnu::tls_model("initial-exec")]] static thread_local slot t_slot;
+  nmad::request* _req = nullptr;
+  std::unique_ptr<nmad::request> _own;
+};
+[[gnu::tls_model("initial-exec")]] thread_local blocking_request::slot blocking_request::t_slot;
+
 // The errors of check_p2p, raised out of line: the checks themselves stay
 // a few compares with no string (and no stack frame) on the way.
 [[gnu::cold, gnu::noinline]] int raise_bad_comm(const char* fn, MPI_Comm comm) {
@@ -239,6 +272,16 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   state& s = st();
   const nmad::tag_t etag = engine_tag(c->p2p_ctx, tag);
   const bool predefined = type_size(datatype) >= 0;
+  const nmad::send_flags flags =
+      mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none;
+  if (predefined && mode != send_mode::buffered) {  // the plain case, as below without staging
+    blocking_request held;
+    nmad::request& req = held.get();
+    s.session->isend(c->world_of[dest], etag, buf, bytes_of(count, datatype), req, flags);
+    const nmad::errc e = s.session->wait(req);
+    if (e != nmad::errc::ok) return mpi_raise(fn, c, from_errc(e), req.error_message());
+    return MPI_SUCCESS;
+  }
   Datatype dt;
   std::string detail;
   if (!predefined)
@@ -253,9 +296,9 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   std::shared_ptr<send_stage> stage;  // alive until the wait below returns
   if (predefined) bytes = bytes_of(count, datatype);
   else if (int e = resolve_send(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
-  nmad::request req;
-  s.session->isend(c->world_of[dest], etag, ptr, bytes, req,
-                   mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
+  blocking_request held;
+  nmad::request& req = held.get();
+  s.session->isend(c->world_of[dest], etag, ptr, bytes, req, flags);
   const nmad::errc e = s.session->wait(req);
   if (e != nmad::errc::ok) return mpi_raise(fn, c, from_errc(e), req.error_message());
   return MPI_SUCCESS;
@@ -413,7 +456,8 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
   std::size_t bytes = 0;
   std::shared_ptr<recv_stage> stage;  // derived, non-contiguous types only
   if (int e = recv_view(c, "MPI_Recv", buf, count, datatype, ptr, bytes, stage)) return e;
-  nmad::request req;
+  blocking_request held;
+  nmad::request& req = held.get();
   const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
   s.session->irecv(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), ptr, bytes, req, engine_mask(tag));
   const nmad::errc e = s.session->wait(req);
@@ -623,7 +667,8 @@ int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message
   std::shared_ptr<recv_stage> stage;
   if (int e = recv_view(c, "MPI_Mrecv", buf, count, datatype, ptr, bytes, stage)) return e;
   state& s = st();
-  nmad::request req;
+  blocking_request held;
+  nmad::request& req = held.get();
   s.session->imrecv(m->engine, ptr, bytes, req);
   drop_message(m);
   *message = MPI_MESSAGE_NULL;
