@@ -111,6 +111,8 @@ class gate {
   std::string fail_reason;    // written once, before `failed` turns true
   bool fail_queued = false;   // fail_gate ran (session's pending lock)
 
+  std::size_t rdv_threshold = 1;  // messages this long and up: rendezvous (set-up)
+
   // Send side: under `lock`.
   domain_mutex lock;
   std::unique_ptr<strategy> strat;

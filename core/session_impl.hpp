@@ -268,7 +268,7 @@ class session_impl final : private wait_engine {
   int _rank = 0;
   int _size = 1;
   std::string _strategy_name;
-  std::size_t _rdv_threshold = 0;
+  std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
   int _local_processes = 1;  // processes of the job on this machine (this one included)
   tag_t _ordering_mask = full_mask;

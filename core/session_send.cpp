@@ -64,7 +64,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
   r.first_piece.tag = tag;
   std::unique_lock gl(g.lock);
-  if (!sync && len < _rdv_threshold && send_inline(g, r, buf, len)) {
+  if (!sync && len < g.rdv_threshold && send_inline(g, r, buf, len)) {
     gl.unlock();
     complete(r);
     return errc::ok;
@@ -74,7 +74,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   // A synchronous send always goes through the rendezvous: its completion
   // (all data asked for by the receiver's rtr) then means it was matched.
   // An empty one waits for a zero-length rtr (see ask_rdvs).
-  e.kind = (sync || len >= _rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
+  e.kind = (sync || len >= g.rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
   e.awaiting_ack = sync && len == 0;
   e.flags = chunk_flag::last;
   e.tag = tag;
@@ -165,7 +165,7 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
   chunk_entry* e = g.entry_pool.get();
   *e = chunk_entry{};
   e->pooled = true;
-  e->kind = len >= _rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  e->kind = len >= g.rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
   e->priority = mode == pack_mode::express ? 1 : 0;
   e->tag = r.first_piece.tag;
   e->seq = r.first_piece.seq;

@@ -133,9 +133,12 @@ session_impl::session_impl(const session_options& opts)
   for (std::size_t i = 1; i < _slots.size(); ++i)
     max_packet = std::min(max_packet, _slots[i]->drv->caps().max_packet_size);
   std::size_t max_eager = max_packet - sizeof(wire::packet_header) - sizeof(wire::chunk_header);
+  // Asked for (options, NMAD_RDV_THRESHOLD): every gate uses it. Else each
+  // gate takes its first driver's preference, or the engine default.
+  const bool asked = opts.rdv_threshold || std::getenv("NMAD_RDV_THRESHOLD");
   _rdv_threshold = opts.rdv_threshold ? opts.rdv_threshold : t.rdv_threshold;
-  if (_rdv_threshold > max_eager + 1) _rdv_threshold = max_eager + 1;
-  if (_rdv_threshold == 0) _rdv_threshold = 1;
+  auto clamp = [&](std::size_t v) { return std::max<std::size_t>(1, std::min(v, max_eager + 1)); };
+  _rdv_threshold = clamp(_rdv_threshold);
 
   // Publish every network driver's address, then pick one driver per peer.
   for (std::size_t i = 1; i < _slots.size(); ++i)
@@ -151,6 +154,8 @@ session_impl::session_impl(const session_options& opts)
     const std::vector<driver_slot*> slots =
         r == _rank ? std::vector<driver_slot*>{_slots[0].get()} : reaching_slots(r);
     g->tracks.resize(slots.size());  // never resized again: tracks stay put
+    const std::size_t preferred = slots[0]->drv->caps().rdv_threshold;
+    g->rdv_threshold = asked || preferred == 0 ? _rdv_threshold : clamp(preferred);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       track& tr = g->tracks[i];
       tr.slot = slots[i];

@@ -43,6 +43,7 @@ void print_drivers() {
                   c.max_sends_in_flight);
       std::printf("           gather/scatter %s, zero-copy data %s, rdma get %s\n", c.gather_scatter ? "yes" : "no",
                   c.zero_copy_data ? "yes" : "no", c.rdma_get ? "yes" : "no");
+      if (c.rdv_threshold) std::printf("           rendezvous from %zu B\n", c.rdv_threshold);
       std::printf("           latency %.2f us, bandwidth %.0f MB/s, overhead %.2f us (estimates)\n", c.latency_us,
                   c.bandwidth_mbps, c.overhead_us);
       std::printf("           address %s\n", drv->local_address().c_str());
@@ -68,7 +69,7 @@ void print_config() {
       {"NMAD_DRIVER", "auto", "network driver, or auto: per peer (shm here, tcp elsewhere)"},
       {"NMAD_DRIVERS", "", "several rails, e.g. shm+tcp or tcp+tcp: one track per listed driver"},
       {"NMAD_STRATEGY", "default", "packet scheduling strategy"},
-      {"NMAD_RDV_THRESHOLD", "32768", "bytes from which messages go by rendezvous"},
+      {"NMAD_RDV_THRESHOLD", "driver's/32768", "bytes from which messages go by rendezvous (unset: the driver's preference)"},
       {"NMAD_COPY_THRESHOLD", "256", "payloads up to this size are copied into the packet"},
       {"NMAD_CONNECT_TIMEOUT_MS", "30000", "time allowed to connect to every peer"},
       {"NMAD_FINALIZE_TIMEOUT_MS", "30000", "time allowed to flush sends at finalize"},

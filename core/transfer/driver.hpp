@@ -56,6 +56,11 @@ struct driver_caps {
   bool zero_copy_data = false;       // bulk data moves user buffer <-> wire
   bool rdma_get = false;             // post_get works: a receiver pulls the
                                      // peer's memory (shm: cross-memory attach)
+  std::size_t rdv_threshold = 0;     // messages of this size and up are best
+                                     // sent by rendezvous over this driver
+                                     // (0: the engine's default); the
+                                     // gates it carries use it unless
+                                     // NMAD_RDV_THRESHOLD says otherwise
   bool node_local = false;           // reaches only processes of this machine
                                      // (reachable() then means "same machine")
   double latency_us = 0;             // one-way small-packet latency estimate

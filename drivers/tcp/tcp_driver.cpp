@@ -48,6 +48,9 @@ void tcp_driver::open(const driver_config& config) {
   caps_.max_iov = kMaxIov;
   caps_.max_sends_in_flight = kMaxSendsInFlight;
   caps_.max_inline = kMaxPacket;
+  // A rendezvous costs a round trip more on a socket: eager up to the
+  // largest packet (the engine caps it there; ping-pong 32-48 KiB halved).
+  caps_.rdv_threshold = kMaxPacket;
   caps_.gather_scatter = true;  // sendmsg/readv on the caller's iovec
   caps_.zero_copy_data = true;  // data bodies: user iovec <-> socket
   caps_.rdma_get = false;
