@@ -300,8 +300,12 @@ driver_slot* session_impl::choose_slot(int peer) { return reaching_slots(peer).f
 
 void session_impl::connect_all(int timeout_ms) {
   engine_scope scope(*this);
-  // Lower ranks listen, higher ranks connect: exactly one connection a pair.
-  for (int p = 0; p < _rank; ++p)
+  // Higher ranks listen, lower ranks connect: exactly one connection a
+  // pair. (The direction is not neutral over tcp loopback: with ranks bound
+  // in order, the accepted and the connected socket of a pair do not cost
+  // the same on each CPU; rank 0 connecting, as MPI peers whose first
+  // sender connects do, measured 3.2-3.4 us one way against 4.6-4.8.)
+  for (int p = _rank + 1; p < _size; ++p)
     for (track& t : _gates[p]->tracks) {
       std::lock_guard dl(t.slot->lock);
       driver& d = *t.slot->drv;
