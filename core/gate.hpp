@@ -140,6 +140,10 @@ class gate {
   // driver was busy (another thread polled it): asked again by the session's
   // pending work (session_impl::flush_pending).
   std::vector<request_state*> ask_again;
+  // Matched receives (unpack) with rendezvous pieces waiting for the next
+  // unpack to give them room: failed with the gate (nothing else refers to
+  // them until then).
+  std::vector<request_state*> unpack_waiting;
 
   // Gate and track locks held.
   bool idle() const {

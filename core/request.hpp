@@ -148,6 +148,7 @@ struct request_state {
   std::uint64_t capacity = 0;        // sum of segment lengths
   bool recv_sealed = true;           // irecv: yes; unpack: at end()
   bool ask_deferred = false;         // on its gate's ask_again list
+  bool unpack_waiting = false;       // on its gate's unpack_waiting list
   message_state msg;                 // valid once matched
 };
 

@@ -211,6 +211,7 @@ class session_impl final : private wait_engine {
                                    std::span<const std::byte> bytes);
   void drain_buffered(request_state& r);
   void ask_rdvs(gate& g, request_state& r);  // matching lock held
+  void note_unpack_waiting(gate& g, request_state& r, bool waiting);  // matching lock held
   void queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, std::uint64_t offset, std::uint64_t len,
                  std::uint64_t sender_cookie, std::uint64_t recv_cookie);
   track& pick_rail(gate& g, std::uint64_t& n);

@@ -401,6 +401,8 @@ void session_impl::send_done(packet_wrapper* pw) {
 // Any lock may be held: a request with a callback completes when the
 // thread leaves the engine (the callback runs first, outside every lock).
 void session_impl::complete(request_state& r) {
+  // (A receive completes under the matching lock.)
+  if (r.unpack_waiting) note_unpack_waiting(*_gates[r.msg.source], r, false);
   if (r.cb && r.owner) {
     r.finishing = true;
     t_deferred.push_back({this, &r});
@@ -547,6 +549,9 @@ void session_impl::clean_up_failed(gate& g, bool close) {
     receives.push_back(r);
   }
   g.ask_again.clear();
+  // (Failing them takes them off the list: a copy.)
+  const std::vector<request_state*> waiting = g.unpack_waiting;
+  receives.insert(receives.end(), waiting.begin(), waiting.end());
   for (request_state* r : receives) {
     r->msg.failed = true;
     r->msg.fail_reason = msg;

@@ -405,7 +405,17 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
     }
   }
   std::erase_if(m.rdvs, [](const pending_rdv& p) { return p.len == 0; });
+  note_unpack_waiting(g, r, !deferred && !m.rdvs.empty());
   schedule(g);
+}
+
+// Keeps g.unpack_waiting exact: r is on it while rendezvous pieces of its
+// message wait for the next unpack. Matching lock held.
+void session_impl::note_unpack_waiting(gate& g, request_state& r, bool waiting) {
+  if (waiting == r.unpack_waiting) return;
+  r.unpack_waiting = waiting;
+  if (waiting) g.unpack_waiting.push_back(&r);
+  else std::erase(g.unpack_waiting, &r);
 }
 
 // From poll (the driver's lock held).
@@ -481,6 +491,8 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
     r.capacity = len;
   }
   r.recv_sealed = sealed;
+  r.ask_deferred = false;
+  r.unpack_waiting = false;
   r.msg.reset();
 }
 

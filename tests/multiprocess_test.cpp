@@ -146,6 +146,18 @@ TEST_CASE("a rank dies with a matched rendezvous: receives and probes fail, nami
   }
 }
 
+TEST_CASE("a rank dies between two unpacks of its packed message: the unpack and end() fail (shm and tcp)") {
+  for (const char* drv : {"shm", "tcp"}) {
+    CAPTURE(drv);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run_job({2, {"killed_unpack"}, {{"NMAD_DRIVER", drv}, {"NMAD_RUN_KILL_GRACE", "60"}}, 60});
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(r.status != 0);  // rank 1 was killed
+    CHECK(count(r.out, "rank 0: unpack from the dead rank failed") == 1);
+    CHECK(secs < 30);  // not the launcher's kill grace
+  }
+}
+
 // shm pulls rendezvous data from the receiver's side: a sender that does
 // not call the library after isend still has its message delivered, and its
 // first test() afterwards finds the send complete. Without cross-memory

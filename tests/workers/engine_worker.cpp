@@ -14,6 +14,8 @@
 //   engine_worker wrongkey                    rank 1 presents another job key
 //   engine_worker killed_rdv                  rank 1 dies with a rendezvous matched
 //                                             by rank 0 and another one unexpected
+//   engine_worker killed_unpack               rank 1 dies while rank 0 is between two
+//                                             unpacks of its packed message
 //   engine_worker pull EXPECT                 rank 1 sends 4 MiB and pauses outside
 //                                             the library; EXPECT 1: its send is
 //                                             done by then (the receiver pulled)
@@ -725,6 +727,47 @@ int killed_rdv(session& s) {
   return 0;
 }
 
+// Rank 1 packs an express length and a 4 MiB cheaper body (a rendezvous)
+// to rank 0 and dies while blocked in end(). Rank 0 unpacks the length,
+// then, once rank 1 is dead, the body: its rendezvous had no destination
+// until that unpack, so it waited on no list but its gate's; the unpack
+// and end() must fail naming rank 1, not wait.
+int killed_unpack(session& s) {
+  const int me = s.rank();
+  std::vector<unsigned char> big(4 << 20, 0x3c);
+  if (me == 1) {
+    std::thread killer([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::raise(SIGKILL);
+    });
+    killer.detach();
+    pack_connection p(s, 0, 11);
+    const std::uint64_t n = big.size();
+    p.pack(&n, sizeof n, pack_mode::express);
+    p.pack(big.data(), big.size(), pack_mode::cheaper);
+    p.end();  // the body is never asked for before the kill
+    return 1;
+  }
+  if (me != 0) return 0;
+  unpack_connection u(s, 1, 11);
+  std::uint64_t n = 0;
+  expect(u.unpack(&n, sizeof n, pack_mode::express) == errc::ok && n == big.size(), "express length");
+  while (s.peer_alive(1)) {
+    s.progress();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const errc e = u.unpack(big.data(), big.size(), pack_mode::express);
+  const errc end = u.end();
+  expect(e == errc::peer_failed, "unpack of a dead rank's rendezvous piece must fail, got " +
+                                     std::string(to_string(e)));
+  expect(end == errc::peer_failed, "end() of a dead rank's message must fail, got " + std::string(to_string(end)));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("rank 0: unpack from the dead rank failed after %.2f s\n", secs);
+  std::fflush(stdout);
+  return 0;
+}
+
 int pull(session& s, bool expect_pulled) {
   if (s.size() < 2 || s.rank() > 1) return 0;
   std::vector<unsigned char> buf(4 << 20);
@@ -901,6 +944,7 @@ int main(int argc, char** argv) {
     else if (scenario == "wrongkey") rc = pingpong(*s, 10);
     else if (scenario == "threads") rc = threads(*s, static_cast<int>(arg(2, 200)));
     else if (scenario == "killed_rdv") rc = killed_rdv(*s);
+    else if (scenario == "killed_unpack") rc = killed_unpack(*s);
     else if (scenario == "pull") rc = pull(*s, arg(2, 1) != 0);
     else if (scenario == "sleeper") rc = sleeper(*s, static_cast<int>(arg(2, 500)));
     else if (scenario == "mt_stress")
