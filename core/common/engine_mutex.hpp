@@ -16,52 +16,35 @@
 
 namespace nmad {
 
+// A mutex of type Mutex behind the switch.
+template <typename Mutex>
+class switchable_mutex {
+ public:
+  explicit switchable_mutex(bool enabled = true) : _enabled(enabled) {}
+  switchable_mutex(const switchable_mutex& o) : _enabled(o._enabled) {}
+  switchable_mutex& operator=(const switchable_mutex&) = delete;
+
+  void enable(bool on) { _enabled = on; }
+  bool enabled() const { return _enabled; }
+
+  void lock() {
+    if (_enabled) _m.lock();
+  }
+  bool try_lock() { return !_enabled || _m.try_lock(); }
+  void unlock() {
+    if (_enabled) _m.unlock();
+  }
+
+ private:
+  bool _enabled;
+  Mutex _m;
+};
+
 // Recursive: the driver poll locks (a driver callback may post on the
 // driver that is being polled) and the progress-task runner.
-class engine_mutex {
- public:
-  explicit engine_mutex(bool enabled = true) : _enabled(enabled) {}
-  engine_mutex(const engine_mutex& o) : _enabled(o._enabled) {}
-  engine_mutex& operator=(const engine_mutex&) = delete;
-
-  void enable(bool on) { _enabled = on; }
-  bool enabled() const { return _enabled; }
-
-  void lock() {
-    if (_enabled) _m.lock();
-  }
-  bool try_lock() { return !_enabled || _m.try_lock(); }
-  void unlock() {
-    if (_enabled) _m.unlock();
-  }
-
- private:
-  bool _enabled;
-  std::recursive_mutex _m;
-};
-
+using engine_mutex = switchable_mutex<std::recursive_mutex>;
 // Plain (not recursive): the matching, gate and track locks, and leaves.
-class domain_mutex {
- public:
-  explicit domain_mutex(bool enabled = true) : _enabled(enabled) {}
-  domain_mutex(const domain_mutex& o) : _enabled(o._enabled) {}
-  domain_mutex& operator=(const domain_mutex&) = delete;
-
-  void enable(bool on) { _enabled = on; }
-  bool enabled() const { return _enabled; }
-
-  void lock() {
-    if (_enabled) _m.lock();
-  }
-  bool try_lock() { return !_enabled || _m.try_lock(); }
-  void unlock() {
-    if (_enabled) _m.unlock();
-  }
-
- private:
-  bool _enabled;
-  std::mutex _m;
-};
+using domain_mutex = switchable_mutex<std::mutex>;
 
 // An atomic that a container may copy while nobody else uses it yet (see
 // above); loads and stores are the plain std::atomic ones.
