@@ -21,6 +21,7 @@ struct core_tunables {
   std::string driver = "auto";           // NMAD_DRIVER: a name, or auto = per peer;
                                          // NMAD_DRIVERS=a+b (or NMAD_DRIVER=a+b): one track each
   std::size_t rdv_threshold = 32 * 1024; // NMAD_RDV_THRESHOLD (bytes)
+  bool rdv_threshold_set = false;        // it was: every gate uses it
   std::size_t copy_threshold = 256;      // NMAD_COPY_THRESHOLD (bytes)
   int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
   int finalize_timeout_ms = 30000;       // NMAD_FINALIZE_TIMEOUT_MS
@@ -48,6 +49,7 @@ core_tunables read_tunables() {
   core_tunables t;
   t.strategy = env_string("NMAD_STRATEGY", t.strategy);
   t.driver = env_string("NMAD_DRIVERS", env_string("NMAD_DRIVER", t.driver));
+  t.rdv_threshold_set = std::getenv("NMAD_RDV_THRESHOLD") != nullptr;
   t.rdv_threshold = env_size("NMAD_RDV_THRESHOLD", t.rdv_threshold);
   t.copy_threshold = env_size("NMAD_COPY_THRESHOLD", t.copy_threshold);
   t.connect_timeout_ms = static_cast<int>(env_size("NMAD_CONNECT_TIMEOUT_MS", t.connect_timeout_ms));
@@ -135,7 +137,7 @@ session_impl::session_impl(const session_options& opts)
   std::size_t max_eager = max_packet - sizeof(wire::packet_header) - sizeof(wire::chunk_header);
   // Asked for (options, NMAD_RDV_THRESHOLD): every gate uses it. Else each
   // gate takes its first driver's preference, or the engine default.
-  const bool asked = opts.rdv_threshold || std::getenv("NMAD_RDV_THRESHOLD");
+  const bool asked = opts.rdv_threshold || t.rdv_threshold_set;
   _rdv_threshold = opts.rdv_threshold ? opts.rdv_threshold : t.rdv_threshold;
   auto clamp = [&](std::size_t v) { return std::max<std::size_t>(1, std::min(v, max_eager + 1)); };
   _rdv_threshold = clamp(_rdv_threshold);

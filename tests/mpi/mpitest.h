@@ -53,4 +53,12 @@ static inline long mt_check(const unsigned char* p, long n, int seed) { /* index
     if (p[i] != mt_byte(seed, i)) return i;
   return -1;
 }
+/* The class of MPI error code err; its string goes to text. */
+static inline int mt_error(int err, char text[MPI_MAX_ERROR_STRING]) {
+  int cls = -1, len = 0;
+  text[0] = 0;
+  MPI_Error_class(err, &cls);
+  MPI_Error_string(err, text, &len);
+  return cls;
+}
 #endif

@@ -20,11 +20,8 @@ static double now_s(void) {
 
 /* err must be of class MPI_ERR_PROC_FAILED, its string naming `name`. */
 static void expect_failed(int err, const char* name, const char* what) {
-  int cls = -1;
-  MPI_Error_class(err, &cls);
   char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(err, text, &len);
+  const int cls = mt_error(err, text);
   printf("rank %d: %s: %s\n", mt_rank, what, text);
   CHECK(cls == MPI_ERR_PROC_FAILED, "%s: error %d (class %d): %s", what, err, cls, text);
   CHECK(strstr(text, name) != NULL, "%s: '%s' does not name %s", what, text, name);

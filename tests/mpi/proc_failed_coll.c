@@ -58,11 +58,8 @@ int main(int argc, char** argv) {
     }
     printf("rank %d: %s completed\n", mt_rank, what);
   } else {
-    int cls = -1;
-    MPI_Error_class(err, &cls);
     char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(err, text, &len);
+    const int cls = mt_error(err, text);
     printf("rank %d: %s failed: %s\n", mt_rank, what, text);
     CHECK(cls == MPI_ERR_PROC_FAILED, "%s: error %d (class %d): %s", what, err, cls, text);
     CHECK(strstr(text, "rank ") != NULL, "%s: '%s' names no rank", what, text);

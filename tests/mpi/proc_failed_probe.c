@@ -10,11 +10,8 @@
 /* Checks that err is of class MPI_ERR_PROC_FAILED and that its string
  * names `rank` ("rank N" as a whole word). */
 static void expect_failed(int err, int rank, const char* what) {
-  int cls = -1;
-  MPI_Error_class(err, &cls);
   char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(err, text, &len);
+  const int cls = mt_error(err, text);
   printf("rank %d: %s: %s\n", mt_rank, what, text);
   CHECK(cls == MPI_ERR_PROC_FAILED, "%s: error %d (class %d): %s", what, err, cls, text);
   char name[32];

@@ -58,11 +58,8 @@ int main(int argc, char** argv) {
     CHECK(bad < 0, "completed, but byte %ld is wrong", bad);
     printf("rank 0: receive completed with the right data\n");
   } else {
-    int cls = -1;
-    MPI_Error_class(err, &cls);
     char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(err, text, &len);
+    const int cls = mt_error(err, text);
     printf("rank 0: receive failed: %s\n", text);
     CHECK(cls == MPI_ERR_PROC_FAILED, "receive: error %d (class %d): %s", err, cls, text);
     CHECK(strstr(text, "rank 1") != NULL, "'%s' does not name rank 1", text);
