@@ -66,7 +66,11 @@ errc session::irecv(int source, tag_t tag, void* buf, std::size_t len, request& 
 }
 
 bool session::test(request& req) { return _impl->test(state_of(req)); }
-errc session::wait(request& req) { return _impl->wait(state_of(req)); }
+errc session::wait(request& req) {
+  request_state& r = state_of(req);
+  if (r.is_complete()) return r.error;  // the common case of a Waitall: no waiter round
+  return _impl->wait(r);
+}
 int session::wait_any(std::span<request* const> reqs) { return _impl->wait_any(reqs); }
 
 bool session::iprobe(int source, tag_t tag, recv_status& st, tag_t mask) {

@@ -252,7 +252,21 @@ class session_impl final : private wait_engine {
     session_impl* s;
     request_state* r;
   };
-  [[gnu::tls_model("initial-exec")]] static thread_local std::vector<deferred_completion> t_deferred;
+  // Trivially constructible and destructible, so that reaching it costs no
+  // TLS initialisation call; more than kInline wait in spill().
+  struct deferred_queue {
+    static constexpr std::size_t kInline = 16;
+    std::size_t size;
+    deferred_completion items[kInline];
+    bool empty() const { return size == 0; }
+    void push(deferred_completion d) {
+      if (size < kInline) items[size] = d;
+      else spill().push_back(d);
+      ++size;
+    }
+    static std::vector<deferred_completion>& spill();
+  };
+  [[gnu::tls_model("initial-exec")]] static thread_local deferred_queue t_deferred;
   thread_level _level = thread_level::multiple;
   bool _threaded = true;                   // _level == multiple
   mutable domain_mutex _match_lock;        // LOCK ORDER 2

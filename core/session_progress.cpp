@@ -67,7 +67,11 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
 // ---- progress ----------------------------------------------------------------
 
 [[gnu::tls_model("initial-exec")]] thread_local int session_impl::t_depth = 0;
-[[gnu::tls_model("initial-exec")]] thread_local std::vector<session_impl::deferred_completion> session_impl::t_deferred;
+[[gnu::tls_model("initial-exec")]] thread_local session_impl::deferred_queue session_impl::t_deferred;
+std::vector<session_impl::deferred_completion>& session_impl::deferred_queue::spill() {
+  thread_local std::vector<deferred_completion> v;
+  return v;
+}
 
 int session_impl::progress() {
   engine_scope scope(*this);
@@ -405,7 +409,7 @@ void session_impl::complete(request_state& r) {
   if (r.unpack_waiting) note_unpack_waiting(*_gates[r.msg.source], r, false);
   if (r.cb && r.owner) {
     r.finishing = true;
-    t_deferred.push_back({this, &r});
+    t_deferred.push({this, &r});
     if (t_depth == 0) run_deferred();  // not inside the engine: no lock held
     return;
   }
@@ -425,9 +429,14 @@ void session_impl::run_deferred() {
   // runs what it completed (above the mark) before returning here.
   [[gnu::tls_model("initial-exec")]] thread_local std::vector<deferred_completion> batch;
   const std::size_t mark = batch.size();
-  auto& pending = t_deferred;
-  batch.insert(batch.end(), pending.begin(), pending.end());
-  pending.clear();
+  deferred_queue& pending = t_deferred;
+  batch.insert(batch.end(), pending.items, pending.items + std::min(pending.size, deferred_queue::kInline));
+  if (pending.size > deferred_queue::kInline) {
+    std::vector<deferred_completion>& more = deferred_queue::spill();
+    batch.insert(batch.end(), more.begin(), more.end());
+    more.clear();
+  }
+  pending.size = 0;
   for (std::size_t i = mark; i < batch.size(); ++i) {
     const deferred_completion d = batch[i];
     request_state& r = *d.r;

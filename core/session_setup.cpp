@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -380,6 +381,20 @@ void session_impl::shutdown() {
     _boot->finalize();
   } catch (const std::exception& e) {
     log_write(log_level::warn, "session", std::string("finalize: ") + e.what());
+  }
+  if (const char* v = std::getenv("NMAD_STATS"); v && *v && std::string_view(v) != "0") {
+    const session_stats st = stats();
+    std::fprintf(stderr,
+                 "nmad stats: rank %d: packets sent %llu (chunks %llu, bytes %llu), rendezvous transfers %llu, "
+                 "packets received %llu, unexpected messages %llu, protocol errors %llu, per rail %llu/%llu/%llu/%llu\n",
+                 _rank, static_cast<unsigned long long>(st.packets_sent),
+                 static_cast<unsigned long long>(st.chunks_sent), static_cast<unsigned long long>(st.bytes_sent),
+                 static_cast<unsigned long long>(st.rdv_data_sent),
+                 static_cast<unsigned long long>(st.packets_received),
+                 static_cast<unsigned long long>(st.unexpected_messages),
+                 static_cast<unsigned long long>(st.protocol_errors),
+                 static_cast<unsigned long long>(st.rail_sends[0]), static_cast<unsigned long long>(st.rail_sends[1]),
+                 static_cast<unsigned long long>(st.rail_sends[2]), static_cast<unsigned long long>(st.rail_sends[3]));
   }
   std::lock_guard ml(_match_lock);
   if (_match.any_posted())

@@ -397,7 +397,7 @@ int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     return mpi_raise("MPI_Waitall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
   int first_err = MPI_SUCCESS;
   comm_obj* err_comm = nullptr;
-  std::string err_detail;
+  std::string err_detail, detail;
   for (int i = 0; i < count; ++i) {
     MPI_Status* sp = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
     if (!is_active(rs[i])) {
@@ -406,7 +406,7 @@ int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     }
     wait_request(*rs[i]);
     comm_obj* c = rs[i]->comm;
-    std::string detail;
+    detail.clear();
     const int err = finish_request(*rs[i], &requests[i], sp, detail);
     if (err != MPI_SUCCESS && first_err == MPI_SUCCESS) {
       first_err = err;

@@ -340,11 +340,11 @@ int shm_driver::read_records(conn& c) {
     }
     ++work;
     std::uint64_t cookie = 0, x = 0;
-    if (h.kind != rk_packet && p.size() >= 16) {
+    if (h.kind() != rk_packet && p.size() >= 16) {
       std::memcpy(&cookie, p.data(), 8);
       std::memcpy(&x, p.data() + 8, 8);
     }
-    switch (h.kind) {
+    switch (h.kind()) {
       case rk_packet:
         if (p.size() > kMaxPacket) {
           fail(c, "protocol error: oversized packet");
@@ -389,7 +389,7 @@ int shm_driver::read_records(conn& c) {
         continue;
       }
       default:
-        fail(c, "protocol error: unknown record kind " + std::to_string(h.kind));
+        fail(c, "protocol error: unknown record kind " + std::to_string(h.kind()));
         return work;
     }
     if (c.st == state::established) c.rx.consume(h);

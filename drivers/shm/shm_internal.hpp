@@ -38,7 +38,7 @@ namespace nmad::shm_impl {
 using steady = std::chrono::steady_clock;
 
 constexpr std::uint64_t kMagic = 0x32304d5344414d4eULL;  // "NMADSM02"
-constexpr std::uint32_t kVersion = 3;  // 3: stamped ring records
+constexpr std::uint32_t kVersion = 4;  // 3: stamped ring records; 4: 8-byte record headers
 constexpr int kSlots = 64;
 constexpr std::size_t kMaxPacket = 64 * 1024;
 constexpr std::size_t kFragment = 32 * 1024;

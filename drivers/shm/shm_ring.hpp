@@ -3,9 +3,9 @@
 // memory (private to the shm driver).
 //
 // Positions are byte counters that only grow; the consumer owns `head` (on
-// its own cache line), the producer its tail (private). A record is a
-// 16-byte header {payload length, kind, stamp} and its payload, padded to
-// 16 bytes, always contiguous: when a record does not fit before the end of
+// its own cache line), the producer its tail (private). A record is an
+// 8-byte header {stamp, payload length and kind} and its payload, padded to
+// 8 bytes, always contiguous: when a record does not fit before the end of
 // the data area the producer writes a `wrap` record that fills the rest and
 // starts over at offset 0. The producer publishes a record by storing its
 // *stamp* last (release): the record's position mixed with a key of the
@@ -13,7 +13,9 @@
 // payload included) look like a record. The consumer polls the stamp at its
 // own head position (acquire): a small message's header and payload come
 // in one cache line, and no shared counter bounces between the cores on
-// every message. It releases the space with a release store of `head` once
+// every message. The header is kept at 8 bytes because the lines of the
+// ring are what moves between the cores: an 8-byte MPI message (16 bytes
+// of engine header) is a 32-byte record, two to a cache line. It releases the space with a release store of `head` once
 // it has finished with the payload (so a payload can be handed to the
 // engine in place, without a copy).
 //
@@ -29,6 +31,7 @@
 // it and wakes the producer (see the shm driver's wake-up protocol).
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -40,18 +43,19 @@
 namespace nmad::shm {
 
 struct record_header {
-  std::uint32_t length;  // payload bytes
-  std::uint16_t kind;
-  std::uint16_t reserved;
-  std::uint64_t stamp;   // written last: ring::stamp_of(the record's position)
+  std::uint32_t stamp;   // written last: ring::stamp_of(the record's position)
+  std::uint32_t word;    // payload bytes (low 24 bits) | kind << 24
+  std::uint32_t length() const { return word & kLengthMask; }
+  std::uint16_t kind() const { return static_cast<std::uint16_t>(word >> 24); }
+  static constexpr std::uint32_t kLengthMask = (1u << 24) - 1;
 };
-static_assert(sizeof(record_header) == 16);
+static_assert(sizeof(record_header) == 8);
 
-constexpr std::uint16_t kind_wrap = 0xffff;
+constexpr std::uint16_t kind_wrap = 0xff;  // kinds are 1..254
 
 struct ring_control {
   alignas(64) std::atomic<std::uint64_t> head{0};  // consumer position
-  alignas(64) std::uint64_t capacity = 0;          // data bytes (multiple of 16)
+  alignas(64) std::uint64_t capacity = 0;          // data bytes (multiple of 8)
   alignas(64) std::atomic<std::uint32_t> want_space{0};  // producer sleeps on a full ring
 };
 
@@ -79,14 +83,17 @@ class ring {
   std::uint64_t capacity() const { return _cap; }
 
   // Largest payload that could ever be written at once.
-  std::size_t max_payload() const { return _cap / 2 - sizeof(record_header); }
+  std::size_t max_payload() const {
+    return std::min<std::size_t>(_cap / 2 - sizeof(record_header), record_header::kLengthMask);
+  }
 
   // Writes one record made of `iov` (total `len` bytes). False if there is
   // no room right now (the caller retries later), or if the consumer's
   // position is impossible (a broken peer: the ring then looks full).
   bool write(std::uint16_t kind, std::span<const iovec> iov, std::size_t len) {
     const std::uint64_t cap = _cap;
-    const std::size_t need = sizeof(record_header) + align16(len);
+    if (len > max_payload()) return false;
+    const std::size_t need = sizeof(record_header) + align8(len);
     const std::uint64_t tail = _tail;
     std::uint64_t pos = offset_of(tail);
     std::size_t waste = 0;
@@ -124,25 +131,27 @@ class ring {
     const std::uint64_t cap = _cap;
     for (;;) {
       const std::uint64_t head = _head;
-      const std::uint64_t pos = offset_of(head);  // 16-aligned: a header fits
-      if (stamp_at(pos) != stamp_of(head)) return peek_result::empty;
-      std::memcpy(&h, _data + pos, sizeof h);  // ordered after the stamp (acquire)
-      const std::uint64_t span = sizeof h + align16(h.length);
-      if (h.kind == kind_wrap) {
+      const std::uint64_t pos = offset_of(head);  // 8-aligned: a header fits
+      const std::uint32_t stamp = stamp_of(head);
+      if (stamp_at(pos) != stamp) return peek_result::empty;
+      std::memcpy(&h.word, _data + pos + offsetof(record_header, word), sizeof h.word);  // after the stamp (acquire)
+      h.stamp = stamp;
+      const std::uint64_t span = sizeof h + align8(h.length());
+      if (h.kind() == kind_wrap) {
         if (pos + span != cap) return peek_result::corrupt;
         _head = head + span;
         _c->head.store(_head, std::memory_order_release);
         continue;
       }
       if (pos + span > cap) return peek_result::corrupt;
-      payload = {_data + pos + sizeof h, h.length};
+      payload = {_data + pos + sizeof h, h.length()};
       return peek_result::record;
     }
   }
 
   // Releases the record returned by the last peek().
   void consume(const record_header& h) {
-    _head += sizeof h + align16(h.length);
+    _head += sizeof h + align8(h.length());
     _c->head.store(_head, std::memory_order_release);
   }
 
@@ -160,17 +169,21 @@ class ring {
  private:
   std::uint64_t offset_of(std::uint64_t position) const { return _mask ? position & _mask : position % _cap; }
   // Never 0 for any position the ring reaches (zeroed memory is no record),
-  // and keyed: stale bytes of an earlier lap do not match it.
-  std::uint64_t stamp_of(std::uint64_t position) const { return ((position + 1) * 0x9e3779b97f4a7c15ULL) ^ _key; }
-  std::uint64_t stamp_at(std::uint64_t offset) const {
-    auto* stamp = reinterpret_cast<std::uint64_t*>(_data + offset + offsetof(record_header, stamp));
-    return std::atomic_ref<std::uint64_t>(*stamp).load(std::memory_order_acquire);
+  // and keyed: stale bytes of an earlier lap do not match it (the high half
+  // of a multiplicative hash of the position, which every bit of the
+  // position changes; a stale match needs a 32-bit collision).
+  std::uint32_t stamp_of(std::uint64_t position) const {
+    return static_cast<std::uint32_t>((((position + 1) * 0x9e3779b97f4a7c15ULL) ^ _key) >> 32) | 1u;
+  }
+  std::uint32_t stamp_at(std::uint64_t offset) const {
+    auto* stamp = reinterpret_cast<std::uint32_t*>(_data + offset + offsetof(record_header, stamp));
+    return std::atomic_ref<std::uint32_t>(*stamp).load(std::memory_order_acquire);
   }
   void publish(std::uint64_t offset, std::uint64_t position, std::uint32_t len, std::uint16_t kind) {
-    const record_header h{len, kind, 0, 0};
-    std::memcpy(_data + offset, &h, offsetof(record_header, stamp));
-    auto* stamp = reinterpret_cast<std::uint64_t*>(_data + offset + offsetof(record_header, stamp));
-    std::atomic_ref<std::uint64_t>(*stamp).store(stamp_of(position), std::memory_order_release);
+    const std::uint32_t word = len | static_cast<std::uint32_t>(kind) << 24;
+    std::memcpy(_data + offset + offsetof(record_header, word), &word, sizeof word);
+    auto* stamp = reinterpret_cast<std::uint32_t*>(_data + offset + offsetof(record_header, stamp));
+    std::atomic_ref<std::uint32_t>(*stamp).store(stamp_of(position), std::memory_order_release);
   }
 
   ring_control* _c = nullptr;
