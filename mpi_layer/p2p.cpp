@@ -6,6 +6,8 @@
 // in place when the elements form one contiguous block, otherwise through a
 // staging buffer (packed before the send; unpacked after the receive).
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "mpi_layer/mpi_impl.hpp"
@@ -124,8 +126,9 @@ class blocking_request {
  public:
   blocking_request() {
     if (!t_slot.busy) {
+      if (!t_slot.constructed) construct_slot();
       t_slot.busy = true;
-      _req = &t_slot.req;
+      _req = std::launder(reinterpret_cast<nmad::request*>(t_slot.storage));
     } else {
       _own = std::make_unique<nmad::request>();
       _req = _own.get();
@@ -139,10 +142,27 @@ class blocking_request {
   nmad::request& get() { return *_req; }
 
  private:
+  // Trivially constructible and destructible, so that reaching it costs no
+  // TLS initialisation call (two per MPI_Send otherwise): the request is
+  // built in place on the thread's first blocking call and destroyed when
+  // the thread ends.
   struct slot {
-    nmad::request req;
-    bool busy = false;
+    alignas(nmad::request) unsigned char storage[sizeof(nmad::request)];
+    bool constructed;
+    bool busy;
   };
+  [[gnu::noinline]] static void construct_slot() {
+    ::new (static_cast<void*>(t_slot.storage)) nmad::request();
+    t_slot.constructed = true;
+    struct destroyer {
+      ~destroyer() {
+        std::launder(reinterpret_cast<nmad::request*>(t_slot.storage))->~request();
+        t_slot.constructed = false;
+      }
+    };
+    thread_local destroyer d;
+    (void)d;
+  }
   [[gnu::tls_model("initial-exec")]] static thread_local slot t_slot;
   nmad::request* _req = nullptr;
   std::unique_ptr<nmad::request> _own;
