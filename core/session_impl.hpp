@@ -18,9 +18,11 @@
 //                             receive requests.
 //   3. a gate's lock          gate::lock: its collect list and send side.
 //   4. a track's lock         track::lock: its send list (in flight, retry).
-//   5. leaves                 _pending_lock (deferred work), _tasks_lock is
-//                             try-locked by progress only with nothing held,
-//                             the waiter's own locks.
+//   5. leaves                 _pending_lock (deferred work), the progress
+//                             engine's submission lock, the waiter's own
+//                             locks. The progress engine's task lock is
+//                             try-locked by progress only with nothing held
+//                             (tasks run under it and may take 1-5).
 // A thread takes them in this order (skipping any), never the other way
 // round; two locks of one level are never held at once. Driver events
 // (packets, completions) arrive inside poll with lock 1 held and take 2-4
@@ -41,6 +43,7 @@
 #include "core/common/engine_mutex.hpp"
 #include "core/gate.hpp"
 #include "core/matching/match_queues.hpp"
+#include "core/progress/progress_engine.hpp"
 #include "core/progress/waiter.hpp"
 #include "core/transfer/driver.hpp"
 
@@ -298,15 +301,7 @@ class session_impl final : private wait_engine {
   };
   counters _stats;
   std::atomic<bool> _finalizing{false};
-  struct progress_task {
-    int id;
-    int (*fn)(void*);
-    void* arg;
-  };
-  engine_mutex _tasks_lock;           // _tasks; progress try-locks it
-  std::vector<progress_task> _tasks;  // run by progress_now
-  std::atomic<std::size_t> _task_count{0};  // _tasks.size(), read without the lock
-  int _next_task_id = 1;
+  progress_engine _tasks;  // progress tasks, run by progress_now
   std::atomic<unsigned> _rounds{0};  // progress rounds (quiet drivers are polled every 64th)
   bool _connecting = false;  // connect_all: every driver is polled every round
   bool _multirail = false;   // NMAD_DRIVERS=a+b: one track per listed driver

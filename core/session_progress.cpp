@@ -94,10 +94,7 @@ int session_impl::progress_now() {
   }
   // One thread at a time runs the tasks (index loop: a task may add or
   // remove tasks, or run progress itself).
-  if (_task_count.load(std::memory_order_relaxed) > 0 && _tasks_lock.try_lock()) {
-    for (std::size_t i = 0; i < _tasks.size(); ++i) work += _tasks[i].fn(_tasks[i].arg);
-    _tasks_lock.unlock();
-  }
+  work += _tasks.run_round();
   // Operations refused with `retry` or deferred from a busy driver.
   if (_pending_any.load(std::memory_order_acquire)) flush_pending();
   return work;
@@ -237,18 +234,10 @@ int session_impl::wait_any(std::span<request* const> reqs) {
 }
 
 int session_impl::add_progress_task(int (*fn)(void*), void* arg) {
-  std::lock_guard tl(_tasks_lock);
-  const int id = _next_task_id++;
-  _tasks.push_back({id, fn, arg});
-  _task_count.store(_tasks.size(), std::memory_order_relaxed);
-  return id;
+  return _tasks.submit(progress_engine::work_fn{fn}, arg);
 }
 
-void session_impl::remove_progress_task(int id) {
-  std::lock_guard tl(_tasks_lock);
-  std::erase_if(_tasks, [id](const progress_task& t) { return t.id == id; });
-  _task_count.store(_tasks.size(), std::memory_order_relaxed);
-}
+void session_impl::remove_progress_task(int id) { _tasks.cancel(id); }
 
 void session_impl::abort(int exit_code, const std::string& message) {
   {

@@ -104,7 +104,7 @@ session_impl::session_impl(const session_options& opts)
       _match_lock(opts.threads == thread_level::multiple),
       _pending_lock(opts.threads == thread_level::multiple),
       _waiter(*this, opts.threads == thread_level::multiple),
-      _tasks_lock(opts.threads == thread_level::multiple) {
+      _tasks(opts.threads == thread_level::multiple) {
   const core_tunables t = read_tunables();
   {
     const std::string w = opts.wait.empty() ? t.wait : opts.wait;
