@@ -352,6 +352,28 @@ TEST_CASE("the split-tree table in docs/PLACEMENT.md is the one the model gives"
   CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == split_tree_table(64, 64));
 }
 
+TEST_CASE("nmad-info --placement prints these placements for any topology; --split-tree-table the model's") {
+  const std::string info = nmad_test::runfile("tools/nmad-info");
+  auto r = nmad_test::run({info, "--placement", "--topology", "numa:2 core:4 pu:1", "-n", "4", "--progress", "odd-even"});
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("Topology (synthetic:numa:2 core:4 pu:1): 1 package(s), 2 NUMA node(s), 8 core(s), 8 PU(s)") !=
+        std::string::npos);
+  CHECK(r.out.find("  rank 2: CPUs 2 (NUMA node 0): scatter by NUMA") != std::string::npos);
+  CHECK(r.out.find("  rank 1: CPUs 7 (NUMA node 1): odd-even: the odd ranks' dedicated core 7") != std::string::npos);
+  auto all = nmad_test::run({info, "--placement", "--topology", "pack:2 numa:2 core:12 pu:2", "-n", "48",
+                             "--progress", "all"});
+  REQUIRE(all.status == 0);
+  for (auto p : all_progress_policies())
+    CHECK(all.out.find("Progress threads (" + std::string(name_of(p)) + "):") != std::string::npos);
+  auto table = nmad_test::run({info, "--split-tree-table", "64", "64"});
+  REQUIRE(table.status == 0);
+  CHECK(table.out == split_tree_table(64, 64));
+  CHECK(nmad_test::run({info, "--placement", "--topology", "numa:2 core:4 pu:1"}).status == 2);  // no -n
+  auto bad = nmad_test::run({info, "--placement", "--topology", "banana:2", "-n", "2"});
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("banana:2") != std::string::npos);
+}
+
 TEST_CASE("thread priorities per kind, suspension of idle progress threads") {
   thread_priorities d;
   CHECK(d.of(thread_kind::progress) > d.of(thread_kind::application));
