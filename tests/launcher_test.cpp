@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "core/topology/topology.hpp"
 #include "tests/test_paths.hpp"
+#include "tools/launcher/binding.hpp"
 #include "tools/launcher/launcher.hpp"
 #include "tools/launcher/pmi_server.hpp"
 
@@ -418,4 +420,84 @@ TEST_CASE("--bind-to core gives each local rank one CPU of its own; none keeps t
   auto bad = launch({"--bind-to", "socket", "-n", "1", "/bin/true"});
   CHECK(bad.status != 0);
   CHECK(bad.err.find("--bind-to") != std::string::npos);
+}
+
+TEST_CASE("binding plan: the placement's cores on this machine's shape, nothing when auto does not fit") {
+  using nmad::launcher::plan_bindings;
+  namespace topo = nmad::topology;
+  const auto two = topo::flat_topology({0, 1});  // this machine: 2 cores, 1 NUMA node
+  auto b2 = plan_bindings(2, "auto", two);
+  REQUIRE(b2.size() == 2);
+  CHECK(b2[0].bound);
+  CHECK(b2[0].cpus == std::vector<int>{0});
+  CHECK(b2[1].cpus == std::vector<int>{1});
+  CHECK(b2[1].numa == 0);
+  CHECK_FALSE(plan_bindings(1, "auto", two)[0].bound);
+  auto b3 = plan_bindings(3, "auto", two);
+  for (const auto& b : b3) {
+    CHECK_FALSE(b.bound);
+    CHECK(b.reason.find("do not fit") != std::string::npos);
+  }
+  auto c3 = plan_bindings(3, "core", two);  // oversubscribed: CPUs in turn
+  CHECK(c3[0].cpus == std::vector<int>{0});
+  CHECK(c3[1].cpus == std::vector<int>{1});
+  CHECK(c3[2].cpus == std::vector<int>{0});
+  CHECK(c3[2].bound);
+  CHECK_FALSE(plan_bindings(2, "none", two)[0].bound);
+  // A 2-NUMA machine described as this one: scatter by NUMA.
+  const auto paper = topo::load_synthetic("numa:2 core:4 pu:1");
+  const topo::machine_topology here(paper.pus(), "test", true);
+  auto b4 = plan_bindings(4, "auto", here);
+  std::vector<int> cpus, numa;
+  for (const auto& b : b4) cpus.push_back(b.cpus.at(0)), numa.push_back(b.numa);
+  CHECK(cpus == std::vector<int>{0, 4, 2, 6});
+  CHECK(numa == std::vector<int>{0, 1, 0, 1});
+  CHECK(nmad::launcher::binding_line(1, b4[1]).rfind("rank 1: CPUs 4 (NUMA node 1): scatter by NUMA", 0) == 0);
+  // Hyper-threads: a rank takes its whole core, or its first PU under smt.
+  const auto ht = topo::load_synthetic("core:4 pu:2");
+  const topo::machine_topology ht_here(ht.pus(), "test", true);
+  CHECK(plan_bindings(2, "auto", ht_here)[1].cpus == std::vector<int>{4, 5});
+  CHECK(plan_bindings(2, "auto", ht_here, "smt")[1].cpus == std::vector<int>{4});
+  // Another machine's topology is placed and reported, never applied.
+  auto foreign = plan_bindings(4, "core", paper);
+  CHECK_FALSE(foreign[1].bound);
+  CHECK(foreign[1].cpus == std::vector<int>{4});
+  CHECK(foreign[1].reason.find("not applied") != std::string::npos);
+  CHECK(nmad::launcher::binding_line(1, foreign[1]).rfind("rank 1: not bound (CPUs 4)", 0) == 0);
+}
+
+TEST_CASE("--bind none is --bind-to none; --report-bindings and NMAD_RUN_REPORT_BINDINGS print one line per rank") {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  REQUIRE(::sched_getaffinity(0, sizeof mine, &mine) == 0);
+  const int cpus = CPU_COUNT(&mine);
+  const std::string show = "grep Cpus_allowed_list /proc/self/status";
+  auto rep = launch({"--report-bindings", "-n", "2", "/bin/sh", "-c", show});
+  REQUIRE(rep.status == 0);
+  auto lines = lines_with(rep.err, "nmad-run: rank ");
+  REQUIRE(lines.size() == 2);
+  if (cpus > 1) {
+    CHECK(lines[0].find("CPUs ") != std::string::npos);
+    CHECK(lines[0].find("NUMA node") != std::string::npos);
+    CHECK(lines[0].find("scatter by NUMA") != std::string::npos);
+  }
+  auto env_rep = launch({"-n", "1", "/bin/true"}, nmad_test::run_options().set("NMAD_RUN_REPORT_BINDINGS", "1"));
+  REQUIRE(env_rep.status == 0);
+  CHECK(lines_with(env_rep.err, "nmad-run: rank 0: not bound").size() == 1);
+  auto none = launch({"--bind", "none", "--report-bindings", "-n", "2", "/bin/sh", "-c", show});
+  REQUIRE(none.status == 0);
+  CHECK(lines_with(none.err, "nmad-run: rank ").size() == 2);
+  CHECK(none.err.find("--bind none") != std::string::npos);
+  if (cpus > 1) {
+    for (const auto& l : lines_with(none.out, "Cpus_allowed_list:")) CHECK(l.find_first_of(",-") != std::string::npos);
+    // A synthetic topology is reported, not applied.
+    auto syn = launch({"--report-bindings", "-n", "2", "/bin/sh", "-c", show},
+                      nmad_test::run_options().set("NMAD_TOPOLOGY", "numa:2 core:4 pu:1"));
+    REQUIRE(syn.status == 0);
+    CHECK(lines_with(syn.err, "nmad-run: rank 1: not bound (CPUs 4): placed on synthetic:").size() == 1);
+    for (const auto& l : lines_with(syn.out, "Cpus_allowed_list:")) CHECK(l.find_first_of(",-") != std::string::npos);
+  }
+  auto bad = launch({"-n", "1", "/bin/true"}, nmad_test::run_options().set("NMAD_RUN_REPORT_BINDINGS", "yes"));
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("NMAD_RUN_REPORT_BINDINGS") != std::string::npos);
 }

@@ -230,6 +230,15 @@ TEST_CASE("mpiexec: -n, -x and inherited environment, --host, worst exit status"
   CHECK(contains(remote.err, "node17.invalid"));
   auto bad = nmad_test::run({mpiexec, "-n", "zero", hello}, o);
   CHECK(bad.status == 2);
+  // Binding: applied by default, reported on request, switched off by --bind none
+  // (MPICH's -bind-to spelling too).
+  auto rep = nmad_test::run({mpiexec, "-n", "2", "--report-bindings", hello}, o);
+  CHECK(rep.status == 0);
+  CHECK(count(rep.err, "nmad-run: rank ") == 2);
+  auto unbound = nmad_test::run({mpiexec, "-n", "2", "-bind-to", "none", "-report-bindings", hello}, o);
+  CHECK(unbound.status == 0);
+  CHECK(count(unbound.err, "not bound") == 2);
+  CHECK(nmad_test::run({mpiexec, "-n", "1", "--bind", "socket", hello}, o).status == 2);
   if (r.status != 0 || inherited.status != 0) MESSAGE(r.err << inherited.err);
 }
 

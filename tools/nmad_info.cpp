@@ -1,13 +1,17 @@
 // nmad-info: what this build of nmad can do on this machine — drivers and
-// their capabilities, strategies, engine tunables, topology.
-//   nmad-info [--drivers] [--strategies] [--config] [--topology]
-#include <hwloc.h>
-
+// their capabilities, strategies, engine tunables, topology, placement.
+//   nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]
+//   nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]
+//   nmad-info --split-tree-table [CORES [MAX_N]]
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "core/strategy/strategy.hpp"
+#include "core/topology/placement.hpp"
+#include "core/topology/scheduling.hpp"
+#include "core/topology/topology.hpp"
 #include "core/transfer/driver.hpp"
 #include "drivers/builtin.hpp"
 
@@ -86,7 +90,12 @@ void print_config() {
       {"NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", "tcp: time a peer has to answer a connection"},
       {"NMAD_RUN_TIMEOUT", "none", "nmad-run: end the job after this many seconds"},
       {"NMAD_RUN_KILL_GRACE", "2", "nmad-run: seconds the others get after a rank fails"},
-      {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks to CPUs (core, auto: 2+ ranks that fit, none)"},
+      {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks as placed (core, auto: 2+ ranks that fit, none)"},
+      {"NMAD_RUN_REPORT_BINDINGS", "0", "nmad-run: 1 = one line per rank: CPUs, NUMA node, reason"},
+      {"NMAD_TOPOLOGY", "", "topology to place on: synthetic description or hwloc XML file (default: this machine)"},
+      {"NMAD_PROGRESS_PLACEMENT", "numa", "progress threads: bind, numa, dedicated, smt, odd-even, split-tree"},
+      {"NMAD_PROGRESS_CORES", "0", "dedicated placement: size of the progress core pool (0 = every free core)"},
+      {"NMAD_THREAD_PRIORITIES", "", "priorities 0-20 per thread kind, e.g. progress=18,internal=2"},
   };
   std::printf("Configuration (environment; * = set here):\n");
   for (const auto& k : knobs) {
@@ -95,37 +104,151 @@ void print_config() {
   }
 }
 
-void print_topology() {
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
-    std::printf("Topology: unavailable\n");
-    return;
+namespace topo = nmad::topology;
+
+// The machine to describe or place on: SPEC, else NMAD_TOPOLOGY / HWLOC_*,
+// else this machine as far as this process may use it.
+topo::machine_topology pick_topology(const std::optional<std::string>& spec) {
+  if (spec) return topo::load_spec(*spec);
+  topo::machine_topology t = topo::from_env();
+  if (t.this_system()) {
+    try {
+      return topo::restrict_to(t, topo::allowed_cpus());
+    } catch (const topo::topology_error&) {
+    }
   }
-  auto count = [&](hwloc_obj_type_t t) { return hwloc_get_nbobjs_by_type(topo, t); };
-  std::printf("Topology: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n", count(HWLOC_OBJ_PACKAGE),
-              count(HWLOC_OBJ_NUMANODE), count(HWLOC_OBJ_CORE), count(HWLOC_OBJ_PU));
-  hwloc_topology_destroy(topo);
+  return t;
+}
+
+void print_topology(const topo::machine_topology& t) {
+  std::printf("Topology (%s): %s\n", t.source().c_str(), t.summary().c_str());
+  for (const auto& node : t.numa_nodes()) {
+    std::vector<int> cpus;
+    for (int c : node.cores)
+      for (int cpu : t.cpus_of_core(c)) cpus.push_back(cpu);
+    std::printf("  NUMA node %d: %zu core(s), CPUs %s\n", node.label, node.cores.size(), topo::cpu_list(cpus).c_str());
+  }
+}
+
+std::string where(const topo::machine_topology& t, const std::vector<int>& cpus, int numa) {
+  return "CPUs " + topo::cpu_list(cpus) + " (NUMA node " + std::to_string(t.numa_nodes()[numa].label) + ")";
+}
+
+void print_progress(const topo::machine_topology& t, const topo::job_placement& j, topo::progress_policy p) {
+  std::printf("Progress threads (%s):\n", std::string(topo::name_of(p)).c_str());
+  for (const auto& th : j.progress) {
+    std::printf("  rank %d: %s: %s\n", th.rank, where(t, th.cpus, th.numa).c_str(), th.reason.c_str());
+  }
+  if (j.split) {
+    std::printf("  split-tree cost T(S,%d) for S = 0..%d:", j.split->n, j.split->height);
+    for (long c : j.split->cost) std::printf(" %s", c < 0 ? "-" : std::to_string(c).c_str());
+    std::printf(" (P = %d)\n", j.split->progress_cores);
+  }
+}
+
+int print_placement(const topo::machine_topology& t, int n, const std::string& policy, int dedicated) {
+  std::vector<topo::progress_policy> policies;
+  if (policy == "all") {
+    policies = topo::all_progress_policies();
+  } else if (auto p = topo::parse_progress_policy(policy)) {
+    policies.push_back(*p);
+  } else {
+    std::fprintf(stderr, "nmad-info: unknown progress placement '%s' (bind, numa, dedicated, smt, odd-even, "
+                         "split-tree, all)\n", policy.c_str());
+    return 2;
+  }
+  print_topology(t);
+  auto first = topo::place_job(t, n, {policies.front(), dedicated});
+  std::printf("Ranks (%d, scatter by NUMA):\n", n);
+  for (const auto& r : first.ranks)
+    std::printf("  rank %d: %s: %s\n", r.rank, where(t, r.cpus, r.numa).c_str(), r.reason.c_str());
+  for (auto p : policies) print_progress(t, topo::place_job(t, n, {p, dedicated}), p);
+  const auto prio = topo::priorities_from_env();
+  std::printf("Thread priorities (0-20): %s; idle progress and internal threads are suspended\n",
+              prio.to_string().c_str());
+  return 0;
 }
 
 }  // namespace
 
+int usage() {
+  std::fprintf(stderr,
+               "usage: nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]\n"
+               "       nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]\n"
+               "       nmad-info --split-tree-table [CORES [MAX_N]]\n"
+               "SPEC: a synthetic topology (\"pack:2 numa:2 core:12 pu:2\") or an hwloc XML file;\n"
+               "POLICY: bind, numa, dedicated, smt, odd-even, split-tree (default $NMAD_PROGRESS_PLACEMENT or numa)\n");
+  return 2;
+}
+
+bool parse_int(const char* s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  if (!*s || *end || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
 int main(int argc, char** argv) {
-  bool all = argc == 1, drivers = all, strategies = all, config = all, topology = all;
+  bool all = argc == 1, drivers = all, strategies = all, config = all, topology = all, placement = false;
+  std::optional<std::string> spec;
+  int nranks = 0, dedicated = 0, table_cores = -1, table_max = 64;
+  std::string policy;
+  if (const char* v = std::getenv("NMAD_PROGRESS_PLACEMENT"); v && *v) policy = v;
+  if (const char* v = std::getenv("NMAD_PROGRESS_CORES"); v && *v && !parse_int(v, 0, 1 << 20, &dedicated)) {
+    std::fprintf(stderr, "nmad-info: NMAD_PROGRESS_CORES='%s' is not a number of cores\n", v);
+    return 2;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    auto has_value = [&] { return i + 1 < argc && argv[i + 1][0] != '-'; };
     if (a == "--drivers") drivers = true;
     else if (a == "--strategies") strategies = true;
     else if (a == "--config") config = true;
-    else if (a == "--topology") topology = true;
-    else {
-      std::fprintf(stderr, "usage: nmad-info [--drivers] [--strategies] [--config] [--topology]\n");
-      return 2;
+    else if (a == "--topology") {
+      topology = true;
+      if (has_value()) spec = argv[++i];
+    } else if (a == "--placement") placement = true;
+    else if (a == "-n" && i + 1 < argc) {
+      if (!parse_int(argv[++i], 1, 1 << 20, &nranks)) return usage();
+    } else if (a == "--progress" && i + 1 < argc) policy = argv[++i];
+    else if (a == "--dedicated-cores" && i + 1 < argc) {
+      if (!parse_int(argv[++i], 0, 1 << 20, &dedicated)) return usage();
+    } else if (a == "--split-tree-table") {
+      table_cores = 64;
+      if (has_value() && !parse_int(argv[++i], 1, 1 << 16, &table_cores)) return usage();
+      if (has_value() && !parse_int(argv[++i], 1, 1 << 16, &table_max)) return usage();
+    } else {
+      return usage();
     }
   }
+  if (table_cores > 0) {
+    std::fputs(topo::split_tree_table(table_cores, table_max).c_str(), stdout);
+    return 0;
+  }
+  if (placement && nranks < 1) {
+    std::fprintf(stderr, "nmad-info: --placement needs -n N (the number of ranks on the machine)\n");
+    return usage();
+  }
+  std::optional<topo::machine_topology> machine;
+  if (topology || placement) {
+    try {
+      machine = pick_topology(spec);
+    } catch (const std::exception& e) {
+      if (placement || spec) {
+        std::fprintf(stderr, "nmad-info: %s\n", e.what());
+        return 2;
+      }
+    }
+  }
+  if (placement) return print_placement(*machine, nranks, policy.empty() ? "numa" : policy, dedicated);
   std::printf("nmad (protocol version 1)\n");
   if (drivers) print_drivers();
   if (strategies) print_strategies();
   if (config) print_config();
-  if (topology) print_topology();
+  if (topology) {
+    if (machine) print_topology(*machine);
+    else std::printf("Topology: unavailable\n");
+  }
   return 0;
 }

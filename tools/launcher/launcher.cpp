@@ -26,6 +26,7 @@
 
 #include "core/common/random.hpp"
 #include "drivers/shm/shm_names.hpp"
+#include "tools/launcher/binding.hpp"
 #include "tools/launcher/hosts.hpp"
 #include "tools/launcher/pmi_server.hpp"
 
@@ -252,30 +253,30 @@ void job::spawn_all(const std::string& path) {
   for (const auto& a : _o.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  // CPUs for binding local ranks (see job_options::bind).
-  std::vector<int> cpus;
-  {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
+  // Binding of local ranks (see job_options::bind, binding.hpp).
   int local_ranks = 0;
   for (int rank = 0; rank < _o.nprocs; ++rank) local_ranks += _ranks[rank].host.empty() ? 1 : 0;
-  const bool bind = !cpus.empty() && (_o.bind == "core" || (_o.bind == "auto" && local_ranks >= 2 &&
-                                                            local_ranks <= static_cast<int>(cpus.size())));
+  std::vector<rank_binding> bindings(static_cast<std::size_t>(local_ranks));
+  if (const auto allowed = topology::allowed_cpus(); !allowed.empty() && (_o.bind != "none" || _o.report_bindings))
+    bindings = plan_bindings(local_ranks, _o.bind, launcher_topology(allowed), _o.progress_placement);
+  else
+    for (auto& b : bindings) b.reason = "--bind none: placement left to the kernel";
   int local_index = 0;
 
   for (int rank = 0; rank < _o.nprocs; ++rank) {
     if (!_ranks[rank].host.empty()) {
+      if (_o.report_bindings)
+        report("rank " + std::to_string(rank) + ": on host " + _ranks[rank].host + ", not bound by nmad-run");
       spawn_remote(rank, path);
       continue;
     }
+    const rank_binding& binding = bindings[static_cast<std::size_t>(local_index++)];
+    const bool bind = binding.bound;
     cpu_set_t rank_cpus;
     CPU_ZERO(&rank_cpus);
-    if (bind) CPU_SET(cpus[static_cast<std::size_t>(local_index) % cpus.size()], &rank_cpus);
-    ++local_index;
+    for (int c : binding.cpus)
+      if (bind && c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &rank_cpus);
+    if (_o.report_bindings) report(binding_line(rank, binding));
     int sv[2] = {-1, -1};
     std::string pmi = _port_spec;
     if (!_o.pmi_port) {
@@ -741,8 +742,12 @@ std::string usage_text() {
          "  --kill-grace SECONDS  after a rank fails, time the others get before SIGTERM;\n"
          "                        default $NMAD_RUN_KILL_GRACE or 2\n"
          "  -x VAR=VALUE          set VAR in the ranks' environment (-x VAR: forward VAR)\n"
-         "  --bind-to core|none|auto  bind each local rank to one CPU (auto: only when 2 or more\n"
-         "                        local ranks fit the CPUs); default $NMAD_RUN_BIND or auto\n"
+         "  --bind core|none|auto bind each local rank to the core (or CPU) the placement gives it:\n"
+         "                        scatter by NUMA node, spread inside it (auto: only when 2 or more\n"
+         "                        local ranks fit the CPUs); default $NMAD_RUN_BIND or auto;\n"
+         "                        --bind-to is the same option\n"
+         "  --report-bindings     print each rank's CPUs, NUMA node and why (also\n"
+         "                        $NMAD_RUN_REPORT_BINDINGS=1)\n"
          "  --pmi-port            serve PMI over TCP (PMI_PORT) instead of inherited sockets (PMI_FD)\n"
          "  --host H[:N],...      run ranks on these hosts, N slots each (default 1); -n defaults to the\n"
          "                        total; hosts other than this machine are started with $NMAD_RUN_SSH\n"
@@ -768,6 +773,13 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
   std::vector<host_slot> hosts;
   if (const char* v = std::getenv("NMAD_RUN_SSH"); v && *v) o.ssh_command = v;
   if (const char* v = std::getenv("NMAD_RUN_BIND"); v && *v) o.bind = v;
+  if (const char* v = std::getenv("NMAD_RUN_REPORT_BINDINGS"); v && *v) {
+    const std::string_view r = v;
+    if (r != "0" && r != "1")
+      throw usage_error("NMAD_RUN_REPORT_BINDINGS must be 0 or 1, got '" + std::string(r) + "'");
+    o.report_bindings = r == "1";
+  }
+  if (const char* v = std::getenv("NMAD_PROGRESS_PLACEMENT"); v && *v) o.progress_placement = v;
   if (const char* v = std::getenv("NMAD_RUN_PMI_HOST"); v && *v) o.pmi_host = v;
   int i = 1;
   auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
@@ -823,6 +835,10 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
       }  // else: VAR unset here, nothing to forward
     } else if (a == "--bind-to" || a.starts_with("--bind-to=")) {
       o.bind = value_of("--bind-to", a, 9);
+    } else if (a == "--bind" || a.starts_with("--bind=")) {
+      o.bind = value_of("--bind", a, 6);
+    } else if (a == "--report-bindings") {
+      o.report_bindings = true;
     } else if (a == "--pmi-port") {
       o.pmi_port = true;
     } else if (a == "--host" || a.starts_with("--host=") || a == "-H") {
@@ -842,7 +858,7 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
   if (!hosts.empty()) o.rank_hosts = place_ranks(hosts, o.nprocs);
   if (o.argv.empty()) throw usage_error("missing program to run");
   if (o.bind != "auto" && o.bind != "core" && o.bind != "none")
-    throw usage_error("--bind-to (or NMAD_RUN_BIND) must be core, none or auto, got '" + o.bind + "'");
+    throw usage_error("--bind (--bind-to, NMAD_RUN_BIND) must be core, none or auto, got '" + o.bind + "'");
   return o;
 }
 

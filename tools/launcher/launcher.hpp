@@ -36,14 +36,21 @@ struct job_options {
   double kill_grace_s = 2.0;          // after a failure, before SIGTERM
   double kill_escalation_s = 2.0;     // after SIGTERM, before SIGKILL
   bool pmi_port = false;              // PMI_PORT=127.0.0.1:P + PMI_ID instead of PMI_FD
-  // Binding of the ranks started on this machine (--bind-to, $NMAD_RUN_BIND):
-  // "core": the k-th local rank to the k-th CPU the launcher may use;
-  // "auto" (default): core when two or more local ranks fit the CPUs, else
-  // none (a single rank, or more ranks than CPUs, keep every CPU: so do a
-  // rank's own threads then); "none": placement left to the kernel. Bound
-  // ranks keep their core on a machine loaded by other jobs, where the
-  // kernel would otherwise stack communicating ranks on one core.
+  // Binding of the ranks started on this machine (--bind or its alias
+  // --bind-to, $NMAD_RUN_BIND), to the CPUs the rank placement of
+  // core/topology gives them (scatter by NUMA, tools/launcher/binding.hpp):
+  // "core": every local rank; "auto" (default): when two or more local
+  // ranks fit the CPUs the launcher may use, else none (a single rank, or
+  // more ranks than CPUs, keep every CPU: so do a rank's own threads then);
+  // "none": placement left to the kernel. Bound ranks keep their core on a
+  // machine loaded by other jobs, where the kernel would otherwise stack
+  // communicating ranks on one core.
   std::string bind = "auto";
+  // One line per rank through `report`: rank, CPUs, NUMA node, reason
+  // (--report-bindings, $NMAD_RUN_REPORT_BINDINGS=1).
+  bool report_bindings = false;
+  // $NMAD_PROGRESS_PLACEMENT: under "smt" a rank keeps its core's first PU.
+  std::string progress_placement;
   // Host of each rank (--host/--hostfile); empty: all on this machine. Ranks
   // on other hosts are started with `ssh_command HOST sh -c ...`, reach the
   // PMI server over TCP at pmi_host, and get NMAD_JOB_KEY on their stdin
