@@ -92,8 +92,7 @@ int session_impl::progress_now() {
     if (all || !slot->drv->quiet()) work += slot->drv->poll();
     slot->lock.unlock();
   }
-  // One thread at a time runs the tasks (index loop: a task may add or
-  // remove tasks, or run progress itself).
+  // The progress tasks (one thread at a time; see progress_engine.hpp).
   work += _tasks.run_round();
   // Operations refused with `retry` or deferred from a busy driver.
   if (_pending_any.load(std::memory_order_acquire)) flush_pending();

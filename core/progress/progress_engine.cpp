@@ -36,6 +36,9 @@ void progress_engine::cancel(int id) {
 }
 
 void progress_engine::merge_incoming() {
+  // _count is _tasks plus _incoming (finished ones already dropped): the
+  // common round with nothing submitted takes no lock here.
+  if (_count.load(std::memory_order_acquire) == _tasks.size()) return;
   std::vector<task> in;
   {
     std::lock_guard g(_incoming_lock);

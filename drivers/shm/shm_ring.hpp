@@ -62,7 +62,6 @@ struct ring_control {
 enum class peek_result { record, empty, corrupt };
 
 constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
-constexpr std::size_t align16(std::size_t n) { return (n + 15) & ~std::size_t{15}; }
 
 // A view of one ring: control block + data area (both in shared memory).
 class ring {
