@@ -100,6 +100,10 @@ errc session::imrecv(message_handle& msg, void* buf, std::size_t len, request& r
 
 int session::add_progress_task(int (*fn)(void*), void* arg) { return _impl->add_progress_task(fn, arg); }
 void session::remove_progress_task(int id) { _impl->remove_progress_task(id); }
+void session::background_work(long delta) { _impl->background_work(delta); }
+void session::begin_blocking() { _impl->begin_blocking(); }
+void session::end_blocking() { _impl->end_blocking(); }
+std::string session::progress_description() const { return _impl->progress_description(); }
 void session::abort(int exit_code, const std::string& message) { _impl->abort(exit_code, message); }
 
 bool session::cancel(request& req) { return _impl->cancel(state_of(req)); }

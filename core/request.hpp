@@ -123,6 +123,7 @@ struct request_state {
 
   bool finishing = false;          // complete() ran, its callback is deferred
                                    // (engine lock held: use finished())
+  bool bg_counted = false;         // counted in flight for the progress thread
 
   bool is_complete() const { return done.load(std::memory_order_acquire); }
   // Engine side: complete, or completing once its callback has run.

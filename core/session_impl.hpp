@@ -44,6 +44,7 @@
 #include "core/gate.hpp"
 #include "core/matching/match_queues.hpp"
 #include "core/progress/progress_engine.hpp"
+#include "core/progress/progress_thread.hpp"
 #include "core/progress/waiter.hpp"
 #include "core/transfer/driver.hpp"
 
@@ -133,6 +134,14 @@ class session_impl final : private wait_engine {
   bool peer_alive(int rank) const;
   std::string local_address(std::string_view driver = {}) const;
   std::string driver_name() const;
+  // The progress thread: "none (...)" or where it runs and why.
+  const std::string& progress_description() const { return _progress_desc; }
+  bool has_progress_thread() const { return _progress_thread != nullptr; }
+  // Background work outside requests (a non-blocking collective's schedule):
+  // keeps the progress thread running while > 0.
+  void background_work(long delta);
+  void begin_blocking() { waiter::begin_blocking(); }
+  void end_blocking() { _waiter.end_blocking(); }
 
   // Marks a thread inside the engine for a scope (every entry point opens
   // one first, before any lock). When the thread's outermost scope ends,
@@ -144,8 +153,10 @@ class session_impl final : private wait_engine {
    public:
     explicit engine_scope(const session_impl& s) : _s(const_cast<session_impl&>(s)) { ++t_depth; }
     ~engine_scope() {
-      if (--t_depth == 0 && (_s._pending_any.load(std::memory_order_acquire) || !t_deferred.empty()))
-        _s.leave_engine();
+      if (--t_depth == 0) {
+        if (_s._pending_any.load(std::memory_order_acquire) || !t_deferred.empty()) _s.leave_engine();
+        _s._waiter.returns_to_application();  // the progress thread may have work
+      }
     }
     engine_scope(const engine_scope&) = delete;
     engine_scope& operator=(const engine_scope&) = delete;
@@ -168,6 +179,9 @@ class session_impl final : private wait_engine {
   driver_slot* choose_slot(int peer);
   std::vector<driver_slot*> reaching_slots(int peer);  // multi-rail: every one, in order
   void connect_all(int timeout_ms);
+  // NMAD_PROGRESS: decides and starts the progress thread (after connect_all).
+  void start_progress(const std::string& mode);
+  void enable_threads();  // progress threads force every lock on
   void shutdown();
 
   // Progress and scheduling.
@@ -289,6 +303,7 @@ class session_impl final : private wait_engine {
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
   int _local_processes = 1;  // processes of the job on this machine (this one included)
+  int _job_cpus = 1;         // CPUs the job may use on this machine
   tag_t _ordering_mask = full_mask;
 
   std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference
@@ -305,6 +320,8 @@ class session_impl final : private wait_engine {
   std::atomic<unsigned> _rounds{0};  // progress rounds (quiet drivers are polled every 64th)
   bool _connecting = false;  // connect_all: every driver is polled every round
   bool _multirail = false;   // NMAD_DRIVERS=a+b: one track per listed driver
+  std::unique_ptr<progress_thread> _progress_thread;  // NMAD_PROGRESS (stopped first at shutdown)
+  std::string _progress_desc = "none";
 };
 
 }  // namespace nmad

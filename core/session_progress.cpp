@@ -408,6 +408,10 @@ void session_impl::publish(request_state& r) {
   // After the store below the request may be gone (its owner saw it
   // done): its wake slot is read before.
   const int fd = _waiter.claim(r.wake_fd);
+  if (r.bg_counted) {
+    r.bg_counted = false;
+    _waiter.work_finished();
+  }
   r.done.store(true, std::memory_order_release);
   _waiter.notify(fd);  // a thread may sleep waiting for it
 }

@@ -10,6 +10,8 @@
 
 #include "core/common/log.hpp"
 #include "core/session_impl.hpp"
+#include "core/topology/scheduling.hpp"
+#include "core/topology/topology.hpp"
 #include "core/transfer/driver.hpp"
 
 namespace nmad {
@@ -30,6 +32,7 @@ struct core_tunables {
   long wait_spin_us = -1;                // NMAD_WAIT_SPIN_US (fixed-spin: spin before blocking;
                                          // default 100, 20 on an oversubscribed machine)
   std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while spinning (auto: if oversubscribed)
+  std::string progress = "auto";         // NMAD_PROGRESS: none, thread, auto
 };
 
 std::size_t env_size(const char* name, std::size_t fallback) {
@@ -59,6 +62,9 @@ core_tunables read_tunables() {
   if (const char* v = std::getenv("NMAD_WAIT_SPIN_US"); v && *v)
     t.wait_spin_us = static_cast<long>(env_size("NMAD_WAIT_SPIN_US", 0));
   t.wait_yield = env_string("NMAD_WAIT_YIELD", t.wait_yield);
+  t.progress = env_string("NMAD_PROGRESS", t.progress);
+  if (progress_mode m; !parse_progress_mode(t.progress, m))
+    throw std::runtime_error("nmad: NMAD_PROGRESS=" + t.progress + " (expected none, thread or auto)");
   if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
     throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
   return t;
@@ -208,6 +214,66 @@ session_impl::session_impl(const session_options& opts)
     _waiter.set_config(wc);
   }
   connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
+  _job_cpus = cpus;
+  start_progress(t.progress);
+}
+
+void session_impl::start_progress(const std::string& text) {
+  progress_mode m = progress_mode::automatic;
+  parse_progress_mode(text, m);  // checked by read_tunables
+  if (m == progress_mode::none) {
+    _progress_desc = "none (NMAD_PROGRESS=none: the application's threads progress when they call the library)";
+    return;
+  }
+  const std::string counts = std::to_string(_local_processes) + " local process(es) on " +
+                             std::to_string(_job_cpus) + " CPU(s)";
+  if (m == progress_mode::automatic && _job_cpus <= _local_processes) {
+    _progress_desc = "none (auto: " + counts +
+                     ", no core to spare; waits progress, NMAD_PROGRESS=thread forces a thread)";
+    return;
+  }
+  progress_thread::options o;
+  if (const char* v = std::getenv("NMAD_PROGRESS_CPUS"); v && *v) {
+    const auto cpus = topology::parse_cpu_list(v);
+    if (!cpus) throw std::runtime_error(std::string("nmad: NMAD_PROGRESS_CPUS=") + v + " is not a CPU list (e.g. 0-3,8)");
+    o.cpus = *cpus;
+  }
+  try {
+    o.priority = topology::priorities_from_env().progress;
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("nmad: ") + e.what());
+  }
+  enable_threads();
+  _progress_thread = std::make_unique<progress_thread>(_waiter, o);
+  _progress_desc = std::string("thread (") + (m == progress_mode::thread ? "NMAD_PROGRESS=thread" : "auto: " + counts) +
+                   "): " + _progress_thread->description();
+}
+
+void session_impl::enable_threads() {
+  if (!_threaded) {
+    // Everything a second thread may touch gets its lock (no other thread
+    // runs yet: the switches are safe).
+    _threaded = true;
+    _match_lock.enable(true);
+    _pending_lock.enable(true);
+    for (auto& g : _gates) {
+      g->lock.enable(true);
+      for (track& tr : g->tracks) tr.lock.enable(true);
+    }
+    for (auto& slot : _slots) slot->lock.enable(true);
+    _tasks.set_threaded(true);
+  }
+  _waiter.enable_background();
+}
+
+void session_impl::background_work(long delta) {
+  if (!_waiter.background() || delta == 0) return;
+  if (delta > 0) {
+    _waiter.work_started(delta);
+    if (t_depth == 0) _waiter.returns_to_application();
+  } else {
+    _waiter.work_finished(-delta);
+  }
 }
 
 void session_impl::open_drivers(const session_options& opts) {
@@ -355,6 +421,7 @@ void session_impl::connect_all(int timeout_ms) {
 }
 
 void session_impl::shutdown() {
+  _progress_thread.reset();  // its engine calls end before the engine does
   const int timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", 30000));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   // Flush what is still queued or in flight (sends whose requests the

@@ -220,6 +220,19 @@ class session {
   // Returns an id for remove_progress_task.
   int add_progress_task(int (*fn)(void* arg), void* arg);
   void remove_progress_task(int id);
+  // Background work that is not a request (a layer's schedule that a
+  // progress task advances): +n when it starts, -n when it ends. While
+  // any is counted, the progress thread (NMAD_PROGRESS) keeps running the
+  // progress tasks when the application is outside the library. No-op
+  // without a progress thread.
+  void background_work(long delta);
+  // A blocking call made of several session calls (isend then wait): the
+  // progress thread is not woken between them, only when the outermost
+  // section ends with work still in flight. Nests; same thread.
+  void begin_blocking();
+  void end_blocking();
+  // The progress thread: "none (why)" or "thread (why): CPUs ..., priority".
+  std::string progress_description() const;
   // Ends the whole job: tells the launcher (which ends every rank) and
   // exits this process with exit_code. Never returns.
   [[noreturn]] void abort(int exit_code, const std::string& message);

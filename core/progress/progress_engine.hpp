@@ -76,6 +76,11 @@ class progress_engine {
   // `threaded`: other threads may submit, cancel or run rounds (else no
   // lock is taken).
   explicit progress_engine(bool threaded) : _lock(threaded), _incoming_lock(threaded) {}
+  // Before other threads use it (a progress thread is about to start).
+  void set_threaded(bool on) {
+    _lock.enable(on);
+    _incoming_lock.enable(on);
+  }
   progress_engine(const progress_engine&) = delete;
   progress_engine& operator=(const progress_engine&) = delete;
 

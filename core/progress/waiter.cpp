@@ -18,6 +18,9 @@ namespace {
 constexpr int kCannotSliceMs = 1;
 // In fixed-spin, the clock is read once every this many idle rounds.
 constexpr unsigned kClockEvery = 16;
+// The progress thread's idle sleep: every wake-up is explicit, this only
+// bounds what a lost one (a bug) could cost.
+constexpr int kIdleSafetyMs = 1000;
 
 // One event descriptor per thread, made on its first sleep. A completer may
 // still write to it a moment after the thread stopped waiting (it read the
@@ -87,10 +90,27 @@ waiter::waiter(wait_engine& engine, bool threaded) : _engine(engine), _threaded(
 
 waiter::~waiter() = default;
 
+[[gnu::tls_model("initial-exec")]] thread_local int waiter::t_blocking = 0;
+
 void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   // done() may have side effects (MPI_Waitsome completes what it finds):
   // once it answered true it is never called again.
   if (done(arg)) return;
+  if (_bg) {
+    // This thread progresses while it waits: the progress thread steps
+    // aside, and may be needed again when we return.
+    struct waiting {
+      waiter& w;
+      explicit waiting(waiter& x) : w(x) { w.app_wait_begin(); }
+      ~waiting() { w.app_wait_end(); }
+    } scope(*this);
+    wait_inner(done, arg, slot);
+    return;
+  }
+  wait_inner(done, arg, slot);
+}
+
+void waiter::wait_inner(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   if (!_threaded || _policy.load(std::memory_order_relaxed) == wait_policy::busy) {
     lead(done, arg);
     return;
@@ -271,6 +291,83 @@ bool waiter::sleep_once(bool (*done)(void*), void* arg) {
   _sleepers.fetch_sub(1, std::memory_order_relaxed);
   if (own >= 0) unregister_sleeper(own);
   return finished;
+}
+
+// ---- background progress ---------------------------------------------------
+
+void waiter::enable_background() {
+  _bg = true;
+  _threaded = true;
+  fences::enable(fences::scope::process);
+}
+
+bool waiter::background_should_run() const {
+  return _in_flight.load(std::memory_order_seq_cst) > 0 && _app_waiting.load(std::memory_order_seq_cst) == 0;
+}
+
+void waiter::app_wait_begin() {
+  _app_waiting.fetch_add(1, std::memory_order_seq_cst);
+  // Leading in the background (maybe asleep on the drivers, which makes
+  // peers ring us): tell it to step aside now.
+  if (_bg_busy.load(std::memory_order_seq_cst))
+    if (const int fd = _bg_fd.load(std::memory_order_relaxed); fd >= 0) wake_one(fd);
+}
+
+void waiter::app_wait_end() {
+  if (_app_waiting.fetch_sub(1, std::memory_order_seq_cst) == 1) returns_to_application();
+}
+
+void waiter::app_returns_slow() {
+  // Pairs with run_background: it stores _bg_idle then loads the counts;
+  // we changed a count (seq_cst) before and load _bg_idle now.
+  if (!_bg_idle.load(std::memory_order_seq_cst)) return;
+  if (_app_waiting.load(std::memory_order_seq_cst) > 0) return;
+  if (_in_flight.load(std::memory_order_seq_cst) <= 0) return;
+  if (!_bg_idle.exchange(false, std::memory_order_seq_cst)) return;  // someone else woke it
+  _bg_wakes.fetch_add(1, std::memory_order_relaxed);
+  if (const int fd = _bg_fd.load(std::memory_order_seq_cst); fd >= 0) wake_one(fd);
+}
+
+void waiter::run_background() {
+  ++t_blocking;  // its own engine calls never wake it
+  const int own = t_event.get();
+  _bg_fd.store(own, std::memory_order_seq_cst);
+  while (!_bg_stop.load(std::memory_order_seq_cst)) {
+    if (!background_should_run()) {
+      if (own >= 0) t_event.drain();  // wake-ups meant for an earlier sleep
+      _bg_idle.store(true, std::memory_order_seq_cst);
+      if (!background_should_run() && !_bg_stop.load(std::memory_order_seq_cst)) {
+        pollfd p{own, POLLIN, 0};
+        _sleeps.fetch_add(1, std::memory_order_relaxed);
+        ::poll(&p, own >= 0 ? 1 : 0, own >= 0 ? kIdleSafetyMs : 1);
+      }
+      _bg_idle.store(false, std::memory_order_seq_cst);
+      continue;
+    }
+    _bg_busy.store(true, std::memory_order_seq_cst);
+    lead_background();
+    _bg_busy.store(false, std::memory_order_seq_cst);
+  }
+  --t_blocking;
+}
+
+// Policy block: rounds while they find work, then a sleep armed on the
+// drivers; back to idle once nothing is in flight or the application waits.
+void waiter::lead_background() {
+  auto leave = [](void* self) -> bool {
+    const waiter& w = *static_cast<const waiter*>(self);
+    return w._bg_stop.load(std::memory_order_seq_cst) || !w.background_should_run();
+  };
+  for (;;) {
+    if (leave(this)) return;
+    if (_engine.progress_round() > 0) continue;
+    if (sleep_once(leave, this)) return;
+  }
+}
+
+void waiter::stop_background() {
+  _bg_stop.store(true, std::memory_order_seq_cst);
+  if (const int fd = _bg_fd.load(std::memory_order_seq_cst); fd >= 0) wake_one(fd);
 }
 
 void waiter::wake_one(int fd) {

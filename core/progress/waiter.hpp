@@ -30,6 +30,26 @@
 // A leader whose condition is met hands the role to a follower. Policy busy
 // keeps every thread polling.
 //
+// Background progress (progress threads, see progress_thread.hpp). With
+// enable_background(), one thread may run run_background(): it makes
+// progress while the application is *outside* the library and work is in
+// flight, and never stands in an application thread's way:
+//   * idle (nothing in flight, or an application thread waits in the
+//     library and so progresses itself) it sleeps on its own event
+//     descriptor, unarmed: peers do not ring it, drivers do not wake it;
+//   * an application thread that returns to the application (the end of
+//     its outermost engine call or blocking section, or of its wait) with
+//     work in flight wakes it; it then leads in the background: rounds
+//     while they find work, then a sleep armed on the drivers (policy
+//     block), so a peer's packet or a submission wakes it;
+//   * an application thread that comes to wait takes over at once: it
+//     leads itself (no hand-off on the latency path) and tells the
+//     background thread, which returns to its idle sleep after its round.
+// Work in flight is counted by the engine (work_started/work_finished).
+// The handshakes are store-then-load pairs on seq_cst atomics on both
+// sides, so a wake-up is never lost; the idle sleep still has a long
+// timeout as a safety net.
+//
 // Thread safety: wait() may be called from any number of threads at once.
 // notify() and kick() are callable from any thread, with or without engine
 // locks; below MPI_THREAD_MULTIPLE (`threaded == false`) there is no other
@@ -149,6 +169,36 @@ class waiter {
   // Statistics: how often a thread went to sleep.
   std::uint64_t sleeps() const { return _sleeps.load(std::memory_order_relaxed); }
 
+  // ---- background progress -------------------------------------------------
+  // Before the progress thread starts and before any request: other threads
+  // will wait, complete and progress (threaded from now on).
+  void enable_background();
+  bool background() const { return _bg; }
+  // The progress thread's body; returns after stop_background().
+  void run_background();
+  void stop_background();
+  // A request (or other background work: a collective schedule) is in
+  // flight / is not any more. Any thread, any lock held; only while
+  // background() (the engine checks, to keep the counter off the
+  // message path otherwise).
+  void work_started(long n = 1) { _in_flight.fetch_add(n, std::memory_order_seq_cst); }
+  void work_finished(long n = 1) { _in_flight.fetch_sub(n, std::memory_order_seq_cst); }
+  long work_in_flight() const { return _in_flight.load(std::memory_order_seq_cst); }
+  // A blocking call made of several engine calls (MPI_Recv: irecv, then
+  // wait): the calling thread does not count as returning to the
+  // application until the outermost section ends. Nests.
+  static void begin_blocking() { ++t_blocking; }
+  void end_blocking() {
+    if (--t_blocking == 0) returns_to_application();
+  }
+  // The calling thread leaves the engine for the application: wakes the
+  // idle progress thread if work is in flight and nobody else progresses.
+  void returns_to_application() {
+    if (_bg && t_blocking == 0) app_returns_slow();
+  }
+  // Statistics: how often the progress thread was woken to work.
+  std::uint64_t background_wakes() const { return _bg_wakes.load(std::memory_order_relaxed); }
+
  private:
   void lead(bool (*done)(void*), void* arg);        // returns once done() is true
   bool follow(bool (*done)(void*), void* arg, std::atomic<int>* slot);  // true: done
@@ -156,10 +206,16 @@ class waiter {
   void wake_sleepers();
   void unregister_sleeper(int fd);
   static void wake_one(int fd);
+  void wait_inner(bool (*done)(void*), void* arg, std::atomic<int>* slot);
   void hand_over();  // the leader left: wake one follower to take its place
+  void app_returns_slow();
+  bool background_should_run() const;  // work in flight, no application thread waiting
+  void lead_background();
+  void app_wait_begin();
+  void app_wait_end();
 
   wait_engine& _engine;
-  const bool _threaded;
+  bool _threaded;
   std::atomic<wait_policy> _policy{wait_policy::fixed_spin};
   std::atomic<std::int64_t> _spin_ns{100000};
   std::atomic<bool> _yield{false};
@@ -175,6 +231,18 @@ class waiter {
   std::mutex _sleeping_mu;         // guards _sleeping
   std::vector<sleeper> _sleeping;  // the sleeping threads (leader and followers)
   alignas(64) std::atomic<std::uint64_t> _sleeps{0};
+  // Background progress (see above).
+  bool _bg = false;
+  alignas(64) std::atomic<long> _in_flight{0};
+  alignas(64) std::atomic<int> _app_waiting{0};  // application threads inside wait()
+  alignas(64) std::atomic<bool> _bg_idle{false};  // in its idle sleep
+  std::atomic<bool> _bg_busy{false};              // leading in the background
+  std::atomic<bool> _bg_stop{false};
+  std::atomic<int> _bg_fd{-1};                     // its event descriptor
+  std::atomic<std::uint64_t> _bg_wakes{0};
+  // Blocking sections open on this thread; the progress thread holds one
+  // for its whole life (it never wakes itself).
+  [[gnu::tls_model("initial-exec")]] static thread_local int t_blocking;
 };
 
 }  // namespace nmad

@@ -204,4 +204,36 @@ std::string cpu_list(std::vector<int> cpus) {
   return out;
 }
 
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
+  std::vector<int> out;
+  auto number = [](std::string_view t, int& v) {
+    if (t.empty() || t.size() > 5) return false;
+    v = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    return v <= 65535;
+  };
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (comma != std::string_view::npos && text.empty()) return std::nullopt;  // trailing comma
+    const std::size_t dash = item.find('-');
+    int lo = 0, hi = 0;
+    if (dash == std::string_view::npos) {
+      if (!number(item, lo)) return std::nullopt;
+      hi = lo;
+    } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo) {
+      return std::nullopt;
+    }
+    for (int c = lo; c <= hi; ++c) out.push_back(c);
+  }
+  if (out.empty()) return std::nullopt;
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 }  // namespace nmad::topology

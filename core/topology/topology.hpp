@@ -21,6 +21,7 @@
 // `shared_from_env()` load at most once (first caller) and may be called from
 // any thread. Loaders throw `topology_error` with a message naming the input.
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,5 +119,8 @@ std::vector<int> allowed_cpus();
 
 // "0-3,8,10-11" (ascending, duplicates ignored); "" for none.
 std::string cpu_list(std::vector<int> cpus);
+// The inverse: "0-3,8" -> {0,1,2,3,8} (ascending, no duplicates); nullopt
+// for an empty or malformed list or a CPU number outside 0..65535.
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text);
 
 }  // namespace nmad::topology

@@ -1,0 +1,104 @@
+// Progress threads (NMAD_PROGRESS, core/progress/progress_thread.hpp): a
+// rendezvous-size transfer completes while the application sleeps outside
+// the library, over shm and over tcp, in both directions — seen from the
+// sleeping side's completion callback and from the peer's blocking call.
+// Without a progress thread (NMAD_PROGRESS=none) it does not, which shows
+// the check can fail. The scenarios are tests/workers/progress_worker.cpp.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/test_paths.hpp"
+
+namespace {
+
+constexpr int kSleepMs = 1500;
+const char* const kSize = "4194304";  // rendezvous on every driver
+
+nmad_test::run_result run_worker(const std::string& scenario, const std::string& driver,
+                                 const std::string& progress, const std::string& level = "multiple",
+                                 std::vector<std::pair<std::string, std::string>> extra = {}) {
+  std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", "2", "--timeout", "120",
+                                   nmad_test::runfile("tests/workers/progress_worker"), scenario, kSize,
+                                   std::to_string(kSleepMs)};
+  nmad_test::run_options o;
+  o.timeout_s = 150;
+  o.env = {{"NMAD_DRIVER", driver}, {"NMAD_PROGRESS", progress}, {"PROGRESS_WORKER_THREADS", level}};
+  for (auto& e : extra) o.env.push_back(e);
+  auto r = nmad_test::run(argv, o);
+  if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  return r;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// The peer's "blocking call took X ms".
+double peer_ms(const std::string& out) {
+  std::smatch m;
+  static const std::regex re("blocking call took ([0-9.]+) ms");
+  if (!std::regex_search(out, m, re)) return -1;
+  return std::stod(m[1]);
+}
+
+void check_background(const std::string& scenario, const std::string& driver, const std::string& level) {
+  auto r = run_worker(scenario, driver, "thread", level);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "progress thread (NMAD_PROGRESS=thread)"));
+  CHECK_MESSAGE(contains(r.out, scenario + " completed during the sleep"), r.out);
+  // The peer did not wait for the sleeper to come back.
+  const double ms = peer_ms(r.out);
+  CHECK(ms >= 0);
+  CHECK_MESSAGE(ms < kSleepMs / 2.0, "the peer's blocking call took " << ms << " ms");
+}
+
+}  // namespace
+
+TEST_CASE("progress thread: a rendezvous isend completes while the sender sleeps (shm, tcp)") {
+  for (const char* d : {"shm", "tcp"}) {
+    CAPTURE(d);
+    check_background("isend", d, "multiple");
+  }
+}
+
+TEST_CASE("progress thread: a rendezvous irecv completes while the receiver sleeps (shm, tcp)") {
+  for (const char* d : {"shm", "tcp"}) {
+    CAPTURE(d);
+    check_background("irecv", d, "multiple");
+  }
+}
+
+TEST_CASE("progress thread at thread level single: the engine turns its locks on for it") {
+  check_background("irecv", "shm", "single");
+  check_background("isend", "tcp", "single");
+}
+
+TEST_CASE("without a progress thread nothing advances while the application sleeps") {
+  for (const char* d : {"shm", "tcp"}) {
+    CAPTURE(d);
+    auto r = run_worker("irecv", d, "none");
+    REQUIRE(r.status == 0);
+    CHECK(contains(r.out, "progress none (NMAD_PROGRESS=none"));
+    CHECK(contains(r.out, "irecv completed after the sleep"));
+    CHECK(peer_ms(r.out) >= kSleepMs * 0.9);
+  }
+}
+
+TEST_CASE("NMAD_PROGRESS=auto decides from the CPUs and says why") {
+  auto r = run_worker("isend", "shm", "auto");
+  REQUIRE(r.status == 0);
+  CHECK((contains(r.out, "progress none (auto: 2 local process(es) on") ||
+         contains(r.out, "progress thread (auto: 2 local process(es) on")));
+}
+
+TEST_CASE("a bad NMAD_PROGRESS or NMAD_PROGRESS_CPUS stops start-up with a clear message") {
+  auto r = run_worker("isend", "shm", "sometimes");
+  CHECK(r.status != 0);
+  CHECK(contains(r.err, "NMAD_PROGRESS=sometimes (expected none, thread or auto)"));
+  auto c = run_worker("isend", "shm", "thread", "multiple", {{"NMAD_PROGRESS_CPUS", "0-x"}});
+  CHECK(c.status != 0);
+  CHECK(contains(c.err, "NMAD_PROGRESS_CPUS=0-x is not a CPU list"));
+}

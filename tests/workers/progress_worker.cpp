@@ -1,0 +1,130 @@
+// Background progress scenarios (progress threads, NMAD_PROGRESS), started
+// by nmad-run from tests/progress_thread_test.cpp. Two ranks; one of them
+// starts a rendezvous-size transfer and then sleeps without calling the
+// library. Whether the transfer completed *during* that sleep is seen from
+// the request's completion callback (it records when it ran) and from the
+// peer (how long its blocking call took). Each rank checks the bytes.
+//
+//   progress_worker isend SIZE SLEEP_MS   rank 0 isends, then sleeps;
+//                                         rank 1 receives at once
+//   progress_worker irecv SIZE SLEEP_MS   rank 1 irecvs, then sleeps;
+//                                         rank 0 sends at once
+// Prints per rank "rank R: ... completed during the sleep after X ms" or
+// "... completed after the sleep", and the peer's "rank R: blocking call
+// took X ms". PROGRESS_WORKER_THREADS=single opens the session at thread
+// level single (the progress thread must still be safe).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/nmad/nmad.hpp"
+
+using namespace nmad;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+int g_rank = -1;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "progress_worker rank %d: FAILED: %s\n", g_rank, what.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+unsigned char pattern(std::size_t i) { return static_cast<unsigned char>((i * 131 + (i >> 12) * 7 + 3) & 0xff); }
+
+void fill(std::vector<unsigned char>& b) {
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = pattern(i);
+}
+
+void check(const std::vector<unsigned char>& b) {
+  for (std::size_t i = 0; i < b.size(); ++i)
+    if (b[i] != pattern(i)) fail("byte " + std::to_string(i) + " differs");
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+void record(request&, void* arg) { static_cast<std::atomic<std::int64_t>*>(arg)->store(now_ns()); }
+
+// The sleeping side: starts `start` (with a completion callback), sleeps
+// without calling the library, then says when the request completed.
+template <typename Start>
+void start_and_sleep(session& s, request& r, int sleep_ms, const char* what, Start start) {
+  std::atomic<std::int64_t> done_at{0};
+  r.on_complete(record, &done_at);
+  const std::int64_t t0 = now_ns();
+  start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));  // no library call
+  const std::int64_t t1 = now_ns();
+  const std::int64_t at = done_at.load();
+  if (at != 0 && at <= t1)
+    std::printf("rank %d: %s completed during the sleep after %.1f ms\n", s.rank(), what, (at - t0) / 1e6);
+  else
+    std::printf("rank %d: %s completed after the sleep\n", s.rank(), what);
+  if (errc e = s.wait(r); e != errc::ok) fail(std::string(what) + ": " + std::string(to_string(e)) + " " + r.error_message());
+}
+
+void report_blocking(session& s, std::int64_t t0) {
+  std::printf("rank %d: blocking call took %.1f ms\n", s.rank(), (now_ns() - t0) / 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: progress_worker isend|irecv SIZE SLEEP_MS\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  const std::size_t size = std::strtoull(argv[2], nullptr, 10);
+  const int sleep_ms = std::atoi(argv[3]);
+  try {
+    session_options o;
+    if (const char* l = std::getenv("PROGRESS_WORKER_THREADS"); l && std::string(l) == "single")
+      o.threads = thread_level::single;
+    auto s = session::create(o);
+    g_rank = s->rank();
+    if (s->size() != 2) fail("needs 2 ranks");
+    std::printf("rank %d: progress %s\n", s->rank(), s->progress_description().c_str());
+    std::vector<unsigned char> buf(size);
+    request r;
+    const bool sleeper = (scenario == "isend") == (s->rank() == 0);
+    if (scenario != "isend" && scenario != "irecv") fail("unknown scenario " + scenario);
+    if (scenario == "isend") {
+      if (sleeper) {
+        fill(buf);
+        start_and_sleep(*s, r, sleep_ms, "isend", [&] { s->isend(1, 7, buf.data(), buf.size(), r); });
+      } else {
+        const std::int64_t t0 = now_ns();
+        s->irecv(0, 7, buf.data(), buf.size(), r);
+        if (errc e = s->wait(r); e != errc::ok) fail("recv: " + r.error_message());
+        report_blocking(*s, t0);
+        check(buf);
+      }
+    } else {
+      if (sleeper) {
+        start_and_sleep(*s, r, sleep_ms, "irecv", [&] { s->irecv(0, 7, buf.data(), buf.size(), r); });
+        check(buf);
+      } else {
+        fill(buf);
+        const std::int64_t t0 = now_ns();
+        s->isend(1, 7, buf.data(), buf.size(), r);
+        if (errc e = s->wait(r); e != errc::ok) fail("send: " + r.error_message());
+        report_blocking(*s, t0);
+      }
+    }
+    std::fflush(stdout);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  return 0;
+}
