@@ -196,6 +196,7 @@ class session_impl final : private wait_engine {
   int progress_round() override;
   arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_drivers(std::span<const pollfd> fds) override;
+  bool has_unsent() override;
   void schedule(gate& g);
   // What a strategy is told about track t.
   track_view view_of(track& t) const {

@@ -549,9 +549,9 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     // Every other rank: named up to 8 (a large job's message stays short).
     std::string dead;
     for (int k = 0, n = 0; k < _size && n < 8; ++k)
-      if (k != _rank) dead += (n++ ? ", " : "") + std::to_string(k);
+      if (k != _rank) dead += (n++ ? ", rank " : "rank ") + std::to_string(k);
     if (_size - 1 > 8) dead += ", ...";
-    fail_request(r, errc::peer_failed, "any-source receive: every other rank failed (ranks " + dead + ")");
+    fail_request(r, errc::peer_failed, "any-source receive: every other rank failed (" + dead + ")");
     return errc::peer_failed;
   }
   _match.post(r);

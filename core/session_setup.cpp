@@ -496,6 +496,13 @@ session_impl::~session_impl() {
 }
 
 // Whether g still has sends to flush (no lock held).
+bool session_impl::has_unsent() {
+  if (_pending_any.load(std::memory_order_acquire)) return true;
+  for (auto& g : _gates)
+    if (gate_busy(*g)) return true;
+  return false;
+}
+
 bool session_impl::gate_busy(gate& g) {
   if (g.failed.load(std::memory_order_acquire)) return false;
   std::lock_guard gl(g.lock);

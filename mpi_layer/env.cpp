@@ -43,6 +43,9 @@ int init_common(const char* fn, int required, int* provided) {
     std::fflush(stderr);
     std::_Exit(1);
   }
+  // A progress thread runs completion callbacks and collective schedules
+  // while the application runs: the MPI layer's tables need their lock.
+  if (s.session->has_progress_thread()) s.mu.enable(true);
   s.world_rank = s.session->rank();
   s.world_size = s.session->size();
   s.thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE

@@ -125,6 +125,9 @@ namespace {
 class blocking_request {
  public:
   blocking_request() {
+    // isend/irecv then wait: one blocking call for a progress thread too
+    // (it is not woken between the two).
+    st().session->begin_blocking();
     if (!t_slot.busy) {
       if (!t_slot.constructed) construct_slot();
       t_slot.busy = true;
@@ -136,6 +139,7 @@ class blocking_request {
   }
   ~blocking_request() {
     if (!_own) t_slot.busy = false;
+    st().session->end_blocking();
   }
   blocking_request(const blocking_request&) = delete;
   blocking_request& operator=(const blocking_request&) = delete;
@@ -545,11 +549,10 @@ std::string probe_failure(comm_obj* c, int source, nmad::errc e) {
   int n = 0;
   for (int r = 0; r < c->size(); ++r) {
     if (c->world_of[r] == st().session->rank() || st().session->peer_alive(c->world_of[r])) continue;
-    if (++n <= 8) dead += (dead.empty() ? "" : ", ") + std::to_string(r);
+    if (++n <= 8) dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(r);
   }
   if (n > 8) dead += ", ...";
-  return "any-source probe: every other rank of the communicator failed (rank" + std::string(n > 1 ? "s " : " ") +
-         dead + ")";
+  return "any-source probe: every other rank of the communicator failed (" + dead + ")";
 }
 }  // namespace
 

@@ -64,3 +64,15 @@ TEST_CASE("mpi coll_threads: THREAD_MULTIPLE, concurrent collectives on per-thre
   expect_pass("coll_threads", {1, 2, 3, 4});
   expect_pass_all_drivers("coll_threads", {3});
 }
+
+// Progress threads: MPI_Iallreduce, MPI_Ibcast and MPI_Ialltoall complete
+// while rank 0 sleeps outside MPI (and cannot without the thread), over
+// shm and tcp.
+TEST_CASE("mpi progress_background: non-blocking collectives advance while a rank sleeps (NMAD_PROGRESS)") {
+  for (const char* d : {"shm", "tcp"}) {
+    CAPTURE(d);
+    expect_pass("progress_background", {2, 3},
+                {{"NMAD_DRIVER", d}, {"NMAD_PROGRESS", "thread"}, {"PROGRESS_EXPECT", "background"}});
+  }
+  expect_pass("progress_background", {2}, {{"NMAD_PROGRESS", "none"}, {"PROGRESS_EXPECT", "none"}});
+}

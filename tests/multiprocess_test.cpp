@@ -85,13 +85,15 @@ TEST_CASE("2 processes ping-pong 2000 times") {
 }
 
 TEST_CASE("aggregation: sends queued behind a busy track leave in N packets with default") {
-  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "default"}}});
+  // No progress thread: it would drain the track between the sends.
+  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "default"}, {"NMAD_PROGRESS", "none"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "strategy default sent 200 messages in 200 packets"));
 }
 
 TEST_CASE("aggregation: the same sends leave in fewer packets with aggreg") {
-  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}}});
+  // No progress thread: it would drain the track between the sends.
+  auto r = run_job({2, {"aggregation", "200"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}, {"NMAD_PROGRESS", "none"}}});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "strategy aggreg sent 200 messages in"));
   CHECK_FALSE(contains(r.out, "in 200 packets"));
@@ -136,7 +138,9 @@ TEST_CASE("a rank dies with a matched rendezvous: receives and probes fail, nami
   for (const char* drv : {"shm", "tcp"}) {
     CAPTURE(drv);
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = run_job({2, {"killed_rdv"}, {{"NMAD_DRIVER", drv}, {"NMAD_SHM_CMA", "0"}, {"NMAD_RUN_KILL_GRACE", "60"}}, 60});
+    auto r = run_job({2, {"killed_rdv"}, {{"NMAD_DRIVER", drv}, {"NMAD_SHM_CMA", "0"}, {"NMAD_RUN_KILL_GRACE", "60"},
+                                     {"NMAD_PROGRESS", "none"}},  // rank 1 must not progress before dying
+                       60});
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(r.status != 0);  // rank 1 was killed
     CHECK(contains(r.err, "rank 1"));
@@ -150,7 +154,9 @@ TEST_CASE("a rank dies between two unpacks of its packed message: the unpack and
   for (const char* drv : {"shm", "tcp"}) {
     CAPTURE(drv);
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = run_job({2, {"killed_unpack"}, {{"NMAD_DRIVER", drv}, {"NMAD_RUN_KILL_GRACE", "60"}}, 60});
+    auto r = run_job({2, {"killed_unpack"}, {{"NMAD_DRIVER", drv}, {"NMAD_RUN_KILL_GRACE", "60"},
+                                        {"NMAD_PROGRESS", "none"}},  // rank 1 must not progress before dying
+                       60});
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(r.status != 0);  // rank 1 was killed
     CHECK(count(r.out, "rank 0: unpack from the dead rank failed") == 1);

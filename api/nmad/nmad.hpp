@@ -233,6 +233,9 @@ class session {
   void end_blocking();
   // The progress thread: "none (why)" or "thread (why): CPUs ..., priority".
   std::string progress_description() const;
+  // Whether one runs: the layers above must then guard what its progress
+  // tasks and completion callbacks touch, whatever the thread level.
+  bool has_progress_thread() const;
   // Ends the whole job: tells the launcher (which ends every rank) and
   // exits this process with exit_code. Never returns.
   [[noreturn]] void abort(int exit_code, const std::string& message);

@@ -95,8 +95,23 @@ waiter::~waiter() = default;
 void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   // done() may have side effects (MPI_Waitsome completes what it finds):
   // once it answered true it is never called again.
-  if (done(arg)) return;
-  if (_bg) {
+  if (!_bg) {
+    if (done(arg)) return;
+    wait_inner(done, arg, slot);
+    return;
+  }
+  {
+    // done() may start work (a collective's next round): not a return to
+    // the application yet.
+    ++t_blocking;
+    const bool finished = done(arg);
+    --t_blocking;
+    if (finished) {
+      returns_to_application();
+      return;
+    }
+  }
+  {
     // This thread progresses while it waits: the progress thread steps
     // aside, and may be needed again when we return.
     struct waiting {
@@ -105,9 +120,7 @@ void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
       ~waiting() { w.app_wait_end(); }
     } scope(*this);
     wait_inner(done, arg, slot);
-    return;
   }
-  wait_inner(done, arg, slot);
 }
 
 void waiter::wait_inner(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
@@ -355,8 +368,10 @@ void waiter::run_background() {
 // drivers; back to idle once nothing is in flight or the application waits.
 void waiter::lead_background() {
   auto leave = [](void* self) -> bool {
-    const waiter& w = *static_cast<const waiter*>(self);
-    return w._bg_stop.load(std::memory_order_seq_cst) || !w.background_should_run();
+    waiter& w = *static_cast<waiter*>(self);
+    if (w._bg_stop.load(std::memory_order_seq_cst) || w._app_waiting.load(std::memory_order_seq_cst) > 0) return true;
+    // Nothing in flight, and nothing owed to a peer either.
+    return w._in_flight.load(std::memory_order_seq_cst) <= 0 && !w._engine.has_unsent();
   };
   for (;;) {
     if (leave(this)) return;

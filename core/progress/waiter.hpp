@@ -93,6 +93,10 @@ class wait_engine {
   virtual arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) = 0;
   // Ends what arm_drivers started; `fds` is the whole array with revents.
   virtual void disarm_drivers(std::span<const pollfd> fds) = 0;
+  // Whether packets are still queued or being sent (control packets too:
+  // an acknowledgement owed to a peer is not a request of ours). Called by
+  // the progress thread, no lock held, before it goes idle.
+  virtual bool has_unsent() { return false; }
 };
 
 class waiter {

@@ -6,12 +6,20 @@ namespace nmad::coll {
 
 progress_hook::progress_hook(nmad::session& s) : _s(s) { _task_id = _s.add_progress_task(&progress_hook::task, this); }
 
-progress_hook::~progress_hook() { _s.remove_progress_task(_task_id); }
+progress_hook::~progress_hook() {
+  _s.remove_progress_task(_task_id);
+  _s.background_work(-static_cast<long>(_count.load(std::memory_order_acquire)));
+}
 
 void progress_hook::add(std::shared_ptr<executor> ex) {
-  std::lock_guard g(_mu);
-  _incoming.push_back(std::move(ex));
-  _count.fetch_add(1, std::memory_order_release);
+  {
+    std::lock_guard g(_mu);
+    _incoming.push_back(std::move(ex));
+    _count.fetch_add(1, std::memory_order_release);
+  }
+  // Keeps a progress thread advancing it while the application computes
+  // (wakes it if it sleeps: the schedule's first round is not posted yet).
+  _s.background_work(1);
 }
 
 std::size_t progress_hook::pending() const {
@@ -35,13 +43,15 @@ int progress_hook::run() {
     work = _list;  // advance without holding _mu (add() must not wait on engine progress)
   }
   int work_done = 0;
+  std::size_t dropped = 0;
   for (auto& ex : work)
     if (ex->advance()) ++work_done;
   {
     std::lock_guard g(_mu);
-    const std::size_t dropped = std::erase_if(_list, [](const std::shared_ptr<executor>& e) { return e->done(); });
+    dropped = std::erase_if(_list, [](const std::shared_ptr<executor>& e) { return e->done(); });
     _count.fetch_sub(dropped, std::memory_order_release);
   }
+  if (dropped > 0) _s.background_work(-static_cast<long>(dropped));
   _running.store(false, std::memory_order_release);
   return work_done;
 }

@@ -70,10 +70,10 @@ int main(int argc, char** argv) {
   err = MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
   expect_failed(err, "rank", "MPI_Recv(MPI_ANY_SOURCE) after");
   err = MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
-  expect_failed(err, "ranks 1, 2", "MPI_Probe(MPI_ANY_SOURCE)");
+  expect_failed(err, "rank 1, rank 2", "MPI_Probe(MPI_ANY_SOURCE)");
   MPI_Message msg = MPI_MESSAGE_NULL;
   err = MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &msg, &st);
-  expect_failed(err, "ranks 1, 2", "MPI_Mprobe(MPI_ANY_SOURCE)");
+  expect_failed(err, "rank 1, rank 2", "MPI_Mprobe(MPI_ANY_SOURCE)");
   /* Messages to itself still work, even from any source: this process is
    * alive (the message may still be on its way through the engine). */
   MPI_Request self;
