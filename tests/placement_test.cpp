@@ -162,7 +162,7 @@ TEST_CASE("policy names") {
   CHECK(parse_progress_policy("odd_even") == progress_policy::odd_even);
   CHECK(parse_progress_policy("split_tree") == progress_policy::split_tree);
   CHECK_FALSE(parse_progress_policy("nearby").has_value());
-  CHECK(all_progress_policies().size() == 6);
+  CHECK(all_progress_policies().size() == 8);
 }
 
 TEST_CASE("bind: the thread shares its rank's core") {
@@ -404,4 +404,29 @@ TEST_CASE("thread priorities per kind, suspension of idle progress threads") {
   CHECK_THROWS_WITH_AS(priorities_from_env(), doctest::Contains("NMAD_THREAD_PRIORITIES"), std::invalid_argument);
   ::unsetenv("NMAD_THREAD_PRIORITIES");
   CHECK(priorities_from_env().to_string() == d.to_string());
+}
+
+TEST_CASE("float: the whole NUMA node of its rank; auto: numa with a free core, float without") {
+  auto r8 = place_ranks(paper8(), 8);  // full
+  auto f = place_progress(paper8(), r8, {progress_policy::float_node});
+  for (std::size_t i = 0; i < r8.size(); ++i) {
+    CHECK(f[i].numa == r8[i].numa);
+    CHECK(f[i].cpus == (r8[i].numa == 0 ? v{0, 1, 2, 3} : v{4, 5, 6, 7}));
+    CHECK_FALSE(f[i].on_rank_core);
+  }
+  auto a8 = place_progress(paper8(), r8, {progress_policy::automatic});
+  for (std::size_t i = 0; i < r8.size(); ++i) {
+    CHECK(a8[i].cpus == f[i].cpus);
+    CHECK(a8[i].reason.find("auto: no free core") != std::string::npos);
+  }
+  // Room on every node: auto is numa (a free core of its own).
+  auto r4 = place_ranks(paper8(), 4);
+  auto a4 = place_progress(paper8(), r4, {progress_policy::automatic});
+  auto n4 = place_progress(paper8(), r4, {progress_policy::numa});
+  for (std::size_t i = 0; i < r4.size(); ++i) CHECK(a4[i].cpus == n4[i].cpus);
+  // Two ranks on a two-core, one-node machine: each thread may use both cores.
+  auto two = load_synthetic("numa:1 core:2 pu:1");
+  auto p2 = place_progress(two, place_ranks(two, 2), {progress_policy::automatic});
+  CHECK(p2[0].cpus == v{0, 1});
+  CHECK(p2[1].cpus == v{0, 1});
 }

@@ -93,7 +93,9 @@ void print_config() {
       {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks as placed (core, auto: 2+ ranks that fit, none)"},
       {"NMAD_RUN_REPORT_BINDINGS", "0", "nmad-run: 1 = one line per rank: CPUs, NUMA node, reason"},
       {"NMAD_TOPOLOGY", "", "topology to place on: synthetic description or hwloc XML file (default: this machine)"},
-      {"NMAD_PROGRESS_PLACEMENT", "numa", "progress threads: bind, numa, dedicated, smt, odd-even, split-tree"},
+      {"NMAD_PROGRESS", "auto", "progress thread: none, thread (one per process), auto (a thread when a core is spare)"},
+      {"NMAD_PROGRESS_CPUS", "", "CPUs of the progress thread (nmad-run sets it from the placement), e.g. 0-3"},
+      {"NMAD_PROGRESS_PLACEMENT", "auto", "progress threads: bind, numa, dedicated, smt, odd-even, split-tree, float, auto"},
       {"NMAD_PROGRESS_CORES", "0", "dedicated placement: size of the progress core pool (0 = every free core)"},
       {"NMAD_THREAD_PRIORITIES", "", "priorities 0-20 per thread kind, e.g. progress=18,internal=2"},
   };
@@ -154,7 +156,7 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
     policies.push_back(*p);
   } else {
     std::fprintf(stderr, "nmad-info: unknown progress placement '%s' (bind, numa, dedicated, smt, odd-even, "
-                         "split-tree, all)\n", policy.c_str());
+                         "split-tree, float, auto, all)\n", policy.c_str());
     return 2;
   }
   print_topology(t);
@@ -162,6 +164,23 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
   std::printf("Ranks (%d, scatter by NUMA):\n", n);
   for (const auto& r : first.ranks)
     std::printf("  rank %d: %s: %s\n", r.rank, where(t, r.cpus, r.numa).c_str(), r.reason.c_str());
+  // What NMAD_PROGRESS decides for these ranks (the engine's rule: auto
+  // starts a thread when the job has more CPUs here than local ranks).
+  {
+    const char* env = std::getenv("NMAD_PROGRESS");
+    const std::string mode = env && *env ? env : "auto";
+    const int cpus = t.pu_count();
+    std::string what;
+    if (mode == "none") what = "no progress thread (waits progress)";
+    else if (mode == "thread") what = "one progress thread per rank, placed as below";
+    else if (mode == "auto")
+      what = cpus > n ? "auto: one progress thread per rank (" + std::to_string(n) + " rank(s) on " +
+                            std::to_string(cpus) + " CPU(s) leave room), placed as below"
+                      : "auto: no progress thread (" + std::to_string(n) + " rank(s) on " + std::to_string(cpus) +
+                            " CPU(s): none to spare; NMAD_PROGRESS=thread forces one)";
+    else what = "unknown value (none, thread, auto): the ranks would refuse to start";
+    std::printf("NMAD_PROGRESS=%s: %s\n", mode.c_str(), what.c_str());
+  }
   for (auto p : policies) print_progress(t, topo::place_job(t, n, {p, dedicated}), p);
   const auto prio = topo::priorities_from_env();
   std::printf("Thread priorities (0-20): %s; idle progress and internal threads are suspended\n",
@@ -177,7 +196,8 @@ int usage() {
                "       nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]\n"
                "       nmad-info --split-tree-table [CORES [MAX_N]]\n"
                "SPEC: a synthetic topology (\"pack:2 numa:2 core:12 pu:2\") or an hwloc XML file;\n"
-               "POLICY: bind, numa, dedicated, smt, odd-even, split-tree (default $NMAD_PROGRESS_PLACEMENT or numa)\n");
+               "POLICY: bind, numa, dedicated, smt, odd-even, split-tree, float, auto (default $NMAD_PROGRESS_PLACEMENT\n"
+               "        or auto)\n");
   return 2;
 }
 
@@ -241,7 +261,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (placement) return print_placement(*machine, nranks, policy.empty() ? "numa" : policy, dedicated);
+  if (placement) return print_placement(*machine, nranks, policy.empty() ? "auto" : policy, dedicated);
   std::printf("nmad (protocol version 1)\n");
   if (drivers) print_drivers();
   if (strategies) print_strategies();

@@ -179,6 +179,7 @@ constexpr policy_name policy_names[] = {
     {progress_policy::bind, "bind"},       {progress_policy::numa, "numa"},
     {progress_policy::dedicated, "dedicated"}, {progress_policy::smt, "smt"},
     {progress_policy::odd_even, "odd-even"}, {progress_policy::split_tree, "split-tree"},
+    {progress_policy::float_node, "float"},  {progress_policy::automatic, "auto"},
 };
 }  // namespace
 
@@ -224,6 +225,36 @@ std::vector<progress_place> place_numa(const machine_topology& t, const std::vec
                           "numa: free " + core_name(t, core) + " of its rank's " + numa_name(t, r.numa) + " (" +
                               std::to_string(f.size()) + " free core(s) there, taken in turn)"));
   }
+  return out;
+}
+
+// The rank's whole NUMA node; `why` prefixes the reason.
+progress_place on_node(const machine_topology& t, const rank_place& r, const std::string& why) {
+  progress_place p;
+  p.rank = r.rank;
+  p.core = r.core;
+  p.numa = r.numa;
+  for (int core : t.numa_nodes()[r.numa].cores)
+    for (int cpu : t.cpus_of_core(core)) p.cpus.push_back(cpu);
+  std::sort(p.cpus.begin(), p.cpus.end());
+  p.on_rank_core = p.cpus == r.cpus;
+  p.reason = why + "anywhere on its rank's " + numa_name(t, r.numa) + " (CPUs " + cpu_list(p.cpus) +
+             "): the kernel runs it where a core is idle";
+  return p;
+}
+
+std::vector<progress_place> place_float(const machine_topology& t, const std::vector<rank_place>& ranks) {
+  std::vector<progress_place> out;
+  for (const auto& r : ranks) out.push_back(on_node(t, r, "float: "));
+  return out;
+}
+
+std::vector<progress_place> place_auto(const machine_topology& t, const std::vector<rank_place>& ranks,
+                                       const std::vector<int>& free) {
+  std::vector<progress_place> out = place_numa(t, ranks, free);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].on_rank_core) out[i] = on_node(t, ranks[i], "auto: no free core on its node, so ");
+    else out[i].reason = "auto: " + out[i].reason;
   return out;
 }
 
@@ -355,6 +386,8 @@ std::vector<progress_place> place_progress(const machine_topology& t, const std:
     case progress_policy::dedicated: return place_dedicated(t, ranks, free, opts.dedicated_cores);
     case progress_policy::smt: return place_smt(t, ranks);
     case progress_policy::odd_even: return place_odd_even(t, ranks, free);
+    case progress_policy::float_node: return place_float(t, ranks);
+    case progress_policy::automatic: return place_auto(t, ranks, free);
     case progress_policy::split_tree:
       return place_split_tree(t, ranks, free,
                               choose_split(static_cast<int>(ranks.size()), split_progress_cores(t, ranks, free)));

@@ -31,6 +31,12 @@
 //   split-tree  tree collectives: the first S levels of the tree on the ranks'
 //               cores, the rest folded onto the P free cores, S chosen by the
 //               cost model below.
+//   float       anywhere on the rank's NUMA node (all its CPUs): the kernel
+//               runs it on whichever core is idle. On a node the ranks fill,
+//               that is the core of a rank that waits: what hides a transfer
+//               on both sides of a two-rank exchange on two cores;
+//   auto        numa where the rank's node has a free core, float otherwise
+//               (the default of NMAD_PROGRESS_PLACEMENT).
 //
 // Split-tree cost model, N ranks, H = ceil(log2 N), P = cores - N:
 //   T(S,N) = min(S,H) + sum_{i=S+1..H} ceil(F(N,i) / P)
@@ -64,16 +70,17 @@ std::vector<rank_place> place_ranks(const machine_topology& topo, int n);
 // Cores no rank is on, in dense order (none when ranks were given single PUs).
 std::vector<int> free_cores(const machine_topology& topo, const std::vector<rank_place>& ranks);
 
-enum class progress_policy { bind, numa, dedicated, smt, odd_even, split_tree };
+enum class progress_policy { bind, numa, dedicated, smt, odd_even, split_tree, float_node, automatic };
 
-// "bind", "numa", "dedicated", "smt", "odd-even", "split-tree" (also with '_').
+// "bind", "numa", "dedicated", "smt", "odd-even", "split-tree", "float",
+// "auto" (also with '_').
 std::optional<progress_policy> parse_progress_policy(std::string_view name);
 std::string_view name_of(progress_policy p);
 // Every policy, in the order above.
 const std::vector<progress_policy>& all_progress_policies();
 
 struct progress_options {
-  progress_policy policy = progress_policy::numa;
+  progress_policy policy = progress_policy::automatic;
   int dedicated_cores = 0;  // dedicated: size of the pool, 0 = every free core
 };
 

@@ -28,10 +28,13 @@ std::vector<rank_binding> plan_bindings(int local_ranks, const std::string& mode
                    " CPU(s), so every rank keeps them all");
   topo::progress_options opts;
   if (auto p = topo::parse_progress_policy(progress_policy)) opts.policy = *p;
-  const auto placed = topo::place_job(t, local_ranks, opts).ranks;
+  const auto job = topo::place_job(t, local_ranks, opts);
+  const auto& placed = job.ranks;
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i].bound = t.this_system();
     out[i].cpus = placed[i].cpus;
+    out[i].progress_cpus = job.progress[i].cpus;
+    out[i].progress_reason = job.progress[i].reason;
     out[i].numa = t.numa_nodes()[placed[i].numa].label;
     out[i].reason = placed[i].reason;
     if (!t.this_system()) out[i].reason = "placed on " + t.source() + ", not applied (not this machine): " + out[i].reason;

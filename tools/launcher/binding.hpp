@@ -21,6 +21,10 @@ struct rank_binding {
   std::vector<int> cpus;  // bound: the rank's CPUs; else the CPUs it keeps (or would get, placed elsewhere)
   int numa = -1;          // NUMA node label, -1 when unknown
   std::string reason;
+  // Bound ranks: where the rank's progress thread (NMAD_PROGRESS) may run,
+  // by the progress placement policy; passed as NMAD_PROGRESS_CPUS.
+  std::vector<int> progress_cpus;
+  std::string progress_reason;
 };
 
 // One entry per local rank, in local order. `topo` is the machine restricted

@@ -166,7 +166,8 @@ class job {
       (void)r;
     }
   }
-  std::vector<std::string> build_env(int rank, const std::string& pmi_fd_or_port) const;
+  std::vector<std::string> build_env(int rank, const std::string& pmi_fd_or_port,
+                                     const rank_binding* binding = nullptr) const;
   void spawn_all(const std::string& path);
   void spawn_remote(int rank, const std::string& path);
   std::string remote_command(int rank, const std::string& path) const;
@@ -197,7 +198,7 @@ int job::running_count() const {
   return n;
 }
 
-std::vector<std::string> job::build_env(int rank, const std::string& pmi) const {
+std::vector<std::string> job::build_env(int rank, const std::string& pmi, const rank_binding* binding) const {
   std::vector<std::string> env;
   auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
   auto set = [&](const std::string& entry) {
@@ -221,6 +222,9 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi) const 
     CPU_ZERO(&all);
     if (::sched_getaffinity(0, sizeof all, &all) == 0) set("NMAD_RUN_CPUS=" + std::to_string(CPU_COUNT(&all)));
   }
+  // Where a bound rank's progress thread goes (unless the user said).
+  if (binding && binding->bound && !binding->progress_cpus.empty() && !std::getenv("NMAD_PROGRESS_CPUS"))
+    set("NMAD_PROGRESS_CPUS=" + topology::cpu_list(binding->progress_cpus));
   for (const auto& e : _o.env_set) set(e);
   if (_o.pmi_port) {
     set("PMI_PORT=" + pmi);
@@ -276,7 +280,14 @@ void job::spawn_all(const std::string& path) {
     CPU_ZERO(&rank_cpus);
     for (int c : binding.cpus)
       if (bind && c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &rank_cpus);
-    if (_o.report_bindings) report(binding_line(rank, binding));
+    if (_o.report_bindings) {
+      // One line per rank; a bound rank's line ends with where its
+      // progress thread would go.
+      std::string line = binding_line(rank, binding);
+      if (binding.bound && !binding.progress_cpus.empty())
+        line += "; progress thread (if NMAD_PROGRESS starts one): CPUs " + topology::cpu_list(binding.progress_cpus);
+      report(line);
+    }
     int sv[2] = {-1, -1};
     std::string pmi = _port_spec;
     if (!_o.pmi_port) {
@@ -288,7 +299,7 @@ void job::spawn_all(const std::string& path) {
       }
       pmi = std::to_string(sv[1]);
     }
-    std::vector<std::string> env = build_env(rank, pmi);
+    std::vector<std::string> env = build_env(rank, pmi, &binding);
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
