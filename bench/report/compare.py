@@ -71,6 +71,9 @@ BENCHES = OrderedDict([
     ("send_overlap", dict(src="send_overlap.c", args=[],
                           full=dict(sizes="64K,256K,1M,4M,16M", iters=100, min_iters=10),
                           quick=dict(sizes="64K,1M,16M", iters=40, min_iters=10))),
+    ("recv_overlap", dict(src="recv_overlap.c", args=[],
+                          full=dict(sizes="64K,256K,1M,4M,16M", iters=100, min_iters=10),
+                          quick=dict(sizes="64K,1M,16M", iters=40, min_iters=10))),
     ("nbc", dict(src="nbc_overlap.c", args=["--ops", "Iallreduce,Ibcast,Ialltoall"],
                  full=dict(sizes="8,1K,64K,1M", iters=100, min_iters=10),
                  quick=dict(sizes="8,64K,1M", iters=50, min_iters=10))),
@@ -92,7 +95,7 @@ GROUPS = {
     "bw": ["bw", "bibw", "memcpy"],
     "bandwidth": ["bw", "bibw", "memcpy"],
     "rate": ["msgrate", "multiflow"],
-    "overlap": ["overlap", "send_overlap", "nbc"],
+    "overlap": ["overlap", "send_overlap", "recv_overlap", "nbc"],
     "nbc_overlap": ["nbc"],
     "ceilings": ["memcpy", "pingpong"],
     "oversub": ["oversub4", "oversub16"],
@@ -680,7 +683,7 @@ def main(argv=None):
         description="Measure nmad against Open MPI and MPICH side by side (report.md, results.json, PNG plots).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="benchmarks: %s\ngroups for --only: %s\n"
-               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-native-<driver>, "
+               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-thread, nmad-tcp-thread, nmad-native-<driver>, "
                "libfabric-tcp, libfabric-shm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
                    "%s=%s" % (k, "+".join(v)) for k, v in sorted(GROUPS.items()) if k != "all")))
     ap.add_argument("--out", default=os.path.join(REPO, "out", "compare"), help="output directory (default out/compare)")
@@ -732,7 +735,13 @@ def main(argv=None):
         # default fixed-spin where threads wait together (latency_mt).
         busy = MpiConfig("nmad-busy", "nmad MPI layer", "default drivers, NMAD_WAIT=busy", "nmad", ours.mpicc,
                          list(ours.launch), env={"NMAD_WAIT": "busy"}, ours=True)
-        for c in (tcp, busy):
+        # With a progress thread (NMAD_PROGRESS=thread), on both drivers.
+        thread = MpiConfig("nmad-thread", "nmad MPI layer", "default drivers, NMAD_PROGRESS=thread", "nmad",
+                           ours.mpicc, list(ours.launch), env={"NMAD_PROGRESS": "thread"}, ours=True)
+        tcp_thread = MpiConfig("nmad-tcp-thread", "nmad MPI layer", "tcp driver (loopback), NMAD_PROGRESS=thread",
+                               "nmad", ours.mpicc, list(ours.launch),
+                               env={"NMAD_DRIVER": "tcp", "NMAD_PROGRESS": "thread"}, ours=True)
+        for c in (tcp, busy, thread, tcp_thread):
             if ours.status != "ok":
                 c.skip(ours.note or "as nmad", ours.status)
             configs.append(c)

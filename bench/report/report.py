@@ -76,6 +76,9 @@ METRICS = OrderedDict(
         (("send_overlap", "overlap_pct"), dict(
             title="Isend overlap with computation on the sender, receiver waiting (IMB-NBC formula)", unit="%",
             better="higher", plot="overlap.png", kind="bar")),
+        (("recv_overlap", "overlap_pct"), dict(
+            title="Irecv overlap with computation on the receiver, sender waiting (IMB-NBC formula)", unit="%",
+            better="higher", plot="overlap.png", kind="bar")),
         (("nbc_overlap.Iallreduce", "overlap_pct"), dict(
             title="Iallreduce overlap (IMB-NBC)", unit="%",
             better="higher", plot="overlap.png", kind="bar")),
@@ -108,13 +111,14 @@ METRICS = OrderedDict(
 AUX_METRICS = OrderedDict(
     [(("overlap", m), "Isend/Irecv %s (µs)" % m[:-3]) for m in ("t_comm_us", "t_comp_us", "t_ovrl_us")]
     + [(("send_overlap", m), "Isend (sender computes) %s (µs)" % m[:-3]) for m in ("t_comm_us", "t_comp_us", "t_ovrl_us")]
+    + [(("recv_overlap", m), "Irecv (receiver computes) %s (µs)" % m[:-3]) for m in ("t_comm_us", "t_comp_us", "t_ovrl_us")]
     + [(("nbc_overlap." + op, m), "%s %s (µs)" % (op, m[:-3]))
-       for op in ("Iallreduce", "Ibcast", "Ialltoall") for m in ("t_pure_us", "t_cpu_us", "t_ovrl_us")]
+       for op in ("Iallreduce", "Ibcast", "Ialltoall") for m in ("t_pure_us", "t_cpu_us", "t_ovrl_us", "coll_cpu_us")]
 )
 
 # Values kept from the MPI benchmarks' JSON lines (bench/mpi/*.c).
 MPI_VALUE_KEYS = ("latency_us", "bw_MBps", "rate_Mmsgs", "overlap_pct",
-                  "t_comm_us", "t_comp_us", "t_ovrl_us", "t_pure_us", "t_cpu_us",
+                  "t_comm_us", "t_comp_us", "t_ovrl_us", "t_pure_us", "t_cpu_us", "coll_cpu_us",
                   "us_per_op", "iters_per_s")
 
 
