@@ -480,7 +480,7 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
   r.finishing = false;
   r.wake_fd.store(-1, std::memory_order_relaxed);
   r.done.store(false, std::memory_order_relaxed);
-  if (_waiter.background()) {  // the progress thread may have work from now on
+  if (_waiter.counts_work()) {  // the progress thread may have work from now on
     r.bg_counted = true;
     _waiter.work_started();
   }

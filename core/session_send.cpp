@@ -27,12 +27,8 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   g.collect.push_back(e);
 }
 
-static bool start_request(waiter& w, request_state& r, request_state::kind k) {
+static bool start_request(request_state& r, request_state::kind k) {
   if (!r.is_complete()) return false;  // still pending: caller's bug
-  if (w.background()) {  // the progress thread may have work from now on
-    r.bg_counted = true;
-    w.work_started();
-  }
   r.type = k;
   r.error = errc::ok;
   r.error_message.clear();
@@ -55,7 +51,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
                           : "isend: null buffer with length " + std::to_string(len);
     return r.error;
   }
-  start_request(_waiter, r, request_state::kind::send);
+  start_request(r, request_state::kind::send);
   gate& g = *_gates[dest];
   r.dest = &g;
   r.pending_chunks = 0;
@@ -87,6 +83,13 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.offset = 0;
   e.len = len;
   e.msg_len = len;
+  // Work for the progress thread, unless the receiver pulls the bytes (the
+  // transfer then needs nothing from us until its end is reported).
+  // Counted before the entry is visible: nobody can complete it before.
+  if (_waiter.counts_work() && !(e.kind == chunk_kind::rdv_req && len > 0 && g.tracks[0].caps->rdma_get)) {
+    r.bg_counted = true;
+    _waiter.work_started();
+  }
   queue_piece(g, r, e);
   gl.unlock();
   schedule(g);
@@ -138,7 +141,11 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
     r.error_message = "pack_begin: destination rank " + std::to_string(dest) + " out of range";
     return r.error;
   }
-  start_request(_waiter, r, request_state::kind::send);
+  start_request(r, request_state::kind::send);
+  if (_waiter.counts_work()) {  // work for the progress thread (nothing queued yet)
+    r.bg_counted = true;
+    _waiter.work_started();
+  }
   gate& g = *_gates[dest];
   r.dest = &g;
   r.pending_chunks = 0;

@@ -91,6 +91,7 @@ waiter::waiter(wait_engine& engine, bool threaded) : _engine(engine), _threaded(
 waiter::~waiter() = default;
 
 [[gnu::tls_model("initial-exec")]] thread_local int waiter::t_blocking = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int waiter::t_uncounted = 0;
 
 void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   // done() may have side effects (MPI_Waitsome completes what it finds):
@@ -110,6 +111,14 @@ void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
       returns_to_application();
       return;
     }
+  }
+  if (_in_flight.load(std::memory_order_relaxed) <= 0 && !_bg_busy.load(std::memory_order_relaxed)) {
+    // Nothing for the progress thread (the usual blocking call: its
+    // requests are not counted): no handshake on the latency path. Work
+    // counted meanwhile may wake it while we wait; it then progresses
+    // beside us, which is only wasteful.
+    wait_inner(done, arg, slot);
+    return;
   }
   {
     // This thread progresses while it waits: the progress thread steps

@@ -191,10 +191,18 @@ class waiter {
   // A blocking call made of several engine calls (MPI_Recv: irecv, then
   // wait): the calling thread does not count as returning to the
   // application until the outermost section ends. Nests.
-  static void begin_blocking() { ++t_blocking; }
+  // Requests started inside a blocking section are waited for by their
+  // own thread: they are not counted as work for the progress thread.
+  static void begin_blocking() {
+    ++t_blocking;
+    ++t_uncounted;
+  }
   void end_blocking() {
+    --t_uncounted;
     if (--t_blocking == 0) returns_to_application();
   }
+  // Whether a request started now on this thread counts (background mode).
+  bool counts_work() const { return _bg && t_uncounted == 0; }
   // The calling thread leaves the engine for the application: wakes the
   // idle progress thread if work is in flight and nobody else progresses.
   void returns_to_application() {
@@ -247,6 +255,7 @@ class waiter {
   // Blocking sections open on this thread; the progress thread holds one
   // for its whole life (it never wakes itself).
   [[gnu::tls_model("initial-exec")]] static thread_local int t_blocking;
+  [[gnu::tls_model("initial-exec")]] static thread_local int t_uncounted;  // open blocking sections
 };
 
 }  // namespace nmad
