@@ -25,8 +25,9 @@
  * t_pure (waiting) can: t_ovrl - t_cpu close to coll_cpu_us means all of
  * it did.
  */
-#include <sys/resource.h>
 #include "common.h"
+
+#include <sys/resource.h>
 
 enum { OP_ALLREDUCE, OP_BCAST, OP_ALLTOALL };
 
