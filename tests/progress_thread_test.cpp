@@ -88,7 +88,7 @@ TEST_CASE("without a progress thread nothing advances while the application slee
     REQUIRE(r.status == 0);
     CHECK(contains(r.out, "progress none (NMAD_PROGRESS=none"));
     CHECK(contains(r.out, "irecv completed after the sleep"));
-    CHECK(peer_ms(r.out) >= kSleepMs * 0.9);
+    CHECK(peer_ms(r.out) >= kSleepMs / 2.0);  // (the peer may start later than the sleeper)
   }
 }
 
