@@ -9,16 +9,20 @@ std::uint32_t session_impl::next_send_seq(gate& g, tag_t tag) {
   return g.send_seq_last.get(g.send_seq, tag & _ordering_mask)++;
 }
 
+// Where the receiver can read our memory, it pulls a rendezvous' bytes as
+// soon as it matches (we only learn it is done): the transfer then needs
+// nothing from this process, which may be computing meanwhile.
+static bool receiver_pulls(const gate& g, const chunk_entry& e) {
+  return e.kind == chunk_kind::rdv_req && e.len > 0 && g.tracks[0].caps->rdma_get;
+}
+
 void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   e.req = &r;
   if (e.kind == chunk_kind::rdv_req) {
     e.cookie = g.next_cookie++;
     e.rdv_left = e.len;
     g.rdv_out[e.cookie] = &e;
-    // Where the receiver can read our memory, it pulls the bytes as soon as
-    // it matches (we only learn it is done): the transfer then needs nothing
-    // from this process, which may be computing meanwhile.
-    if (e.len > 0 && g.tracks[0].caps->rdma_get) {
+    if (receiver_pulls(g, e)) {
       e.flags |= chunk_flag::pullable;
       e.cookie2 = reinterpret_cast<std::uintptr_t>(e.ptr);
     }
@@ -83,10 +87,9 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.offset = 0;
   e.len = len;
   e.msg_len = len;
-  // Work for the progress thread, unless the receiver pulls the bytes (the
-  // transfer then needs nothing from us until its end is reported).
+  // Work for the progress thread, unless the receiver pulls the bytes.
   // Counted before the entry is visible: nobody can complete it before.
-  if (_waiter.counts_work() && !(e.kind == chunk_kind::rdv_req && len > 0 && g.tracks[0].caps->rdma_get)) {
+  if (_waiter.counts_work() && !receiver_pulls(g, e)) {
     r.bg_counted = true;
     _waiter.work_started();
   }

@@ -227,7 +227,7 @@ void session_impl::start_progress(const std::string& text) {
   }
   const std::string counts = std::to_string(_local_processes) + " local process(es) on " +
                              std::to_string(_job_cpus) + " CPU(s)";
-  if (m == progress_mode::automatic && _job_cpus <= _local_processes) {
+  if (!starts_progress_thread(m, _job_cpus, _local_processes)) {
     _progress_desc = "none (auto: " + counts +
                      ", no core to spare; waits progress, NMAD_PROGRESS=thread forces a thread)";
     return;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/progress/progress_thread.hpp"
 #include "core/strategy/strategy.hpp"
 #include "core/topology/placement.hpp"
 #include "core/topology/scheduling.hpp"
@@ -164,22 +165,24 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
   std::printf("Ranks (%d, scatter by NUMA):\n", n);
   for (const auto& r : first.ranks)
     std::printf("  rank %d: %s: %s\n", r.rank, where(t, r.cpus, r.numa).c_str(), r.reason.c_str());
-  // What NMAD_PROGRESS decides for these ranks (the engine's rule: auto
-  // starts a thread when the job has more CPUs here than local ranks).
+  // What NMAD_PROGRESS decides for these ranks (the engine's rule).
   {
     const char* env = std::getenv("NMAD_PROGRESS");
-    const std::string mode = env && *env ? env : "auto";
-    const int cpus = t.pu_count();
+    const std::string text = env && *env ? env : "auto";
+    const std::string counts = std::to_string(n) + " rank(s) on " + std::to_string(t.pu_count()) + " CPU(s)";
+    nmad::progress_mode mode;
     std::string what;
-    if (mode == "none") what = "no progress thread (waits progress)";
-    else if (mode == "thread") what = "one progress thread per rank, placed as below";
-    else if (mode == "auto")
-      what = cpus > n ? "auto: one progress thread per rank (" + std::to_string(n) + " rank(s) on " +
-                            std::to_string(cpus) + " CPU(s) leave room), placed as below"
-                      : "auto: no progress thread (" + std::to_string(n) + " rank(s) on " + std::to_string(cpus) +
-                            " CPU(s): none to spare; NMAD_PROGRESS=thread forces one)";
-    else what = "unknown value (none, thread, auto): the ranks would refuse to start";
-    std::printf("NMAD_PROGRESS=%s: %s\n", mode.c_str(), what.c_str());
+    if (!nmad::parse_progress_mode(text, mode))
+      what = "unknown value (none, thread, auto): the ranks would refuse to start";
+    else if (mode == nmad::progress_mode::none)
+      what = "no progress thread (waits progress)";
+    else if (!nmad::starts_progress_thread(mode, t.pu_count(), n))
+      what = "auto: no progress thread (" + counts + ": none to spare; NMAD_PROGRESS=thread forces one)";
+    else if (mode == nmad::progress_mode::thread)
+      what = "one progress thread per rank, placed as below";
+    else
+      what = "auto: one progress thread per rank (" + counts + " leave room), placed as below";
+    std::printf("NMAD_PROGRESS=%s: %s\n", text.c_str(), what.c_str());
   }
   for (auto p : policies) print_progress(t, topo::place_job(t, n, {p, dedicated}), p);
   const auto prio = topo::priorities_from_env();

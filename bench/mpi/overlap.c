@@ -88,13 +88,7 @@ int main(int argc, char **argv) {
 
     double loc[3] = {t_comm, t_comp, t_ovrl}, mx[3];
     MPI_Reduce(loc, mx, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-      double ov = bench_overlap(mx[0], mx[1], mx[2]);
-      printf("{\"bench\": \"overlap\", \"size\": %zu, \"iters\": %d, \"t_comm_us\": %.3f, "
-             "\"t_comp_us\": %.3f, \"t_ovrl_us\": %.3f, \"overlap_pct\": %.2f, \"verified\": true}\n",
-             size, iters, mx[0] * 1e6, mx[1] * 1e6, mx[2] * 1e6, 100.0 * ov);
-      fflush(stdout);
-    }
+    if (rank == 0) bench_print_overlap("overlap", size, iters, mx[0], mx[1], mx[2]);
   }
   free(sbuf);
   free(rbuf);

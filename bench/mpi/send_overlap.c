@@ -84,13 +84,7 @@ int main(int argc, char **argv) {
     free(tc);
     free(tp);
     free(to);
-    if (rank == 0) {
-      const double ov = bench_overlap(t_comm, t_comp, t_ovrl);
-      printf("{\"bench\": \"send_overlap\", \"size\": %zu, \"iters\": %d, \"t_comm_us\": %.3f, "
-             "\"t_comp_us\": %.3f, \"t_ovrl_us\": %.3f, \"overlap_pct\": %.2f, \"verified\": true}\n",
-             size, iters, t_comm * 1e6, t_comp * 1e6, t_ovrl * 1e6, 100.0 * ov);
-      fflush(stdout);
-    }
+    if (rank == 0) bench_print_overlap("send_overlap", size, iters, t_comm, t_comp, t_ovrl);
   }
   free(buf);
   bench_print_done("send_overlap");

@@ -33,6 +33,10 @@ std::string_view progress_mode_name(progress_mode m) {
   return "?";
 }
 
+bool starts_progress_thread(progress_mode m, int job_cpus, int local_ranks) {
+  return m == progress_mode::thread || (m == progress_mode::automatic && job_cpus > local_ranks);
+}
+
 namespace {
 
 // Binds and prioritises the calling thread; returns what was done.
@@ -48,13 +52,7 @@ std::string place_self(const progress_thread::options& o) {
     else
       d = "CPUs " + topology::cpu_list(o.cpus) + " refused (" + std::strerror(errno) + "), left unbound";
   } else {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> mine;
-    if (::sched_getaffinity(0, sizeof set, &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) mine.push_back(c);
-    d = "CPUs " + topology::cpu_list(mine) + " (the process's own)";
+    d = "CPUs " + topology::cpu_list(topology::allowed_cpus()) + " (the process's own)";
   }
   const int nice = topology::nice_of(o.priority);
   const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));

@@ -34,6 +34,9 @@ enum class progress_mode { none, thread, automatic };
 // "none", "thread", "auto"; false for anything else.
 bool parse_progress_mode(std::string_view text, progress_mode& out);
 std::string_view progress_mode_name(progress_mode m);
+// Whether `m` starts a thread for `local_ranks` processes of the job on a
+// machine where it has `job_cpus` CPUs (auto: one to spare).
+bool starts_progress_thread(progress_mode m, int job_cpus, int local_ranks);
 
 class progress_thread {
  public:

@@ -346,7 +346,6 @@ void waiter::app_returns_slow() {
   if (_app_waiting.load(std::memory_order_seq_cst) > 0) return;
   if (_in_flight.load(std::memory_order_seq_cst) <= 0) return;
   if (!_bg_idle.exchange(false, std::memory_order_seq_cst)) return;  // someone else woke it
-  _bg_wakes.fetch_add(1, std::memory_order_relaxed);
   if (const int fd = _bg_fd.load(std::memory_order_seq_cst); fd >= 0) wake_one(fd);
 }
 

@@ -187,7 +187,6 @@ class waiter {
   // message path otherwise).
   void work_started(long n = 1) { _in_flight.fetch_add(n, std::memory_order_seq_cst); }
   void work_finished(long n = 1) { _in_flight.fetch_sub(n, std::memory_order_seq_cst); }
-  long work_in_flight() const { return _in_flight.load(std::memory_order_seq_cst); }
   // A blocking call made of several engine calls (MPI_Recv: irecv, then
   // wait): the calling thread does not count as returning to the
   // application until the outermost section ends. Nests.
@@ -208,8 +207,6 @@ class waiter {
   void returns_to_application() {
     if (_bg && t_blocking == 0) app_returns_slow();
   }
-  // Statistics: how often the progress thread was woken to work.
-  std::uint64_t background_wakes() const { return _bg_wakes.load(std::memory_order_relaxed); }
 
  private:
   void lead(bool (*done)(void*), void* arg);        // returns once done() is true
@@ -251,7 +248,6 @@ class waiter {
   std::atomic<bool> _bg_busy{false};              // leading in the background
   std::atomic<bool> _bg_stop{false};
   std::atomic<int> _bg_fd{-1};                     // its event descriptor
-  std::atomic<std::uint64_t> _bg_wakes{0};
   // Blocking sections open on this thread; the progress thread holds one
   // for its whole life (it never wakes itself).
   [[gnu::tls_model("initial-exec")]] static thread_local int t_blocking;
