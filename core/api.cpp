@@ -105,6 +105,7 @@ void session::begin_blocking() { _impl->begin_blocking(); }
 void session::end_blocking() { _impl->end_blocking(); }
 std::string session::progress_description() const { return _impl->progress_description(); }
 bool session::has_progress_thread() const { return _impl->has_progress_thread(); }
+std::size_t session::copy_offload_min() const { return _impl->copy_offload_min(); }
 void session::abort(int exit_code, const std::string& message) { _impl->abort(exit_code, message); }
 
 bool session::cancel(request& req) { return _impl->cancel(state_of(req)); }

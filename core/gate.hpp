@@ -26,6 +26,8 @@
 
 namespace nmad {
 
+class session_impl;
+
 // Key of one message within a gate.
 struct message_key {
   std::uint64_t tag;
@@ -125,6 +127,10 @@ class gate {
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
   std::uint32_t next_rail = 0;  // rendezvous rail choice: the next track in turn
+  // Copy offload: a progress task will schedule this gate (see
+  // session_impl::offload_schedule); `owner` is the session it belongs to.
+  std::atomic<bool> offload_queued{false};
+  session_impl* owner = nullptr;
 
   // Receive side: under the session's matching lock.
   std::unordered_map<std::uint64_t, std::uint32_t> recv_seq;   // domain -> expected

@@ -137,6 +137,7 @@ class session_impl final : private wait_engine {
   // The progress thread: "none (...)" or where it runs and why.
   const std::string& progress_description() const { return _progress_desc; }
   bool has_progress_thread() const { return _progress_thread != nullptr; }
+  std::size_t copy_offload_min() const { return _copy_offload_min; }
   // Background work outside requests (a non-blocking collective's schedule):
   // keeps the progress thread running while > 0.
   void background_work(long delta);
@@ -198,6 +199,10 @@ class session_impl final : private wait_engine {
   void disarm_drivers(std::span<const pollfd> fds) override;
   bool has_unsent() override;
   void schedule(gate& g);
+  // Copy offload: leaves g's scheduling (the packet's copy) to the
+  // progress thread, as a progress task; any thread's round may run it.
+  void offload_schedule(gate& g);  // no lock held
+  static task_result offload_task(void* g);
   // What a strategy is told about track t.
   track_view view_of(track& t) const {
     return {t.rail, t.caps, t.outstanding, t.inline_round == _rounds.load(std::memory_order_relaxed),
@@ -303,6 +308,8 @@ class session_impl final : private wait_engine {
   std::string _strategy_name;
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
+  std::size_t _copy_offload_min = 0;          // NMAD_COPY_OFFLOAD (0: off), with a progress thread only
+  std::atomic<int> _offloads_queued{0};       // offload tasks not run yet (sleepers must not sleep)
   int _local_processes = 1;  // processes of the job on this machine (this one included)
   int _job_cpus = 1;         // CPUs the job may use on this machine
   tag_t _ordering_mask = full_mask;
@@ -313,7 +320,8 @@ class session_impl final : private wait_engine {
   unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
   struct counters {
     std::atomic<std::uint64_t> packets_sent{0}, chunks_sent{0}, bytes_sent{0}, rdv_data_sent{0},
-        packets_received{0}, unexpected_messages{0}, protocol_errors{0}, rail_sends[4]{};
+        packets_received{0}, unexpected_messages{0}, protocol_errors{0}, rail_sends[4]{},
+        offloaded_sends{0}, offload_tasks_by_thread{0};
   };
   counters _stats;
   std::atomic<bool> _finalizing{false};

@@ -168,7 +168,9 @@ arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) 
   engine_scope scope(*this);
   t_arm_counts.assign(_slots.size(), 0);
   t_armed.assign(_slots.size(), false);
-  arm_result result = _pending_any.load(std::memory_order_acquire) ? arm_result::busy : arm_result::armed;
+  arm_result result = _pending_any.load(std::memory_order_acquire) || _offloads_queued.load(std::memory_order_seq_cst) > 0
+                          ? arm_result::busy
+                          : arm_result::armed;
   for (std::size_t i = 0; i < _slots.size() && result != arm_result::busy; ++i) {
     driver_slot& slot = *_slots[i];
     if (!slot.lock.try_lock()) {

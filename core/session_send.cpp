@@ -67,8 +67,12 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   }
   const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
   r.first_piece.tag = tag;
+  // Copy offload: an eager message the progress thread will copy (only
+  // when this thread goes back to the application: see counts_work()).
+  const bool offload = _copy_offload_min && !sync && len >= _copy_offload_min && len < g.rdv_threshold &&
+                       _waiter.counts_work();
   std::unique_lock gl(g.lock);
-  if (!sync && len < g.rdv_threshold && send_inline(g, r, buf, len)) {
+  if (!offload && !sync && len < g.rdv_threshold && send_inline(g, r, buf, len)) {
     gl.unlock();
     complete(r);
     return errc::ok;
@@ -95,8 +99,42 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   }
   queue_piece(g, r, e);
   gl.unlock();
-  schedule(g);
+  if (offload) {
+    count(_stats.offloaded_sends);
+    offload_schedule(g);
+  } else {
+    schedule(g);
+  }
   return errc::ok;
+}
+
+// One task per gate at a time: the task schedules everything the gate
+// queued by then. The count keeps a thread that goes to sleep meanwhile
+// from sleeping on it (arm_drivers answers busy), and kick() wakes one
+// that sleeps already.
+void session_impl::offload_schedule(gate& g) {
+  if (!g.offload_queued.exchange(true, std::memory_order_acq_rel)) {
+    _offloads_queued.fetch_add(1, std::memory_order_seq_cst);
+    _tasks.submit(&session_impl::offload_task, &g, task_options{task_repeat::once, 10, {}});
+  }
+  _waiter.kick();
+}
+
+task_result session_impl::offload_task(void* arg) {
+  gate& g = *static_cast<gate*>(arg);
+  session_impl& s = *g.owner;
+  g.offload_queued.store(false, std::memory_order_release);  // later isends queue a new task
+  s._offloads_queued.fetch_sub(1, std::memory_order_seq_cst);
+  if (waiter::on_progress_thread()) {
+    bool queued;
+    {
+      std::lock_guard gl(g.lock);
+      queued = !g.collect.empty();
+    }
+    if (queued) s.count(s._stats.offload_tasks_by_thread);
+  }
+  s.schedule(g);
+  return {1, true};
 }
 
 // The small-message path. When nothing of this gate waits in its collect

@@ -33,7 +33,38 @@ struct core_tunables {
                                          // default 100, 20 on an oversubscribed machine)
   std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while spinning (auto: if oversubscribed)
   std::string progress = "auto";         // NMAD_PROGRESS: none, thread, auto
+  std::string copy_offload = "off";      // NMAD_COPY_OFFLOAD: off, on, or the smallest size (bytes)
+  long progress_spin_us = -1;            // NMAD_PROGRESS_SPIN_US: the progress thread's spin
+                                         // before sleeping (default 0; 1000 with copy offload
+                                         // and a core to spare)
 };
+
+// Copy offload's smallest size when NMAD_COPY_OFFLOAD=on.
+constexpr std::size_t kCopyOffloadDefaultMin = 16 * 1024;
+
+// "off"/"none"/"0" -> 0, "on" -> the default, "<n>[K|M]" -> n bytes.
+bool parse_copy_offload(std::string_view text, std::size_t& out) {
+  if (text == "off" || text == "none" || text == "0") {
+    out = 0;
+    return true;
+  }
+  if (text == "on") {
+    out = kCopyOffloadDefaultMin;
+    return true;
+  }
+  std::size_t v = 0, i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (v > (std::size_t{1} << 40)) return false;
+    v = v * 10 + static_cast<std::size_t>(text[i] - '0');
+  }
+  if (i == 0) return false;
+  const std::string_view unit = text.substr(i);
+  if (unit == "K" || unit == "k" || unit == "KiB") v <<= 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB") v <<= 20;
+  else if (!unit.empty()) return false;
+  out = v;
+  return true;
+}
 
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
@@ -65,6 +96,12 @@ core_tunables read_tunables() {
   t.progress = env_string("NMAD_PROGRESS", t.progress);
   if (progress_mode m; !parse_progress_mode(t.progress, m))
     throw std::runtime_error("nmad: NMAD_PROGRESS=" + t.progress + " (expected none, thread or auto)");
+  t.copy_offload = env_string("NMAD_COPY_OFFLOAD", t.copy_offload);
+  if (const char* v = std::getenv("NMAD_PROGRESS_SPIN_US"); v && *v)
+    t.progress_spin_us = static_cast<long>(env_size("NMAD_PROGRESS_SPIN_US", 0));
+  if (std::size_t n; !parse_copy_offload(t.copy_offload, n))
+    throw std::runtime_error("nmad: NMAD_COPY_OFFLOAD=" + t.copy_offload +
+                             " (expected off, on, or the smallest size offloaded in bytes, e.g. 16K)");
   if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
     throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
   return t;
@@ -157,6 +194,7 @@ session_impl::session_impl(const session_options& opts)
   _match.resize(_size);
   for (int r = 0; r < _size; ++r) {
     auto g = std::make_unique<gate>();
+    g->owner = this;
     g->rank = r;
     g->lock.enable(_threaded);
     g->strat = find_strategy(_strategy_name)->create();
@@ -216,6 +254,23 @@ session_impl::session_impl(const session_options& opts)
   connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
   _job_cpus = cpus;
   start_progress(t.progress);
+  // Copy offload needs the progress thread (nothing else copies while the
+  // caller goes on).
+  std::size_t offload = 0;
+  if (opts.copy_offload >= 0) offload = static_cast<std::size_t>(opts.copy_offload);
+  else parse_copy_offload(t.copy_offload, offload);  // checked by read_tunables
+  _copy_offload_min = _progress_thread ? offload : 0;
+  if (_progress_thread) {
+    // Offloading pays only if the thread sees the work at once: it spins
+    // a while before sleeping (waking it costs more than a copy).
+    // Only on a core of its own: a spinner on a full machine takes the
+    // CPU of a process that has work.
+    const bool spare_core = _job_cpus > _local_processes;
+    const long spin_us = t.progress_spin_us >= 0 ? t.progress_spin_us : offload && spare_core ? 1000 : 0;
+    _waiter.set_background_spin(std::chrono::microseconds(spin_us));
+    _progress_desc += offload ? "; copy offload from " + std::to_string(offload) + " B" : "; copy offload off";
+    if (spin_us > 0) _progress_desc += "; spins " + std::to_string(spin_us) + " us before sleeping";
+  }
 }
 
 void session_impl::start_progress(const std::string& text) {
@@ -524,6 +579,8 @@ session_stats session_impl::stats() const {
   out.packets_received = get(_stats.packets_received);
   out.unexpected_messages = get(_stats.unexpected_messages);
   out.protocol_errors = get(_stats.protocol_errors);
+  out.offloaded_sends = get(_stats.offloaded_sends);
+  out.offload_tasks_by_thread = get(_stats.offload_tasks_by_thread);
   for (int i = 0; i < 4; ++i) out.rail_sends[i] = get(_stats.rail_sends[i]);
   return out;
 }

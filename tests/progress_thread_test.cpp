@@ -7,6 +7,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -106,4 +107,53 @@ TEST_CASE("a bad NMAD_PROGRESS or NMAD_PROGRESS_CPUS stops start-up with a clear
   auto c = run_worker("isend", "shm", "thread", "multiple", {{"NMAD_PROGRESS_CPUS", "0-x"}});
   CHECK(c.status != 0);
   CHECK(contains(c.err, "NMAD_PROGRESS_CPUS=0-x is not a CPU list"));
+}
+
+// Copy offload (NMAD_COPY_OFFLOAD, session::isend): eager isends from 4 KiB
+// are left to the progress thread. A mix of inline, eager and rendezvous
+// messages on one tag must arrive whole and in order; the counters show
+// who sent them.
+namespace {
+std::uint64_t counter(const std::string& out, const std::string& name) {
+  std::smatch m;
+  const std::regex re(name + "=([0-9]+)");
+  if (!std::regex_search(out, m, re)) return ~std::uint64_t{0};
+  return std::stoull(m[1]);
+}
+}  // namespace
+
+TEST_CASE("copy offload: the progress thread sends eager messages while the sender sleeps, order kept (shm, tcp)") {
+  for (const char* d : {"shm", "tcp"}) {
+    CAPTURE(d);
+    auto r = run_worker("offload", d, "thread", "multiple", {{"NMAD_COPY_OFFLOAD", "4K"}});
+    REQUIRE(r.status == 0);
+    CHECK(contains(r.out, "copy offload from 4096 B"));
+    CHECK(contains(r.out, "48 messages received in order, every byte checked"));
+    CHECK_MESSAGE(contains(r.out, "48 of 48 sends completed during the sleep"), r.out);
+    CHECK(counter(r.out, "offloaded_sends") > 0);
+    CHECK(counter(r.out, "offloaded_sends") < 48);  // small and rendezvous ones are not
+    CHECK(counter(r.out, "offload_tasks_by_thread") > 0);
+    const double ms = peer_ms(r.out);
+    CHECK_MESSAGE(ms >= 0, r.out);
+    CHECK_MESSAGE(ms < kSleepMs / 2.0, "the receiver waited " << ms << " ms");
+  }
+}
+
+TEST_CASE("copy offload off, or without a progress thread: nothing is offloaded") {
+  auto off = run_worker("offload", "tcp", "thread", "multiple", {{"NMAD_COPY_OFFLOAD", "off"}});
+  REQUIRE(off.status == 0);
+  CHECK(contains(off.out, "copy offload off"));
+  CHECK(counter(off.out, "offloaded_sends") == 0);
+  CHECK(contains(off.out, "48 messages received in order, every byte checked"));
+  auto none = run_worker("offload", "shm", "none", "multiple", {{"NMAD_COPY_OFFLOAD", "on"}});
+  REQUIRE(none.status == 0);
+  CHECK(contains(none.out, "copy offload min 0,"));
+  CHECK(counter(none.out, "offloaded_sends") == 0);
+  CHECK(contains(none.out, "48 messages received in order, every byte checked"));
+}
+
+TEST_CASE("a bad NMAD_COPY_OFFLOAD stops start-up with a clear message") {
+  auto r = run_worker("offload", "shm", "thread", "multiple", {{"NMAD_COPY_OFFLOAD", "sometimes"}});
+  CHECK(r.status != 0);
+  CHECK(contains(r.err, "NMAD_COPY_OFFLOAD=sometimes (expected off, on, or the smallest size offloaded in bytes"));
 }

@@ -132,6 +132,11 @@ struct session_stats {
   // Sends (packets and bulk transfers) posted per track index of the gates
   // (rails 3 and up counted in [3]): what each rail carried.
   std::uint64_t rail_sends[4] = {};
+  // Copy offload (see session::isend): sends offloaded, and offload tasks
+  // the progress thread ran that found messages to send (the others found
+  // them sent already by the caller's own progress).
+  std::uint64_t offloaded_sends = 0;
+  std::uint64_t offload_tasks_by_thread = 0;
 };
 
 // What the application promises about its threads (MPI's levels).
@@ -147,6 +152,9 @@ struct session_options {
   std::size_t rdv_threshold = 0; // 0 = $NMAD_RDV_THRESHOLD or driver default
   tag_t ordering_mask = full_mask;
   int connect_timeout_ms = 0;    // 0 = $NMAD_CONNECT_TIMEOUT_MS or 30000
+  // Copy offload (see isend): -1 = $NMAD_COPY_OFFLOAD or its default,
+  // 0 = off, n = eager isends of n bytes and up.
+  long copy_offload = -1;
 };
 
 class session {
@@ -165,6 +173,14 @@ class session {
 
   // Starts sending len bytes at buf to `dest` with `tag`. The buffer must
   // stay untouched until the request completes.
+  // Copy offload: with a progress thread and an eager message (shorter
+  // than the gate's rendezvous threshold) of at least copy_offload_min()
+  // bytes, isend only queues the message and returns; the progress thread
+  // builds the packet and hands it to the driver (the copy into shared
+  // memory, the socket write) while the caller goes on. A wait or progress
+  // call of the caller's thread before that does it itself; the order of
+  // messages is kept either way. Inside a blocking section (the caller
+  // waits at once) nothing is offloaded.
   errc isend(int dest, tag_t tag, const void* buf, std::size_t len,
              request& req, send_flags flags = send_flags::none);
   // Starts receiving into buf (capacity len) a message from `source` (or
@@ -236,6 +252,9 @@ class session {
   // Whether one runs: the layers above must then guard what its progress
   // tasks and completion callbacks touch, whatever the thread level.
   bool has_progress_thread() const;
+  // Smallest eager isend whose copy goes to the progress thread; 0 when
+  // nothing is offloaded (no progress thread, or NMAD_COPY_OFFLOAD=off).
+  std::size_t copy_offload_min() const;
   // Ends the whole job: tells the launcher (which ends every rank) and
   // exits this process with exit_code. Never returns.
   [[noreturn]] void abort(int exit_code, const std::string& message);

@@ -74,6 +74,10 @@ BENCHES = OrderedDict([
     ("recv_overlap", dict(src="recv_overlap.c", args=[],
                           full=dict(sizes="64K,256K,1M,4M,16M", iters=100, min_iters=10),
                           quick=dict(sizes="64K,1M,16M", iters=40, min_iters=10))),
+    # What an eager send costs its sender, and its latency (copy offload).
+    ("eager_send", dict(src="eager_send.c", args=[],
+                        full=dict(sizes="1K,4K,16K,32K", iters=1000, min_iters=20),
+                        quick=dict(sizes="1K,16K,32K", iters=300, min_iters=20))),
     ("nbc", dict(src="nbc_overlap.c", args=["--ops", "Iallreduce,Ibcast,Ialltoall"],
                  full=dict(sizes="8,1K,64K,1M", iters=100, min_iters=10),
                  quick=dict(sizes="8,64K,1M", iters=50, min_iters=10))),
@@ -97,6 +101,7 @@ GROUPS = {
     "rate": ["msgrate", "multiflow"],
     "overlap": ["overlap", "send_overlap", "recv_overlap", "nbc"],
     "nbc_overlap": ["nbc"],
+    "offload": ["eager_send"],
     "ceilings": ["memcpy", "pingpong"],
     "oversub": ["oversub4", "oversub16"],
     "all": list(BENCHES),
@@ -237,12 +242,22 @@ class Config:
 class MpiConfig(Config):
     """One MPI implementation + transport, launching bench/mpi binaries."""
 
-    def __init__(self, name, impl, transport, impl_key, mpicc, launch, env=None, ours=False):
+    def __init__(self, name, impl, transport, impl_key, mpicc, launch, env=None, ours=False, rank_env=None):
         super().__init__(name, impl, transport, ours)
         self.impl_key, self.mpicc, self.launch, self.env = impl_key, mpicc, launch, env or {}
+        # rank_env = (rank 0's variables, the other ranks'): set by a shell
+        # wrapper that reads PMI_RANK (our launcher's ranks only).
+        self.rank_env = rank_env
         envs = " ".join("%s=%s" % kv for kv in self.env.items())
-        self.launcher = ((envs + " ") if envs else "") + " ".join(launch) + " PROG"
+        self.launcher = ((envs + " ") if envs else "") + " ".join(launch + self.wrapper()) + " PROG"
         self.binaries = {}  # src -> path (filled by the build step)
+
+    def wrapper(self):
+        if not self.rank_env:
+            return []
+        first, rest = (" ".join("%s=%s" % kv for kv in d.items()) for d in self.rank_env)
+        script = 'if [ "${PMI_RANK:-0}" = 0 ]; then export %s; else export %s; fi; exec "$@"' % (first, rest)
+        return ["/bin/sh", "-c", script, "sh"]
 
     def supports(self, bench):
         spec = BENCHES[bench]
@@ -269,7 +284,8 @@ class MpiConfig(Config):
 
     def run(self, bench, params, rep, ctx):
         spec = BENCHES[bench]
-        argv = self.launch_for(spec.get("np")) + [self.binaries[spec["src"]]] + spec["args"] + mpi_args(params)
+        argv = (self.launch_for(spec.get("np")) + self.wrapper() + [self.binaries[spec["src"]]] + spec["args"] +
+                mpi_args(params))
         res = run_cmd(argv, ctx.timeout, env=self.env, done_marker='"done": true', grace=ctx.grace)
         rc, out, err, secs = res
         library, points = report.parse_mpi_output(out)
@@ -683,7 +699,8 @@ def main(argv=None):
         description="Measure nmad against Open MPI and MPICH side by side (report.md, results.json, PNG plots).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="benchmarks: %s\ngroups for --only: %s\n"
-               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-thread, nmad-tcp-thread, nmad-native-<driver>, "
+               "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-thread, nmad-tcp-thread, "
+               "nmad-offload, nmad-offload-off, nmad-tcp-offload, nmad-tcp-offload-off, nmad-native-<driver>, "
                "libfabric-tcp, libfabric-shm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
                    "%s=%s" % (k, "+".join(v)) for k, v in sorted(GROUPS.items()) if k != "all")))
     ap.add_argument("--out", default=os.path.join(REPO, "out", "compare"), help="output directory (default out/compare)")
@@ -741,7 +758,25 @@ def main(argv=None):
         tcp_thread = MpiConfig("nmad-tcp-thread", "nmad MPI layer", "tcp driver (loopback), NMAD_PROGRESS=thread",
                                "nmad", ours.mpicc, list(ours.launch),
                                env={"NMAD_DRIVER": "tcp", "NMAD_PROGRESS": "thread"}, ours=True)
-        for c in (tcp, busy, thread, tcp_thread):
+        # Copy offload (eager_send): rank 0 sends with a progress thread
+        # that spins (NMAD_PROGRESS_SPIN_US=1000), the other ranks have none
+        # and wait by sleeping, leaving their core to rank 0's thread (the
+        # arrangement for 2 ranks on 2 cores); with and without the offload.
+        # shm with NMAD_RDV_THRESHOLD=64K, so that 16K and 32K are eager.
+        offload = []
+        for drv, label in (("shm", "nmad"), ("tcp", "nmad-tcp")):
+            for on in ("off", "on"):
+                env = {"NMAD_DRIVER": drv, "NMAD_PROGRESS_SPIN_US": "1000"}
+                if drv == "shm":
+                    env["NMAD_RDV_THRESHOLD"] = "65536"
+                offload.append(MpiConfig(
+                    "%s-offload%s" % (label, "" if on == "on" else "-off"), "nmad MPI layer",
+                    "%s; rank 0: progress thread, NMAD_COPY_OFFLOAD=%s; others: NMAD_PROGRESS=none, "
+                    "NMAD_WAIT=block" % (", ".join("%s=%s" % kv for kv in env.items()), on), "nmad",
+                    ours.mpicc, list(ours.launch), env=env, ours=True,
+                    rank_env=({"NMAD_PROGRESS": "thread", "NMAD_COPY_OFFLOAD": on},
+                              {"NMAD_PROGRESS": "none", "NMAD_WAIT": "block"})))
+        for c in [tcp, busy, thread, tcp_thread] + offload:
             if ours.status != "ok":
                 c.skip(ours.note or "as nmad", ours.status)
             configs.append(c)

@@ -79,6 +79,12 @@ METRICS = OrderedDict(
         (("recv_overlap", "overlap_pct"), dict(
             title="Irecv overlap with computation on the receiver, sender waiting (IMB-NBC formula)", unit="%",
             better="higher", plot="overlap.png", kind="bar")),
+        (("eager_send", "sender_us"), dict(
+            title="Eager send: time the sender spends in MPI_Isend + MPI_Wait around 50 µs of computation",
+            unit="µs", better="lower", plot="eager_send.png", kind="bar")),
+        (("eager_send", "latency_us"), dict(
+            title="Eager send: ping-pong latency with MPI_Isend + MPI_Wait", unit="µs",
+            better="lower", plot="eager_send.png", kind="bar")),
         (("nbc_overlap.Iallreduce", "overlap_pct"), dict(
             title="Iallreduce overlap (IMB-NBC)", unit="%",
             better="higher", plot="overlap.png", kind="bar")),
@@ -114,12 +120,13 @@ AUX_METRICS = OrderedDict(
     + [(("recv_overlap", m), "Irecv (receiver computes) %s (µs)" % m[:-3]) for m in ("t_comm_us", "t_comp_us", "t_ovrl_us")]
     + [(("nbc_overlap." + op, m), "%s %s (µs)" % (op, m[:-3]))
        for op in ("Iallreduce", "Ibcast", "Ialltoall") for m in ("t_pure_us", "t_cpu_us", "t_ovrl_us", "coll_cpu_us")]
+    + [(("eager_send", m), "Eager send %s (µs)" % m[:-3]) for m in ("isend_us", "wait_us")]
 )
 
 # Values kept from the MPI benchmarks' JSON lines (bench/mpi/*.c).
 MPI_VALUE_KEYS = ("latency_us", "bw_MBps", "rate_Mmsgs", "overlap_pct",
                   "t_comm_us", "t_comp_us", "t_ovrl_us", "t_pure_us", "t_cpu_us", "coll_cpu_us",
-                  "us_per_op", "iters_per_s")
+                  "us_per_op", "iters_per_s", "isend_us", "wait_us", "sender_us")
 
 
 # --------------------------------------------------------------------------

@@ -92,6 +92,7 @@ waiter::~waiter() = default;
 
 [[gnu::tls_model("initial-exec")]] thread_local int waiter::t_blocking = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int waiter::t_uncounted = 0;
+[[gnu::tls_model("initial-exec")]] thread_local bool waiter::t_background = false;
 
 void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   // done() may have side effects (MPI_Waitsome completes what it finds):
@@ -351,10 +352,11 @@ void waiter::app_returns_slow() {
 
 void waiter::run_background() {
   ++t_blocking;  // its own engine calls never wake it
+  t_background = true;
   const int own = t_event.get();
   _bg_fd.store(own, std::memory_order_seq_cst);
   while (!_bg_stop.load(std::memory_order_seq_cst)) {
-    if (!background_should_run()) {
+    if (!background_should_run() && !spin_for_work()) {
       if (own >= 0) t_event.drain();  // wake-ups meant for an earlier sleep
       _bg_idle.store(true, std::memory_order_seq_cst);
       if (!background_should_run() && !_bg_stop.load(std::memory_order_seq_cst)) {
@@ -369,6 +371,7 @@ void waiter::run_background() {
     lead_background();
     _bg_busy.store(false, std::memory_order_seq_cst);
   }
+  t_background = false;
   --t_blocking;
 }
 
@@ -381,10 +384,46 @@ void waiter::lead_background() {
     // Nothing in flight, and nothing owed to a peer either.
     return w._in_flight.load(std::memory_order_seq_cst) <= 0 && !w._engine.has_unsent();
   };
+  using clock = std::chrono::steady_clock;
+  const std::int64_t spin = _bg_spin_ns.load(std::memory_order_relaxed);
+  clock::time_point last_work = clock::now();
+  unsigned idle = 0;
   for (;;) {
     if (leave(this)) return;
-    if (_engine.progress_round() > 0) continue;
+    if (_engine.progress_round() > 0) {
+      if (spin > 0) last_work = clock::now();
+      idle = 0;
+      continue;
+    }
+    // With a spin, rounds go on until it ran out since the last work.
+    if (spin > 0 && (++idle % kClockEvery != 0 || clock::now() - last_work < std::chrono::nanoseconds(spin))) {
+      // An application thread of the process (or a peer) that becomes
+      // runnable on this CPU must not wait for the spin's end: yield.
+      if (idle % kClockEvery == 0) sched_yield();
+      else __builtin_ia32_pause();
+      continue;
+    }
     if (sleep_once(leave, this)) return;
+    if (spin > 0) last_work = clock::now();
+  }
+}
+
+// The idle progress thread's spin (set_background_spin): true once there
+// is work for it, false when the spin ran out (or there is none).
+bool waiter::spin_for_work() {
+  const std::int64_t spin = _bg_spin_ns.load(std::memory_order_relaxed);
+  if (spin <= 0) return false;
+  using clock = std::chrono::steady_clock;
+  const clock::time_point until = clock::now() + std::chrono::nanoseconds(spin);
+  for (unsigned i = 1;; ++i) {
+    if (_bg_stop.load(std::memory_order_relaxed)) return false;
+    if (background_should_run()) return true;
+    if (i % 64 == 0) {
+      if (clock::now() >= until) return false;
+      sched_yield();  // see lead_background
+    } else {
+      __builtin_ia32_pause();
+    }
   }
 }
 

@@ -36,7 +36,8 @@
 // flight, and never stands in an application thread's way:
 //   * idle (nothing in flight, or an application thread waits in the
 //     library and so progresses itself) it sleeps on its own event
-//     descriptor, unarmed: peers do not ring it, drivers do not wake it;
+//     descriptor, unarmed: peers do not ring it, drivers do not wake it
+//     (after polling the counts for set_background_spin(), if set);
 //   * an application thread that returns to the application (the end of
 //     its outermost engine call or blocking section, or of its wait) with
 //     work in flight wakes it; it then leads in the background: rounds
@@ -178,6 +179,15 @@ class waiter {
   // will wait, complete and progress (threaded from now on).
   void enable_background();
   bool background() const { return _bg; }
+  // How long the progress thread keeps polling once out of work before it
+  // sleeps (0: sleeps at once). Waking a sleeping thread costs the waker a
+  // system call and, on a virtual machine, an interrupt between CPUs
+  // (about 10 us here): what copy offload cannot afford. A spinning thread
+  // sees new work in a memory load. Costs its CPU while it spins.
+  void set_background_spin(std::chrono::nanoseconds d) { _bg_spin_ns.store(d.count(), std::memory_order_relaxed); }
+  std::chrono::nanoseconds background_spin() const {
+    return std::chrono::nanoseconds(_bg_spin_ns.load(std::memory_order_relaxed));
+  }
   // The progress thread's body; returns after stop_background().
   void run_background();
   void stop_background();
@@ -200,6 +210,8 @@ class waiter {
     --t_uncounted;
     if (--t_blocking == 0) returns_to_application();
   }
+  // Whether the calling thread is the progress thread (in run_background).
+  static bool on_progress_thread() { return t_background; }
   // Whether a request started now on this thread counts (background mode).
   bool counts_work() const { return _bg && t_uncounted == 0; }
   // The calling thread leaves the engine for the application: wakes the
@@ -220,6 +232,7 @@ class waiter {
   void app_returns_slow();
   bool background_should_run() const;  // work in flight, no application thread waiting
   void lead_background();
+  bool spin_for_work();
   void app_wait_begin();
   void app_wait_end();
 
@@ -248,10 +261,12 @@ class waiter {
   std::atomic<bool> _bg_busy{false};              // leading in the background
   std::atomic<bool> _bg_stop{false};
   std::atomic<int> _bg_fd{-1};                     // its event descriptor
+  std::atomic<std::int64_t> _bg_spin_ns{0};        // set_background_spin
   // Blocking sections open on this thread; the progress thread holds one
   // for its whole life (it never wakes itself).
   [[gnu::tls_model("initial-exec")]] static thread_local int t_blocking;
   [[gnu::tls_model("initial-exec")]] static thread_local int t_uncounted;  // open blocking sections
+  [[gnu::tls_model("initial-exec")]] static thread_local bool t_background;  // in run_background
 };
 
 }  // namespace nmad

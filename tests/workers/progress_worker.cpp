@@ -9,6 +9,12 @@
 //                                         rank 1 receives at once
 //   progress_worker irecv SIZE SLEEP_MS   rank 1 irecvs, then sleeps;
 //                                         rank 0 sends at once
+//   progress_worker offload 0 SLEEP_MS    rank 0 isends a mix of small,
+//                                         eager and rendezvous messages on
+//                                         one tag, then sleeps; rank 1
+//                                         receives them in order and checks
+//                                         every length and byte. Rank 0
+//                                         prints its copy offload counters.
 // Prints per rank "rank R: ... completed during the sleep after X ms" or
 // "... completed after the sleep", and the peer's "rank R: blocking call
 // took X ms". PROGRESS_WORKER_THREADS=single opens the session at thread
@@ -77,11 +83,61 @@ void report_blocking(session& s, std::int64_t t0) {
   std::printf("rank %d: blocking call took %.1f ms\n", s.rank(), (now_ns() - t0) / 1e6);
 }
 
+// The offload scenario's messages: small (inline), eager of several
+// sizes, rendezvous, in a fixed cycle; message i's bytes depend on i.
+constexpr int kOffloadMessages = 48;
+std::size_t offload_size(int i) {
+  static const std::size_t sizes[] = {64, 16 * 1024, 40 * 1024, 5000, 300 * 1024, 24 * 1024};
+  return sizes[i % 6];
+}
+unsigned char offload_byte(int i, std::size_t j) { return pattern(j + static_cast<std::size_t>(i) * 7919); }
+
+void offload_scenario(session& s, int sleep_ms) {
+  std::vector<std::vector<unsigned char>> bufs(kOffloadMessages);
+  if (s.rank() == 0) {
+    std::vector<request> reqs(kOffloadMessages);
+    std::atomic<int> done{0};
+    auto counted = [](request&, void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); };
+    for (int i = 0; i < kOffloadMessages; ++i) {
+      bufs[i].resize(offload_size(i));
+      for (std::size_t j = 0; j < bufs[i].size(); ++j) bufs[i][j] = offload_byte(i, j);
+      reqs[i].on_complete(counted, &done);
+      if (errc e = s.isend(1, 9, bufs[i].data(), bufs[i].size(), reqs[i]); e != errc::ok)
+        fail("isend " + std::to_string(i) + ": " + reqs[i].error_message());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));  // no library call
+    const int during = done.load();
+    std::printf("rank 0: %d of %d sends completed during the sleep\n", during, kOffloadMessages);
+    for (int i = 0; i < kOffloadMessages; ++i)
+      if (errc e = s.wait(reqs[i]); e != errc::ok) fail("send " + std::to_string(i) + ": " + reqs[i].error_message());
+    const session_stats st = s.stats();
+    std::printf("rank 0: copy offload min %zu, offloaded_sends=%llu offload_tasks_by_thread=%llu\n",
+                s.copy_offload_min(), static_cast<unsigned long long>(st.offloaded_sends),
+                static_cast<unsigned long long>(st.offload_tasks_by_thread));
+  } else {
+    const std::int64_t t0 = now_ns();
+    for (int i = 0; i < kOffloadMessages; ++i) {
+      bufs[i].assign(400 * 1024, 0);
+      request r;
+      s.irecv(0, 9, bufs[i].data(), bufs[i].size(), r);
+      if (errc e = s.wait(r); e != errc::ok) fail("recv " + std::to_string(i) + ": " + r.error_message());
+      if (r.status().length != offload_size(i))
+        fail("message " + std::to_string(i) + " has " + std::to_string(r.status().length) + " bytes, expected " +
+             std::to_string(offload_size(i)) + " (order lost?)");
+      for (std::size_t j = 0; j < offload_size(i); ++j)
+        if (bufs[i][j] != offload_byte(i, j))
+          fail("message " + std::to_string(i) + ": byte " + std::to_string(j) + " differs");
+    }
+    report_blocking(s, t0);
+    std::printf("rank 1: %d messages received in order, every byte checked\n", kOffloadMessages);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: progress_worker isend|irecv SIZE SLEEP_MS\n");
+    std::fprintf(stderr, "usage: progress_worker isend|irecv|offload SIZE SLEEP_MS\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -95,6 +151,11 @@ int main(int argc, char** argv) {
     g_rank = s->rank();
     if (s->size() != 2) fail("needs 2 ranks");
     std::printf("rank %d: progress %s\n", s->rank(), s->progress_description().c_str());
+    if (scenario == "offload") {
+      offload_scenario(*s, sleep_ms);
+      std::fflush(stdout);
+      return 0;
+    }
     std::vector<unsigned char> buf(size);
     request r;
     const bool sleeper = (scenario == "isend") == (s->rank() == 0);
