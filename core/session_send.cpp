@@ -69,8 +69,10 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   r.first_piece.tag = tag;
   // Copy offload: an eager message the progress thread will copy (only
   // when this thread goes back to the application: see counts_work()).
+  // Not to itself: the self driver's copy is the receive's, and a message
+  // to self must be there for an any-source receive at once (see irecv).
   const bool offload = _copy_offload_min && !sync && len >= _copy_offload_min && len < g.rdv_threshold &&
-                       _waiter.counts_work();
+                       dest != _rank && _waiter.counts_work();
   std::unique_lock gl(g.lock);
   if (!offload && !sync && len < g.rdv_threshold && send_inline(g, r, buf, len)) {
     gl.unlock();

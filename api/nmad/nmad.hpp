@@ -173,9 +173,9 @@ class session {
 
   // Starts sending len bytes at buf to `dest` with `tag`. The buffer must
   // stay untouched until the request completes.
-  // Copy offload: with a progress thread and an eager message (shorter
-  // than the gate's rendezvous threshold) of at least copy_offload_min()
-  // bytes, isend only queues the message and returns; the progress thread
+  // Copy offload: with a progress thread and an eager message to another
+  // rank (shorter than the gate's rendezvous threshold) of at least
+  // copy_offload_min() bytes, isend only queues it and returns; the progress thread
   // builds the packet and hands it to the driver (the copy into shared
   // memory, the socket write) while the caller goes on. A wait or progress
   // call of the caller's thread before that does it itself; the order of
