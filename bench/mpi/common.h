@@ -45,6 +45,7 @@ typedef struct {
   const char *ops; /* nbc_overlap: comma separated list of operations */
   int thread_multiple; /* --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) */
   int threads;         /* --threads N (latency_mt: receiving threads) */
+  double compute_us;   /* --compute-us C (eager_send: computation between Isend and Wait) */
 } bench_opts;
 
 static inline int bench_rank(void) {
@@ -98,6 +99,7 @@ static inline void bench_parse(bench_opts *o, int argc, char **argv, const char 
   o->window = default_window;
   o->flows = 4;
   o->threads = 1;
+  o->compute_us = 50.0;
   o->ops = "Iallreduce,Ibcast,Ialltoall";
   bench_parse_sizes(o, default_sizes);
   for (int i = 1; i < argc; i++) {
@@ -114,6 +116,7 @@ static inline void bench_parse(bench_opts *o, int argc, char **argv, const char 
     else if (!strcmp(a, "--bidir")) { o->bidir = 1; }
     else if (!strcmp(a, "--thread-multiple")) { o->thread_multiple = 1; }
     else if (!strcmp(a, "--threads")) { NEEDV(); o->threads = atoi(v); }
+    else if (!strcmp(a, "--compute-us")) { NEEDV(); o->compute_us = atof(v); }
     else {
       if (bench_rank() == 0) fprintf(stderr, "unknown option %s\n", a);
       bench_die("bad command line");

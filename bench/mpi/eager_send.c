@@ -22,18 +22,11 @@
 static uint64_t seed_of(int s, int i) { return 0xE6E5u + (uint64_t)s * 1000003u + (uint64_t)i; }
 
 int main(int argc, char **argv) {
-  double compute_us = 50.0;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--compute-us") == 0 && i + 1 < argc) {
-      compute_us = atof(argv[i + 1]);
-      for (int j = i; j + 2 <= argc; j++) argv[j] = argv[j + 2];
-      argc -= 2;
-      break;
-    }
   bench_opts o;
   int rank, nprocs;
   bench_init(&o, &argc, &argv, "eager_send", 2, "1K,4K,8K,16K,32K", 1000, 1, &rank, &nprocs);
   bench_print_library("eager_send");
+  const double compute_us = o.compute_us;
 
   const size_t maxsize = bench_max_size(&o, 1);
   char *sbuf = bench_alloc(maxsize);

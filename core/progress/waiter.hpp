@@ -185,9 +185,6 @@ class waiter {
   // (about 10 us here): what copy offload cannot afford. A spinning thread
   // sees new work in a memory load. Costs its CPU while it spins.
   void set_background_spin(std::chrono::nanoseconds d) { _bg_spin_ns.store(d.count(), std::memory_order_relaxed); }
-  std::chrono::nanoseconds background_spin() const {
-    return std::chrono::nanoseconds(_bg_spin_ns.load(std::memory_order_relaxed));
-  }
   // The progress thread's body; returns after stop_background().
   void run_background();
   void stop_background();
