@@ -264,12 +264,18 @@ session_impl::session_impl(const session_options& opts)
     // Offloading pays only if the thread sees the work at once: it spins
     // a while before sleeping (waking it costs more than a copy).
     // Only on a core of its own: a spinner on a full machine takes the
-    // CPU of a process that has work.
+    // CPU of a process that has work. There (placement pair: on the core
+    // of a partner that waits) it spins only a little after the work it
+    // led, for the peer's next packet (a rendezvous request after our
+    // ready-to-receive): sleeping there costs the peer a wake-up, and the
+    // pull starts a wake-up late.
     const bool spare_core = _job_cpus > _local_processes;
-    const long spin_us = t.progress_spin_us >= 0 ? t.progress_spin_us : offload && spare_core ? 1000 : 0;
-    _waiter.set_background_spin(std::chrono::microseconds(spin_us));
+    const long spin_us = t.progress_spin_us >= 0 ? t.progress_spin_us : spare_core ? (offload ? 1000 : 0) : 50;
+    _waiter.set_background_spin(std::chrono::microseconds(spin_us), spare_core);
     _progress_desc += offload ? "; copy offload from " + std::to_string(offload) + " B" : "; copy offload off";
-    if (spin_us > 0) _progress_desc += "; spins " + std::to_string(spin_us) + " us before sleeping";
+    if (spin_us > 0)
+      _progress_desc += "; spins " + std::to_string(spin_us) + " us before sleeping" +
+                        (spare_core ? "" : " (after work it led only: no core to spare)");
   }
 }
 

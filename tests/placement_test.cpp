@@ -162,7 +162,7 @@ TEST_CASE("policy names") {
   CHECK(parse_progress_policy("odd_even") == progress_policy::odd_even);
   CHECK(parse_progress_policy("split_tree") == progress_policy::split_tree);
   CHECK_FALSE(parse_progress_policy("nearby").has_value());
-  CHECK(all_progress_policies().size() == 8);
+  CHECK(all_progress_policies().size() == 9);
 }
 
 TEST_CASE("bind: the thread shares its rank's core") {
@@ -406,7 +406,7 @@ TEST_CASE("thread priorities per kind, suspension of idle progress threads") {
   CHECK(priorities_from_env().to_string() == d.to_string());
 }
 
-TEST_CASE("float: the whole NUMA node of its rank; auto: numa with a free core, float without") {
+TEST_CASE("float: the whole NUMA node of its rank") {
   auto r8 = place_ranks(paper8(), 8);  // full
   auto f = place_progress(paper8(), r8, {progress_policy::float_node});
   for (std::size_t i = 0; i < r8.size(); ++i) {
@@ -414,9 +414,50 @@ TEST_CASE("float: the whole NUMA node of its rank; auto: numa with a free core, 
     CHECK(f[i].cpus == (r8[i].numa == 0 ? v{0, 1, 2, 3} : v{4, 5, 6, 7}));
     CHECK_FALSE(f[i].on_rank_core);
   }
-  auto a8 = place_progress(paper8(), r8, {progress_policy::automatic});
+}
+
+TEST_CASE("pair: each thread on its partner rank's core, partners taken in rank order inside a NUMA node") {
+  // Paper node, full: node 0 holds ranks 0 2 4 6, node 1 ranks 1 3 5 7
+  // (scatter); pairs (0,2) (4,6) and (1,3) (5,7).
+  auto r8 = place_ranks(paper8(), 8);
+  auto p = place_progress(paper8(), r8, {progress_policy::pair});
+  const int mate8[] = {2, 3, 0, 1, 6, 7, 4, 5};
   for (std::size_t i = 0; i < r8.size(); ++i) {
-    CHECK(a8[i].cpus == f[i].cpus);
+    INFO("rank " << i);
+    CHECK(p[i].core == r8[mate8[i]].core);
+    CHECK(p[i].cpus == r8[mate8[i]].cpus);
+    CHECK(p[i].numa == r8[i].numa);  // never another node
+    CHECK_FALSE(p[i].on_rank_core);
+    CHECK(p[i].reason.find("partner, rank " + std::to_string(mate8[i])) != std::string::npos);
+  }
+  // Odd counts: 5 ranks, node 0 holds 0 2 4: rank 4 goes with rank 2 (the
+  // previous pair's second), node 1 holds 1 3.
+  auto r5 = place_ranks(paper8(), 5);
+  auto p5 = place_progress(paper8(), r5, {progress_policy::pair});
+  const int mate5[] = {2, 3, 0, 1, 2};
+  for (std::size_t i = 0; i < r5.size(); ++i) CHECK(p5[i].core == r5[mate5[i]].core);
+  // A rank alone on its node keeps its core.
+  auto lone = load_synthetic("numa:2 core:1 pu:1");
+  auto pl = place_progress(lone, place_ranks(lone, 2), {progress_policy::pair});
+  for (int i = 0; i < 2; ++i) {
+    CHECK(pl[i].on_rank_core);
+    CHECK(pl[i].reason.find("alone") != std::string::npos);
+  }
+  // Two ranks on a two-core machine: each thread on the other rank's core.
+  auto two = load_synthetic("numa:1 core:2 pu:1");
+  auto r2 = place_ranks(two, 2);
+  auto p2 = place_progress(two, r2, {progress_policy::pair});
+  CHECK(p2[0].cpus == r2[1].cpus);
+  CHECK(p2[1].cpus == r2[0].cpus);
+  CHECK(p2[0].cpus != p2[1].cpus);
+}
+
+TEST_CASE("auto: numa with a free core, pair without") {
+  auto r8 = place_ranks(paper8(), 8);  // full
+  auto a8 = place_progress(paper8(), r8, {progress_policy::automatic});
+  auto p8 = place_progress(paper8(), r8, {progress_policy::pair});
+  for (std::size_t i = 0; i < r8.size(); ++i) {
+    CHECK(a8[i].cpus == p8[i].cpus);
     CHECK(a8[i].reason.find("auto: no free core") != std::string::npos);
   }
   // Room on every node: auto is numa (a free core of its own).
@@ -424,9 +465,9 @@ TEST_CASE("float: the whole NUMA node of its rank; auto: numa with a free core, 
   auto a4 = place_progress(paper8(), r4, {progress_policy::automatic});
   auto n4 = place_progress(paper8(), r4, {progress_policy::numa});
   for (std::size_t i = 0; i < r4.size(); ++i) CHECK(a4[i].cpus == n4[i].cpus);
-  // Two ranks on a two-core, one-node machine: each thread may use both cores.
+  // Two ranks on a two-core, one-node machine: crossed.
   auto two = load_synthetic("numa:1 core:2 pu:1");
   auto p2 = place_progress(two, place_ranks(two, 2), {progress_policy::automatic});
-  CHECK(p2[0].cpus == v{0, 1});
-  CHECK(p2[1].cpus == v{0, 1});
+  CHECK(p2[0].cpus == v{1});
+  CHECK(p2[1].cpus == v{0});
 }

@@ -96,7 +96,7 @@ void print_config() {
       {"NMAD_TOPOLOGY", "", "topology to place on: synthetic description or hwloc XML file (default: this machine)"},
       {"NMAD_PROGRESS", "auto", "progress thread: none, thread (one per process), auto (a thread when a core is spare)"},
       {"NMAD_COPY_OFFLOAD", "off", "progress thread copies eager isends from a size on: off, on (16K), or bytes, e.g. 4K"},
-      {"NMAD_PROGRESS_SPIN_US", "auto", "progress thread polls this long before sleeping (auto: 1000 with offload and a spare core, else 0)"},
+      {"NMAD_PROGRESS_SPIN_US", "auto", "progress thread polls this long before sleeping (auto: 1000 with offload and a spare core, 0 without offload, 50 after led work on a full machine)"},
       {"NMAD_PROGRESS_CPUS", "", "CPUs of the progress thread (nmad-run sets it from the placement), e.g. 0-3"},
       {"NMAD_PROGRESS_PLACEMENT", "auto", "progress threads: bind, numa, dedicated, smt, odd-even, split-tree, float, auto"},
       {"NMAD_PROGRESS_CORES", "0", "dedicated placement: size of the progress core pool (0 = every free core)"},

@@ -413,11 +413,15 @@ void waiter::lead_background() {
 bool waiter::spin_for_work() {
   const std::int64_t spin = _bg_spin_ns.load(std::memory_order_relaxed);
   if (spin <= 0) return false;
+  const bool when_waiting = _bg_spin_waiting.load(std::memory_order_relaxed);
   using clock = std::chrono::steady_clock;
   const clock::time_point until = clock::now() + std::chrono::nanoseconds(spin);
   for (unsigned i = 1;; ++i) {
     if (_bg_stop.load(std::memory_order_relaxed)) return false;
     if (background_should_run()) return true;
+    // An application thread waits and progresses itself: it wakes us when
+    // it returns to the application with work in flight.
+    if (!when_waiting && _app_waiting.load(std::memory_order_relaxed) > 0) return false;
     if (i % 64 == 0) {
       if (clock::now() >= until) return false;
       sched_yield();  // see lead_background

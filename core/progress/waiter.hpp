@@ -184,7 +184,17 @@ class waiter {
   // system call and, on a virtual machine, an interrupt between CPUs
   // (about 10 us here): what copy offload cannot afford. A spinning thread
   // sees new work in a memory load. Costs its CPU while it spins.
-  void set_background_spin(std::chrono::nanoseconds d) { _bg_spin_ns.store(d.count(), std::memory_order_relaxed); }
+  // It spins after the work it led in the background (the application
+  // computes, requests are in flight: the peer's answer is near) and in
+  // its idle phase while the application computes (its next request then
+  // needs no wake-up). `while_app_waits`: also while an application thread
+  // waits in the library, progressing itself. Only worth it on a core of
+  // the thread's own; on a full machine the core is another process's,
+  // often the very process whose answer that application thread expects.
+  void set_background_spin(std::chrono::nanoseconds d, bool while_app_waits = true) {
+    _bg_spin_ns.store(d.count(), std::memory_order_relaxed);
+    _bg_spin_waiting.store(while_app_waits, std::memory_order_relaxed);
+  }
   // The progress thread's body; returns after stop_background().
   void run_background();
   void stop_background();
@@ -259,6 +269,7 @@ class waiter {
   std::atomic<bool> _bg_stop{false};
   std::atomic<int> _bg_fd{-1};                     // its event descriptor
   std::atomic<std::int64_t> _bg_spin_ns{0};        // set_background_spin
+  std::atomic<bool> _bg_spin_waiting{true};          // set_background_spin
   // Blocking sections open on this thread; the progress thread holds one
   // for its whole life (it never wakes itself).
   [[gnu::tls_model("initial-exec")]] static thread_local int t_blocking;

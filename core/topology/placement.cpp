@@ -179,7 +179,8 @@ constexpr policy_name policy_names[] = {
     {progress_policy::bind, "bind"},       {progress_policy::numa, "numa"},
     {progress_policy::dedicated, "dedicated"}, {progress_policy::smt, "smt"},
     {progress_policy::odd_even, "odd-even"}, {progress_policy::split_tree, "split-tree"},
-    {progress_policy::float_node, "float"},  {progress_policy::automatic, "auto"},
+    {progress_policy::float_node, "float"},  {progress_policy::pair, "pair"},
+    {progress_policy::automatic, "auto"},
 };
 }  // namespace
 
@@ -249,11 +250,45 @@ std::vector<progress_place> place_float(const machine_topology& t, const std::ve
   return out;
 }
 
+// The partner of each rank (pair): ranks of one NUMA node in rank order,
+// paired 1st-2nd, 3rd-4th...; an odd last one goes with the previous pair's
+// second rank; a rank alone on its node is its own partner.
+std::vector<progress_place> place_pair(const machine_topology& t, const std::vector<rank_place>& ranks,
+                                       const std::string& why) {
+  std::vector<std::vector<int>> by_node(static_cast<std::size_t>(t.numa_count()));
+  for (std::size_t i = 0; i < ranks.size(); ++i) by_node[ranks[i].numa].push_back(static_cast<int>(i));
+  std::vector<progress_place> out(ranks.size());
+  for (const auto& members : by_node) {
+    const std::size_t k = members.size();
+    for (std::size_t j = 0; j < k; ++j) {
+      const rank_place& r = ranks[members[j]];
+      if (k == 1) {
+        out[members[j]] = on_rank_core(r, why + "pair: alone on its " + numa_name(t, r.numa) +
+                                              ", so on its rank's core");
+        continue;
+      }
+      const std::size_t mate = j % 2 == 0 ? (j + 1 < k ? j + 1 : j - 1) : j - 1;
+      const rank_place& m = ranks[members[mate]];
+      progress_place p;
+      p.rank = r.rank;
+      p.core = m.core;
+      p.numa = m.numa;
+      p.cpus = m.cpus;
+      p.on_rank_core = m.core == r.core;
+      p.reason = why + "pair: on " + core_name(t, m.core) + " of its partner, rank " + std::to_string(m.rank) +
+                 " (one computes while the other waits: the waiting one's core is free)";
+      out[members[j]] = std::move(p);
+    }
+  }
+  return out;
+}
+
 std::vector<progress_place> place_auto(const machine_topology& t, const std::vector<rank_place>& ranks,
                                        const std::vector<int>& free) {
   std::vector<progress_place> out = place_numa(t, ranks, free);
+  const auto paired = place_pair(t, ranks, "auto: no free core on its node, so ");
   for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i].on_rank_core) out[i] = on_node(t, ranks[i], "auto: no free core on its node, so ");
+    if (out[i].on_rank_core) out[i] = paired[i];
     else out[i].reason = "auto: " + out[i].reason;
   return out;
 }
@@ -387,6 +422,7 @@ std::vector<progress_place> place_progress(const machine_topology& t, const std:
     case progress_policy::smt: return place_smt(t, ranks);
     case progress_policy::odd_even: return place_odd_even(t, ranks, free);
     case progress_policy::float_node: return place_float(t, ranks);
+    case progress_policy::pair: return place_pair(t, ranks, "");
     case progress_policy::automatic: return place_auto(t, ranks, free);
     case progress_policy::split_tree:
       return place_split_tree(t, ranks, free,

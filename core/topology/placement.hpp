@@ -32,10 +32,19 @@
 //               cores, the rest folded onto the P free cores, S chosen by the
 //               cost model below.
 //   float       anywhere on the rank's NUMA node (all its CPUs): the kernel
-//               runs it on whichever core is idle. On a node the ranks fill,
-//               that is the core of a rank that waits: what hides a transfer
-//               on both sides of a two-rank exchange on two cores;
-//   auto        numa where the rank's node has a free core, float otherwise
+//               runs it on whichever core is idle;
+//   pair        on the core of its rank's partner: the ranks of a NUMA node,
+//               in rank order, go in pairs (1st with 2nd, 3rd with 4th...),
+//               each thread on the other rank's core; a node's last rank
+//               without a partner shares the previous pair's second core,
+//               a rank alone on its node keeps its own core. When partners
+//               exchange, one computes while the other waits in the library:
+//               the computing rank's thread then runs on the waiting rank's
+//               core, the one core of a full node with time to spare. What
+//               hides a transfer on both sides of a two-rank exchange on two
+//               cores, where float leaves the kernel to guess (it often
+//               wakes the thread on the computing rank's core);
+//   auto        numa where the rank's node has a free core, pair otherwise
 //               (the default of NMAD_PROGRESS_PLACEMENT).
 //
 // Split-tree cost model, N ranks, H = ceil(log2 N), P = cores - N:
@@ -70,10 +79,10 @@ std::vector<rank_place> place_ranks(const machine_topology& topo, int n);
 // Cores no rank is on, in dense order (none when ranks were given single PUs).
 std::vector<int> free_cores(const machine_topology& topo, const std::vector<rank_place>& ranks);
 
-enum class progress_policy { bind, numa, dedicated, smt, odd_even, split_tree, float_node, automatic };
+enum class progress_policy { bind, numa, dedicated, smt, odd_even, split_tree, float_node, pair, automatic };
 
 // "bind", "numa", "dedicated", "smt", "odd-even", "split-tree", "float",
-// "auto" (also with '_').
+// "pair", "auto" (also with '_').
 std::optional<progress_policy> parse_progress_policy(std::string_view name);
 std::string_view name_of(progress_policy p);
 // Every policy, in the order above.
