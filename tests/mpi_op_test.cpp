@@ -549,3 +549,93 @@ TEST_CASE("apply_packed: reductions on packed operands (pair types without paddi
   CHECK_THROWS_AS(apply_packed(PredefinedOp::Sum, p, q, 1, BasicType::TwoInt), OpError);
   CHECK_THROWS_AS(apply_packed(PredefinedOp::Maxloc, p, q, -1, BasicType::TwoInt), OpError);
 }
+
+namespace {
+// Reference for the vector kernels: one element at a time, in 64-bit
+// (wrap-around) integer or double arithmetic.
+template <class T>
+T reference(PredefinedOp op, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case PredefinedOp::Max: return a > b ? a : b;
+      case PredefinedOp::Min: return a < b ? a : b;
+      case PredefinedOp::Sum: return static_cast<T>(static_cast<double>(a) + static_cast<double>(b));
+      case PredefinedOp::Prod: return static_cast<T>(static_cast<double>(a) * static_cast<double>(b));
+      default: return b;
+    }
+  } else {
+    const std::uint64_t x = static_cast<std::uint64_t>(a), y = static_cast<std::uint64_t>(b);
+    switch (op) {
+      case PredefinedOp::Max: return a > b ? a : b;
+      case PredefinedOp::Min: return a < b ? a : b;
+      case PredefinedOp::Sum: return static_cast<T>(x + y);
+      case PredefinedOp::Prod: return static_cast<T>(x * y);
+      case PredefinedOp::Land: return static_cast<T>(a != 0 && b != 0);
+      case PredefinedOp::Lor: return static_cast<T>(a != 0 || b != 0);
+      case PredefinedOp::Lxor: return static_cast<T>((a != 0) != (b != 0));
+      case PredefinedOp::Band: return static_cast<T>(x & y);
+      case PredefinedOp::Bor: return static_cast<T>(x | y);
+      case PredefinedOp::Bxor: return static_cast<T>(x ^ y);
+      default: return b;
+    }
+  }
+}
+
+// Lengths around vector widths, both buffers misaligned by `skew` bytes;
+// every element of the result compared, and the bytes after the last one
+// untouched.
+template <class T>
+void check_long_runs(BasicType t) {
+  const PredefinedOp ops[] = {PredefinedOp::Max,  PredefinedOp::Min,  PredefinedOp::Sum,  PredefinedOp::Prod,
+                              PredefinedOp::Land, PredefinedOp::Lor,  PredefinedOp::Lxor, PredefinedOp::Band,
+                              PredefinedOp::Bor,  PredefinedOp::Bxor};
+  for (PredefinedOp op : ops) {
+    if (!op_allowed(op, t)) continue;
+    for (std::size_t n : {1u, 7u, 16u, 33u, 64u, 255u, 1000u}) {
+      for (std::size_t skew : {0u, 1u, 3u}) {
+        std::vector<unsigned char> in(n * sizeof(T) + 8), io(n * sizeof(T) + 8 + sizeof(T));
+        std::vector<T> a(n), b(n);
+        for (std::size_t k = 0; k < n; ++k) {
+          // Mixed signs, zeros and large magnitudes (products wrap).
+          const long long v = static_cast<long long>((k * 2654435761u) % 2001) - 1000;
+          a[k] = static_cast<T>(k % 5 == 0 ? 0 : v * (k % 3 == 0 ? 1000003 : 1));
+          b[k] = static_cast<T>(k % 7 == 0 ? 0 : (v ^ 0x55) - 17);
+        }
+        std::memcpy(in.data() + skew, a.data(), n * sizeof(T));
+        std::memcpy(io.data() + skew, b.data(), n * sizeof(T));
+        const unsigned char guard = 0xA5;
+        std::memset(io.data() + skew + n * sizeof(T), guard, sizeof(T));
+        apply(op, in.data() + skew, io.data() + skew, static_cast<Count>(n), t);
+        for (std::size_t k = 0; k < n; ++k) {
+          T got;
+          std::memcpy(&got, io.data() + skew + k * sizeof(T), sizeof(T));
+          const T want = reference(op, a[k], b[k]);
+          if (std::memcmp(&got, &want, sizeof(T)) != 0) {
+            FAIL_CHECK(op_name(op) << " on " << basic_type_info(t).name << ", n " << n << ", skew " << skew
+                                   << ": element " << k << " differs");
+            break;
+          }
+        }
+        for (std::size_t k = 0; k < sizeof(T); ++k) CHECK(io[skew + n * sizeof(T) + k] == guard);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("vectorised kernels: long runs, odd lengths, misaligned buffers, every integer width and float") {
+  check_long_runs<signed char>(BasicType::SignedChar);
+  check_long_runs<unsigned char>(BasicType::UnsignedChar);
+  check_long_runs<short>(BasicType::Short);
+  check_long_runs<unsigned short>(BasicType::UnsignedShort);
+  check_long_runs<int>(BasicType::Int);
+  check_long_runs<unsigned>(BasicType::Unsigned);
+  check_long_runs<long>(BasicType::Long);
+  check_long_runs<unsigned long>(BasicType::UnsignedLong);
+  check_long_runs<std::int8_t>(BasicType::Int8);
+  check_long_runs<std::uint16_t>(BasicType::UInt16);
+  check_long_runs<std::int64_t>(BasicType::Int64);
+  check_long_runs<std::uint64_t>(BasicType::UInt64);
+  check_long_runs<float>(BasicType::Float);
+  check_long_runs<double>(BasicType::Double);
+}

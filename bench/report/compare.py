@@ -78,6 +78,10 @@ BENCHES = OrderedDict([
     ("eager_send", dict(src="eager_send.c", args=[],
                         full=dict(sizes="1K,4K,16K,32K", iters=1000, min_iters=20),
                         quick=dict(sizes="1K,16K,32K", iters=300, min_iters=20))),
+    # Reductions: the local kernel and MPI_Allreduce (float sum, double max).
+    ("reduce", dict(src="reduce.c", args=[],
+                    full=dict(sizes="1K,16K,64K,1M,16M", iters=1000, min_iters=5),
+                    quick=dict(sizes="16K,1M", iters=300, min_iters=5))),
     ("nbc", dict(src="nbc_overlap.c", args=["--ops", "Iallreduce,Ibcast,Ialltoall"],
                  full=dict(sizes="8,1K,64K,1M", iters=100, min_iters=10),
                  quick=dict(sizes="8,64K,1M", iters=50, min_iters=10))),
@@ -102,6 +106,7 @@ GROUPS = {
     "overlap": ["overlap", "send_overlap", "recv_overlap", "nbc"],
     "nbc_overlap": ["nbc"],
     "offload": ["eager_send"],
+    "reductions": ["reduce"],
     "ceilings": ["memcpy", "pingpong"],
     "oversub": ["oversub4", "oversub16"],
     "all": list(BENCHES),

@@ -106,6 +106,18 @@ METRICS = OrderedDict(
         (("oversub16.ring", "iters_per_s"), dict(
             title="Ring of 1 MiB messages (MPI_Sendrecv), 16 ranks (oversubscribed)", unit="iterations/s",
             better="higher", plot="oversub16.png", kind="bar")),
+        (("reduce_local.float.sum", "us"), dict(
+            title="MPI_Reduce_local, MPI_FLOAT MPI_SUM (one call, cache-resident up to 1M)", unit="µs",
+            better="lower", plot="reduce.png", kind="line")),
+        (("reduce_local.double.max", "us"), dict(
+            title="MPI_Reduce_local, MPI_DOUBLE MPI_MAX (one call)", unit="µs",
+            better="lower", plot="reduce.png", kind="line")),
+        (("allreduce.float.sum", "us"), dict(
+            title="MPI_Allreduce, MPI_FLOAT MPI_SUM (slowest rank)", unit="µs",
+            better="lower", plot="allreduce.png", kind="line")),
+        (("allreduce.double.max", "us"), dict(
+            title="MPI_Allreduce, MPI_DOUBLE MPI_MAX (slowest rank)", unit="µs",
+            better="lower", plot="allreduce.png", kind="line")),
         (("memcpy", "bw_MBps"), dict(
             title="Single-core memcpy bandwidth (ceiling, bytes copied)", unit="MB/s",
             better="higher", plot="bandwidth.png", kind="line",
@@ -126,7 +138,7 @@ AUX_METRICS = OrderedDict(
 # Values kept from the MPI benchmarks' JSON lines (bench/mpi/*.c).
 MPI_VALUE_KEYS = ("latency_us", "bw_MBps", "rate_Mmsgs", "overlap_pct",
                   "t_comm_us", "t_comp_us", "t_ovrl_us", "t_pure_us", "t_cpu_us", "coll_cpu_us",
-                  "us_per_op", "iters_per_s", "isend_us", "wait_us", "sender_us")
+                  "us_per_op", "iters_per_s", "isend_us", "wait_us", "sender_us", "us")
 
 
 # --------------------------------------------------------------------------
