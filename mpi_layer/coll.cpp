@@ -175,6 +175,14 @@ struct mpi_reducer final : coll::reducer {
     pos = 0;
     type.pack(ub, n, inout, bytes, pos);
   }
+  void apply_into(const void* in, const void* b, void* out, std::size_t count, std::size_t bytes) override {
+    if (op.is_predefined()) {
+      if (basics_per_elem)
+        apply_packed_into(op.predefined_op(), in, b, out, static_cast<Count>(count) * basics_per_elem, basic);
+      return;
+    }
+    coll::reducer::apply_into(in, b, out, count, bytes);
+  }
   bool commutative() const override { return op.is_commutative(); }
 };
 

@@ -84,10 +84,7 @@ sim_result simulate(std::vector<schedule>& scheds) {
         bool all = true;
         for (char d : done[r]) all &= d != 0;
         if (!all) break;
-        for (const step& s : rd.local) {
-          if (s.k == step::kind::reduce) s.red->apply(s.src, s.dst, s.count);
-          else std::memmove(s.dst, s.src, s.bytes);
-        }
+        for (const step& s : rd.local) run_local_step(s);
         ++round[r];
         posted_round[r] = false;
         progress = true;
@@ -150,7 +147,11 @@ TEST_CASE("select_algorithm: thresholds, one function") {
   CHECK(select_algorithm(collective::allreduce, 8, 64, true, t) == algorithm::recursive_doubling);
   CHECK(select_algorithm(collective::allreduce, 8, t.allreduce_small, true, t) == algorithm::rabenseifner);
   CHECK(select_algorithm(collective::allreduce, 8, 1 << 20, false, t) == algorithm::recursive_doubling);
-  CHECK(select_algorithm(collective::allreduce, 2, 1 << 20, true, t) == algorithm::recursive_doubling);
+  CHECK(select_algorithm(collective::allreduce, 2, t.allreduce_pair_large - 1, true, t) ==
+        algorithm::recursive_doubling);
+  CHECK(select_algorithm(collective::allreduce, 2, t.allreduce_pair_large, true, t) == algorithm::rabenseifner);
+  CHECK(select_algorithm(collective::allreduce, 2, t.allreduce_pair_large, false, t) ==
+        algorithm::recursive_doubling);
   CHECK(select_algorithm(collective::gather, 4, 1000, true, t) == algorithm::binomial);
   CHECK(select_algorithm(collective::gather, 4, t.gather_large, true, t) == algorithm::linear);
   CHECK(select_algorithm(collective::scatter, 4, 1000, true, t) == algorithm::binomial);
@@ -250,6 +251,22 @@ TEST_CASE("simulated: bcast (binomial, scatter_allgather, chain), every root") {
                     [&](int r, int nn, int rt) { return build_bcast(r, nn, buf[r].data(), count * 4, rt, a); },
                     [&](int r) { CHECK(buf[r] == buf[root]); }, root);
         }
+}
+
+TEST_CASE("reducer::apply_into keeps the operand order whichever buffer receives the result") {
+  concat cat;
+  cat.base = 10;
+  // Operands (value, base^len): a = "12", b = "3"; a op b = "123".
+  const std::uint64_t a[2] = {12, 100}, b[2] = {3, 10};
+  for (int where = 0; where < 3; ++where) {
+    std::uint64_t x[2] = {a[0], a[1]}, y[2] = {b[0], b[1]}, z[2] = {0, 0};
+    std::uint64_t* out = where == 0 ? z : where == 1 ? x : y;
+    cat.apply_into(x, y, out, 1, sizeof x);
+    CHECK(out[0] == 123);
+    CHECK(out[1] == 1000);
+    if (where != 1) CHECK(x[0] == 12);
+    if (where != 2) CHECK(y[0] == 3);
+  }
 }
 
 TEST_CASE("simulated: reduce and allreduce, commutative and non-commutative order") {

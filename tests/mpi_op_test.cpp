@@ -617,13 +617,37 @@ void check_long_runs(BasicType t) {
           }
         }
         for (std::size_t k = 0; k < sizeof(T); ++k) CHECK(io[skew + n * sizeof(T) + k] == guard);
+        // apply_into: out = a op b into a buffer of its own, into a's
+        // buffer, and into b's; the operands not written stay intact.
+        for (int where = 0; where < 3; ++where) {
+          std::vector<unsigned char> x(n * sizeof(T) + 8 + sizeof(T)), y(n * sizeof(T) + 8 + sizeof(T)),
+              z(n * sizeof(T) + 8 + sizeof(T), guard);
+          std::memcpy(x.data() + skew, a.data(), n * sizeof(T));
+          std::memcpy(y.data() + skew, b.data(), n * sizeof(T));
+          std::vector<unsigned char>& out = where == 0 ? z : where == 1 ? x : y;
+          apply_into(op, x.data() + skew, y.data() + skew, out.data() + skew, static_cast<Count>(n), t);
+          for (std::size_t k = 0; k < n; ++k) {
+            T got;
+            std::memcpy(&got, out.data() + skew + k * sizeof(T), sizeof(T));
+            const T want = reference(op, a[k], b[k]);
+            if (std::memcmp(&got, &want, sizeof(T)) != 0) {
+              FAIL_CHECK("apply_into (output " << where << ") " << op_name(op) << " on " << basic_type_info(t).name
+                                               << ", n " << n << ", skew " << skew << ": element " << k << " differs");
+              break;
+            }
+          }
+          if (where != 1) CHECK(std::memcmp(x.data() + skew, a.data(), n * sizeof(T)) == 0);
+          if (where != 2) CHECK(std::memcmp(y.data() + skew, b.data(), n * sizeof(T)) == 0);
+          if (where == 0) CHECK(z[skew + n * sizeof(T)] == guard);
+        }
       }
     }
   }
 }
 }  // namespace
 
-TEST_CASE("vectorised kernels: long runs, odd lengths, misaligned buffers, every integer width and float") {
+TEST_CASE("vectorised kernels: long runs, odd lengths, misaligned buffers, every integer width and float; apply_into "
+          "into a third buffer or either operand's") {
   check_long_runs<signed char>(BasicType::SignedChar);
   check_long_runs<unsigned char>(BasicType::UnsignedChar);
   check_long_runs<short>(BasicType::Short);
@@ -638,4 +662,46 @@ TEST_CASE("vectorised kernels: long runs, odd lengths, misaligned buffers, every
   check_long_runs<std::uint64_t>(BasicType::UInt64);
   check_long_runs<float>(BasicType::Float);
   check_long_runs<double>(BasicType::Double);
+}
+
+TEST_CASE("apply_into on the types reduced in place only (pairs, C bool, REPLACE, NO_OP)") {
+  // MAXLOC on MPI_2INT: (value, index) pairs, packed and C layouts equal.
+  struct two_int {
+    int v, i;
+  };
+  const two_int a[3] = {{5, 1}, {2, 0}, {7, 3}}, b[3] = {{4, 0}, {2, 1}, {9, 2}};
+  for (int where = 0; where < 3; ++where) {
+    two_int x[3], y[3], z[3] = {};
+    std::memcpy(x, a, sizeof a);
+    std::memcpy(y, b, sizeof b);
+    two_int* out = where == 0 ? z : where == 1 ? x : y;
+    apply_packed_into(PredefinedOp::Maxloc, x, y, out, 3, BasicType::TwoInt);
+    CHECK(out[0].v == 5);
+    CHECK(out[0].i == 1);
+    CHECK(out[1].v == 2);
+    CHECK(out[1].i == 0);  // tie: the smaller index
+    CHECK(out[2].v == 9);
+    CHECK(out[2].i == 2);
+    if (where != 1) CHECK(std::memcmp(x, a, sizeof a) == 0);
+    if (where != 2) CHECK(std::memcmp(y, b, sizeof b) == 0);
+  }
+  // C bool: any non-zero byte is true, results 0/1.
+  const unsigned char p[4] = {0, 3, 0, 200}, q[4] = {0, 0, 9, 1};
+  unsigned char r[4];
+  apply_into(PredefinedOp::Lxor, p, q, r, 4, BasicType::CBool);
+  CHECK(r[0] == 0);
+  CHECK(r[1] == 1);
+  CHECK(r[2] == 1);
+  CHECK(r[3] == 0);
+  // REPLACE: out = a; NO_OP: out = b.
+  const int u[2] = {1, 2}, w[2] = {3, 4};
+  int o[2] = {0, 0};
+  apply_into(PredefinedOp::Replace, u, w, o, 2, BasicType::Int);
+  CHECK(o[0] == 1);
+  CHECK(o[1] == 2);
+  apply_into(PredefinedOp::NoOp, u, w, o, 2, BasicType::Int);
+  CHECK(o[0] == 3);
+  CHECK(o[1] == 4);
+  CHECK_THROWS_AS(apply_into(PredefinedOp::Sum, u, w, o, -1, BasicType::Int), OpError);
+  CHECK_THROWS_AS(apply_into(PredefinedOp::Maxloc, u, w, o, 1, BasicType::Int), OpError);
 }

@@ -75,6 +75,7 @@ tunables tunables::from_env() {
   env_size("NMAD_COLL_BCAST_LARGE", t.bcast_large);
   env_size("NMAD_COLL_CHAIN_SEGMENT", t.chain_segment);
   env_size("NMAD_COLL_ALLREDUCE_SMALL", t.allreduce_small);
+  env_size("NMAD_COLL_ALLREDUCE_PAIR_LARGE", t.allreduce_pair_large);
   env_size("NMAD_COLL_GATHER_LARGE", t.gather_large);
   env_size("NMAD_COLL_ALLGATHER_SMALL", t.allgather_small);
   env_size("NMAD_COLL_ALLTOALL_SMALL", t.alltoall_small);
@@ -99,7 +100,11 @@ algorithm select_algorithm(collective c, int n, std::size_t bytes, bool commutat
       return bytes < t.bcast_large ? algorithm::scatter_allgather : algorithm::chain;
     case collective::reduce: return algorithm::binomial;
     case collective::allreduce:
-      if (!commutative || n <= 2 || bytes < t.allreduce_small) return algorithm::recursive_doubling;
+      // Two processes: one exchange of everything beats halving + doubling
+      // until the reduction of the whole vector costs more than a second
+      // round trip (measured crossover on shm: about 512 KiB).
+      if (!commutative || n < 2 || bytes < t.allreduce_small || (n == 2 && bytes < t.allreduce_pair_large))
+        return algorithm::recursive_doubling;
       return algorithm::rabenseifner;
     case collective::gather:
     case collective::scatter: return bytes < t.gather_large ? algorithm::binomial : algorithm::linear;
@@ -310,16 +315,19 @@ fold_info fold_plan(int rank, int n) {
 }
 
 // Non-power-of-two fold: ranks 2i (i < rem) hand their vector to 2i+1 and
-// sit out; their partner reduces it into acc (lower rank's operand first).
-void add_fold_in(schedule& s, int rank, const fold_info& f, std::uint32_t blk, byte* acc, byte* tmp,
-                 std::size_t bytes, std::size_t count, reducer& op) {
-  if (rank >= 2 * f.rem) return;
+// sit out; their partner combines it with its own (lower rank's operand
+// first) into `out`. Returns the running value of this rank afterwards.
+const byte* add_fold_in(schedule& s, int rank, const fold_info& f, std::uint32_t blk, const byte* cur, byte* tmp,
+                        byte* out, std::size_t bytes, std::size_t count, reducer& op) {
+  if (rank >= 2 * f.rem) return cur;
   s.new_round();
-  if (f.nr < 0) s.send(rank + 1, T(blk, 0), acc, bytes);
-  else {
-    s.recv(rank - 1, T(blk, 0), tmp, bytes);
-    s.reduce(op, tmp, acc, count);  // acc = lower op acc
+  if (f.nr < 0) {
+    s.send(rank + 1, T(blk, 0), cur, bytes);
+    return cur;
   }
+  s.recv(rank - 1, T(blk, 0), tmp, bytes);
+  s.reduce_into(op, tmp, cur, out, count, bytes);
+  return out;
 }
 // ...and the result goes back to the ranks that sat out.
 void add_unfold(schedule& s, int rank, const fold_info& f, std::uint32_t blk, const byte* acc, byte* recvbuf,
@@ -330,47 +338,61 @@ void add_unfold(schedule& s, int rank, const fold_info& f, std::uint32_t blk, co
   else s.send(rank - 1, T(blk, 0), acc, bytes);
 }
 
+// Recursive doubling. The running value starts as the input itself (no
+// copy into recvbuf first) and each round writes its result with
+// reduce_into() into a buffer the partner has not just read: recvbuf, or a
+// spare when the value being sent is recvbuf (the rounds then alternate
+// between the two). Writing over cache lines the partner's core has just
+// read costs an invalidation per line: on this kind of machine reducing
+// 512 KiB into the buffer just sent took 4-5x as long as into a private one.
 void add_allreduce_rd(schedule& s, int rank, int n, const byte* input, byte* recvbuf, std::size_t count,
                       std::size_t es, reducer& op) {
   const auto blk = s.tag_block();
   const auto blk_unfold = s.tag_block();
   const std::size_t bytes = count * es;
-  s.new_round();
-  s.copy(input, recvbuf, bytes);
-  byte* acc = recvbuf;
-  byte* other = s.temp(bytes);
+  const byte* cur = input;
+  byte* tmp = s.temp(bytes);  // the partner's operand
+  byte* spare = nullptr;
+  // Where a round whose partner read `cur` (sent) writes its result.
+  auto out_for = [&](bool sent, bool last) -> byte* {
+    if (cur != recvbuf || !sent || last) return recvbuf;
+    if (!spare) spare = s.temp(bytes);
+    return spare;
+  };
   const fold_info f = fold_plan(rank, n);
-  add_fold_in(s, rank, f, blk, acc, other, bytes, count, op);
+  cur = add_fold_in(s, rank, f, blk, cur, tmp, out_for(false, false), bytes, count, op);
   if (f.nr >= 0) {
     std::size_t i = 1;
     for (int mask = 1; mask < f.p2; mask <<= 1, ++i) {
       const int pnr = f.nr ^ mask, partner = f.old_of(pnr);
       s.new_round();
-      s.send(partner, T(blk, i), acc, bytes);
-      s.recv(partner, T(blk, i), other, bytes);
-      if (pnr < f.nr || op.commutative()) s.reduce(op, other, acc, count);
-      else {
-        s.reduce(op, acc, other, count);  // other = acc op partner's
-        std::swap(acc, other);
-      }
+      s.send(partner, T(blk, i), cur, bytes);
+      s.recv(partner, T(blk, i), tmp, bytes);
+      byte* out = out_for(true, (mask << 1) >= f.p2);
+      if (pnr < f.nr) s.reduce_into(op, tmp, cur, out, count, bytes);  // lower group's operand first
+      else s.reduce_into(op, cur, tmp, out, count, bytes);
+      cur = out;
     }
   }
-  add_unfold(s, rank, f, blk_unfold, acc, recvbuf, bytes);
-  s.new_round();
-  s.copy(acc, recvbuf, bytes);
+  add_unfold(s, rank, f, blk_unfold, cur, recvbuf, bytes);
+  if (f.nr >= 0) {
+    s.new_round();
+    s.copy(cur, recvbuf, bytes);  // skipped when the last round wrote recvbuf
+  }
 }
 
+// Rabenseifner: reduce-scatter by recursive halving, then allgather by
+// recursive doubling. The first reduction reads the input directly and
+// writes the kept half of recvbuf (no copy of the whole input first); the
+// half a rank sends is never the half it then writes.
 void add_allreduce_rabenseifner(schedule& s, int rank, int n, const byte* input, byte* recvbuf,
                                 std::size_t count, std::size_t es, reducer& op) {
   const auto blk = s.tag_block();
   const auto blk_unfold = s.tag_block();
   const std::size_t bytes = count * es;
-  s.new_round();
-  s.copy(input, recvbuf, bytes);
-  byte* acc = recvbuf;
   byte* tmp = s.temp(bytes);
   const fold_info f = fold_plan(rank, n);
-  add_fold_in(s, rank, f, blk, acc, tmp, bytes, count, op);
+  const byte* cur = add_fold_in(s, rank, f, blk, input, tmp, recvbuf, bytes, count, op);
   if (f.nr >= 0) {
     std::size_t i = 1;
     std::size_t lo = 0, hi = count;
@@ -387,28 +409,35 @@ void add_allreduce_rabenseifner(schedule& s, int rank, int n, const byte* input,
       const std::size_t klo = lower ? lo : mid, khi = lower ? mid : hi;
       const std::size_t slo = lower ? mid : lo, shi = lower ? hi : mid;
       s.new_round();
-      s.send(partner, T(blk, i), acc + slo * es, (shi - slo) * es);
+      s.send(partner, T(blk, i), cur + slo * es, (shi - slo) * es);
       s.recv(partner, T(blk, i), tmp + klo * es, (khi - klo) * es);
-      s.reduce(op, tmp + klo * es, acc + klo * es, khi - klo);
+      const std::size_t kb = (khi - klo) * es;
+      if (lower) s.reduce_into(op, cur + klo * es, tmp + klo * es, recvbuf + klo * es, khi - klo, kb);
+      else s.reduce_into(op, tmp + klo * es, cur + klo * es, recvbuf + klo * es, khi - klo, kb);
+      cur = recvbuf;  // from now on the kept part lives in recvbuf
       hist.push_back({lo, mid, hi, lower});
       lo = klo;
       hi = khi;
     }
     // Allgather by recursive doubling, replaying the halving backwards: send
-    // the (reduced) half this rank kept, receive the partner's.
+    // the (reduced) part this rank kept, receive the partner's.
     for (int mask = 1; mask < f.p2; mask <<= 1, ++i) {
       const int pnr = f.nr ^ mask, partner = f.old_of(pnr);
       const halving h = hist.back();
       hist.pop_back();
       const std::size_t olo = h.kept_lower ? h.mid : h.lo, ohi = h.kept_lower ? h.hi : h.mid;
       s.new_round();
-      s.send(partner, T(blk, i), acc + lo * es, (hi - lo) * es);
-      s.recv(partner, T(blk, i), acc + olo * es, (ohi - olo) * es);
+      s.send(partner, T(blk, i), recvbuf + lo * es, (hi - lo) * es);
+      s.recv(partner, T(blk, i), recvbuf + olo * es, (ohi - olo) * es);
       lo = h.lo;
       hi = h.hi;
     }
   }
-  add_unfold(s, rank, f, blk_unfold, acc, recvbuf, bytes);
+  if (f.nr >= 0 && f.p2 == 1) {  // alone: the result is the input
+    s.new_round();
+    s.copy(cur, recvbuf, bytes);
+  }
+  add_unfold(s, rank, f, blk_unfold, recvbuf, recvbuf, bytes);
 }
 
 // --- gather / scatter ---

@@ -64,6 +64,7 @@ struct tunables {
   std::size_t bcast_large = 512 * 1024;       // bcast: >= this -> pipelined chain, between -> scatter_allgather
   std::size_t chain_segment = 64 * 1024;      // bcast chain segment size
   std::size_t allreduce_small = 2048;         // allreduce: < this (or non-commutative) -> recursive_doubling, else rabenseifner
+  std::size_t allreduce_pair_large = 512 * 1024;  // allreduce on 2 processes: rabenseifner from this size
   std::size_t gather_large = 512 * 1024;      // gather/scatter total bytes >= this -> linear, else binomial
   std::size_t allgather_small = 80 * 1024;    // allgather total bytes < this -> recursive_doubling (2^k procs) / bruck, else ring
   std::size_t alltoall_small = 32 * 1024;     // alltoall(v) block bytes <= this -> linear (all at once), else pairwise

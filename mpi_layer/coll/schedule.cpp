@@ -64,6 +64,33 @@ void schedule::reduce(reducer& red, const void* in, void* inout, std::size_t cou
   current().local.push_back(s);
 }
 
+void schedule::reduce_into(reducer& red, const void* in, const void* b, void* out, std::size_t count,
+                           std::size_t bytes) {
+  if (count == 0) return;
+  if (out == b) return reduce(red, in, out, count);
+  step s;
+  s.k = step::kind::reduce_into;
+  s.src = static_cast<const std::byte*>(in);
+  s.src2 = static_cast<const std::byte*>(b);
+  s.dst = static_cast<std::byte*>(out);
+  s.count = count;
+  s.bytes = bytes;
+  s.red = &red;
+  current().local.push_back(s);
+}
+
+void reducer::apply_into(const void* in, const void* b, void* out, std::size_t count, std::size_t bytes) {
+  if (out == b) return apply(in, out, count);
+  std::vector<std::byte> saved;
+  if (out == in) {
+    if (commutative()) return apply(b, out, count);  // b op in == in op b
+    saved.assign(static_cast<const std::byte*>(in), static_cast<const std::byte*>(in) + bytes);
+    in = saved.data();
+  }
+  std::memmove(out, b, bytes);
+  apply(in, out, count);
+}
+
 void schedule::copy(const void* src, void* dst, std::size_t bytes) {
   if (bytes == 0 || src == dst) return;
   step s;
@@ -146,12 +173,28 @@ std::string schedule::describe() const {
         o << " call()";
         continue;
       }
+      if (s.k == step::kind::reduce_into) {
+        o << " reduce_into(" << s.count << ")";
+        continue;
+      }
       o << (s.k == step::kind::reduce ? " reduce(" : " copy(") << (s.k == step::kind::reduce ? s.count : s.bytes)
         << ")";
     }
     o << "\n";
   }
   return o.str();
+}
+
+void run_local_step(const step& s) {
+  switch (s.k) {
+    case step::kind::reduce: s.red->apply(s.src, s.dst, s.count); return;
+    case step::kind::reduce_into: s.red->apply_into(s.src, s.src2, s.dst, s.count, s.bytes); return;
+    case step::kind::call: (*s.fn)(); return;
+    case step::kind::copy: std::memmove(s.dst, s.src, s.bytes); return;
+    case step::kind::send:
+    case step::kind::recv: break;
+  }
+  throw std::logic_error("coll: a communication step is not a local step");
 }
 
 // ---- executor -----------------------------------------------------------------
@@ -231,11 +274,7 @@ bool executor::advance_locked() {
     if (_npending) return false;
     if (_error != errc::ok) return true;  // everything drained
     try {
-      for (const step& s : r.local) {
-        if (s.k == step::kind::reduce) s.red->apply(s.src, s.dst, s.count);
-        else if (s.k == step::kind::call) (*s.fn)();
-        else std::memmove(s.dst, s.src, s.bytes);
-      }
+      for (const step& s : r.local) run_local_step(s);
     } catch (const std::exception& e) {
       // A reducer or a call step (user op, unpacking) failed: the schedule
       // cannot go on, and nothing of this round is in flight any more.

@@ -85,6 +85,13 @@ class reducer {
  public:
   virtual ~reducer() = default;
   virtual void apply(const void* in, void* inout, std::size_t count) = 0;
+  // out = in (op) b without writing `in` or `b`: out is b, in, or a buffer
+  // overlapping neither; `bytes` is the operands' length. Lets an algorithm
+  // write its result into a buffer of its own instead of into one a peer
+  // has just read (writing such cache lines costs a round of cross-core
+  // invalidations) or after a full copy. The default copies b to out and
+  // calls apply(); reducers with kernels taking a separate output override.
+  virtual void apply_into(const void* in, const void* b, void* out, std::size_t count, std::size_t bytes);
   // Commutative ops allow algorithms that reorder operands (Rabenseifner,
   // pairwise reduce-scatter); non-commutative ones never get them.
   virtual bool commutative() const { return true; }
@@ -116,17 +123,23 @@ class transport {
 };
 
 struct step {
-  enum class kind : std::uint8_t { send, recv, reduce, copy, call };
+  enum class kind : std::uint8_t { send, recv, reduce, reduce_into, copy, call };
   kind k = kind::send;
   int peer = -1;              // send/recv: group rank
   std::uint32_t tag = 0;      // send/recv: local tag (< 2^tag_bits_local)
-  const std::byte* src = nullptr;  // send: data; reduce: `in`; copy: source
-  std::byte* dst = nullptr;        // recv: buffer; reduce: `inout`; copy: target
-  std::size_t bytes = 0;           // send/recv/copy: length in bytes
+  const std::byte* src = nullptr;  // send: data; reduce(_into): `in`; copy: source
+  const std::byte* src2 = nullptr;  // reduce_into: the second operand
+  std::byte* dst = nullptr;        // recv: buffer; reduce: `inout`; reduce_into: result; copy: target
+  std::size_t bytes = 0;           // send/recv/copy/reduce_into: length in bytes
   std::size_t count = 0;           // reduce: element count
   reducer* red = nullptr;          // reduce
   std::function<void()>* fn = nullptr;  // call (owned by the schedule)
 };
+
+// Runs one local step (reduce, reduce_into, copy, call): what the executor
+// does once a round's communication completed. May throw (a failing
+// reducer or call).
+void run_local_step(const step& s);
 
 struct round {
   std::vector<step> comm;    // posted together when the round starts
@@ -150,6 +163,8 @@ class schedule {
   void recv(int peer, std::uint32_t tag, void* buf, std::size_t bytes);
   // inout = in (op) inout, after this round's communication.
   void reduce(reducer& r, const void* in, void* inout, std::size_t count);
+  // out = in (op) b (see reducer::apply_into); `bytes` = one operand's size.
+  void reduce_into(reducer& r, const void* in, const void* b, void* out, std::size_t count, std::size_t bytes);
   // Skipped when bytes == 0 or src == dst.
   void copy(const void* src, void* dst, std::size_t bytes);
   // Runs fn() as a local step (after this round's communication, in order

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <cstring>
+#include <vector>
 #include <type_traits>
 
 namespace nmad::mpi {
@@ -95,6 +96,30 @@ template <class T, class F>
   }
 }
 
+// out[k] = f(a[k], b[k]) into a third buffer that overlaps neither operand.
+template <class T, class F>
+[[gnu::always_inline]] inline void map3(const unsigned char* __restrict a, const unsigned char* __restrict b,
+                                        unsigned char* __restrict out, Count n, F f) {
+  for (Count k = 0; k < n; ++k) {
+    const std::size_t o = static_cast<std::size_t>(k) * sizeof(T);
+    T x, y;
+    std::memcpy(&x, a + o, sizeof(T));
+    std::memcpy(&y, b + o, sizeof(T));
+    const T r = f(x, y);
+    std::memcpy(out + o, &r, sizeof(T));
+  }
+}
+
+// out[k] = f(a[k], b[k]) where out is b (the MPI in/inout form), a, or a
+// buffer of its own: each case gets a loop without aliasing checks.
+template <class T, class F>
+[[gnu::always_inline]] inline void map_into(const unsigned char* a, const unsigned char* b, unsigned char* out,
+                                            Count n, F f) {
+  if (out == b) map2<T>(a, out, n, f);
+  else if (out == a) map2<T>(b, out, n, [f](T y, T x) { return f(x, y); });
+  else map3<T>(a, b, out, n, f);
+}
+
 // Integer arithmetic wraps modulo 2^N: done in the unsigned type of the
 // same width, widened to unsigned int first (unsigned short * unsigned
 // short would otherwise promote to int and could overflow).
@@ -111,37 +136,38 @@ using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std:
 #endif
 
 template <class T>
-NMAD_OP_CLONES void elementwise(PredefinedOp op, const unsigned char* in, unsigned char* io, Count n) {
+NMAD_OP_CLONES void elementwise(PredefinedOp op, const unsigned char* in, const unsigned char* b, unsigned char* io,
+                                Count n) {
   if constexpr (std::is_arithmetic_v<T>) {
     switch (op) {
-      case PredefinedOp::Max: return map2<T>(in, io, n, [](T a, T b) { return a > b ? a : b; });
-      case PredefinedOp::Min: return map2<T>(in, io, n, [](T a, T b) { return a < b ? a : b; });
+      case PredefinedOp::Max: return map_into<T>(in, b, io, n, [](T a, T b) { return a > b ? a : b; });
+      case PredefinedOp::Min: return map_into<T>(in, b, io, n, [](T a, T b) { return a < b ? a : b; });
       default: break;
     }
     if constexpr (std::is_integral_v<T>) {
       using W = wrap_t<T>;
       switch (op) {
-        case PredefinedOp::Sum: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>(W(a) + W(b)); });
-        case PredefinedOp::Prod: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>(W(a) * W(b)); });
-        case PredefinedOp::Land: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>((a != 0) & (b != 0)); });
-        case PredefinedOp::Lor: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>((a != 0) | (b != 0)); });
-        case PredefinedOp::Lxor: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>((a != 0) != (b != 0)); });
-        case PredefinedOp::Band: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>(a & b); });
-        case PredefinedOp::Bor: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>(a | b); });
-        case PredefinedOp::Bxor: return map2<T>(in, io, n, [](T a, T b) { return static_cast<T>(a ^ b); });
+        case PredefinedOp::Sum: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>(W(a) + W(b)); });
+        case PredefinedOp::Prod: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>(W(a) * W(b)); });
+        case PredefinedOp::Land: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>((a != 0) & (b != 0)); });
+        case PredefinedOp::Lor: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>((a != 0) | (b != 0)); });
+        case PredefinedOp::Lxor: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>((a != 0) != (b != 0)); });
+        case PredefinedOp::Band: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>(a & b); });
+        case PredefinedOp::Bor: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>(a | b); });
+        case PredefinedOp::Bxor: return map_into<T>(in, b, io, n, [](T a, T b) { return static_cast<T>(a ^ b); });
         default: break;
       }
     } else {
       switch (op) {
-        case PredefinedOp::Sum: return map2<T>(in, io, n, [](T a, T b) { return a + b; });
-        case PredefinedOp::Prod: return map2<T>(in, io, n, [](T a, T b) { return a * b; });
+        case PredefinedOp::Sum: return map_into<T>(in, b, io, n, [](T a, T b) { return a + b; });
+        case PredefinedOp::Prod: return map_into<T>(in, b, io, n, [](T a, T b) { return a * b; });
         default: break;
       }
     }
   } else {  // std::complex
     switch (op) {
-      case PredefinedOp::Sum: return map2<T>(in, io, n, [](T a, T b) { return a + b; });
-      case PredefinedOp::Prod: return map2<T>(in, io, n, [](T a, T b) { return a * b; });
+      case PredefinedOp::Sum: return map_into<T>(in, b, io, n, [](T a, T b) { return a + b; });
+      case PredefinedOp::Prod: return map_into<T>(in, b, io, n, [](T a, T b) { return a * b; });
       default: break;
     }
   }
@@ -195,36 +221,44 @@ void logical_bool(PredefinedOp op, const unsigned char* in, unsigned char* io, C
   }
 }
 
-void dispatch(PredefinedOp op, const unsigned char* in, unsigned char* io, Count n, BasicType t) {
+// Types whose kernels take a separate output (elementwise); the others
+// (logical bool, pairs) reduce in place only.
+bool has_kernel_into(BasicType t) {
+  return family(t) == Family::CInteger || family(t) == Family::MultiLang || family(t) == Family::Floating ||
+         family(t) == Family::Complex || t == BasicType::Byte;
+}
+
+void dispatch(PredefinedOp op, const unsigned char* in, const unsigned char* b, unsigned char* io, Count n,
+              BasicType t) {
   switch (t) {
-    case BasicType::SignedChar: return elementwise<signed char>(op, in, io, n);
-    case BasicType::UnsignedChar: return elementwise<unsigned char>(op, in, io, n);
-    case BasicType::Byte: return elementwise<unsigned char>(op, in, io, n);
-    case BasicType::Short: return elementwise<short>(op, in, io, n);
-    case BasicType::UnsignedShort: return elementwise<unsigned short>(op, in, io, n);
-    case BasicType::Int: return elementwise<int>(op, in, io, n);
-    case BasicType::Unsigned: return elementwise<unsigned>(op, in, io, n);
-    case BasicType::Long: return elementwise<long>(op, in, io, n);
-    case BasicType::UnsignedLong: return elementwise<unsigned long>(op, in, io, n);
-    case BasicType::LongLong: return elementwise<long long>(op, in, io, n);
-    case BasicType::UnsignedLongLong: return elementwise<unsigned long long>(op, in, io, n);
-    case BasicType::Int8: return elementwise<std::int8_t>(op, in, io, n);
-    case BasicType::Int16: return elementwise<std::int16_t>(op, in, io, n);
-    case BasicType::Int32: return elementwise<std::int32_t>(op, in, io, n);
-    case BasicType::Int64: return elementwise<std::int64_t>(op, in, io, n);
-    case BasicType::UInt8: return elementwise<std::uint8_t>(op, in, io, n);
-    case BasicType::UInt16: return elementwise<std::uint16_t>(op, in, io, n);
-    case BasicType::UInt32: return elementwise<std::uint32_t>(op, in, io, n);
-    case BasicType::UInt64: return elementwise<std::uint64_t>(op, in, io, n);
-    case BasicType::Aint: return elementwise<AintT>(op, in, io, n);
-    case BasicType::Offset: return elementwise<OffsetT>(op, in, io, n);
-    case BasicType::Count: return elementwise<CountT>(op, in, io, n);
-    case BasicType::Float: return elementwise<float>(op, in, io, n);
-    case BasicType::Double: return elementwise<double>(op, in, io, n);
-    case BasicType::LongDouble: return elementwise<long double>(op, in, io, n);
-    case BasicType::CFloatComplex: return elementwise<CFloatComplexT>(op, in, io, n);
-    case BasicType::CDoubleComplex: return elementwise<CDoubleComplexT>(op, in, io, n);
-    case BasicType::CLongDoubleComplex: return elementwise<CLongDoubleComplexT>(op, in, io, n);
+    case BasicType::SignedChar: return elementwise<signed char>(op, in, b, io, n);
+    case BasicType::UnsignedChar: return elementwise<unsigned char>(op, in, b, io, n);
+    case BasicType::Byte: return elementwise<unsigned char>(op, in, b, io, n);
+    case BasicType::Short: return elementwise<short>(op, in, b, io, n);
+    case BasicType::UnsignedShort: return elementwise<unsigned short>(op, in, b, io, n);
+    case BasicType::Int: return elementwise<int>(op, in, b, io, n);
+    case BasicType::Unsigned: return elementwise<unsigned>(op, in, b, io, n);
+    case BasicType::Long: return elementwise<long>(op, in, b, io, n);
+    case BasicType::UnsignedLong: return elementwise<unsigned long>(op, in, b, io, n);
+    case BasicType::LongLong: return elementwise<long long>(op, in, b, io, n);
+    case BasicType::UnsignedLongLong: return elementwise<unsigned long long>(op, in, b, io, n);
+    case BasicType::Int8: return elementwise<std::int8_t>(op, in, b, io, n);
+    case BasicType::Int16: return elementwise<std::int16_t>(op, in, b, io, n);
+    case BasicType::Int32: return elementwise<std::int32_t>(op, in, b, io, n);
+    case BasicType::Int64: return elementwise<std::int64_t>(op, in, b, io, n);
+    case BasicType::UInt8: return elementwise<std::uint8_t>(op, in, b, io, n);
+    case BasicType::UInt16: return elementwise<std::uint16_t>(op, in, b, io, n);
+    case BasicType::UInt32: return elementwise<std::uint32_t>(op, in, b, io, n);
+    case BasicType::UInt64: return elementwise<std::uint64_t>(op, in, b, io, n);
+    case BasicType::Aint: return elementwise<AintT>(op, in, b, io, n);
+    case BasicType::Offset: return elementwise<OffsetT>(op, in, b, io, n);
+    case BasicType::Count: return elementwise<CountT>(op, in, b, io, n);
+    case BasicType::Float: return elementwise<float>(op, in, b, io, n);
+    case BasicType::Double: return elementwise<double>(op, in, b, io, n);
+    case BasicType::LongDouble: return elementwise<long double>(op, in, b, io, n);
+    case BasicType::CFloatComplex: return elementwise<CFloatComplexT>(op, in, b, io, n);
+    case BasicType::CDoubleComplex: return elementwise<CDoubleComplexT>(op, in, b, io, n);
+    case BasicType::CLongDoubleComplex: return elementwise<CLongDoubleComplexT>(op, in, b, io, n);
     case BasicType::CBool: return logical_bool(op, in, io, n);
     case BasicType::FloatInt: return loc<FloatIntPair>(op, in, io, n);
     case BasicType::DoubleInt: return loc<DoubleIntPair>(op, in, io, n);
@@ -283,7 +317,9 @@ bool op_allowed(PredefinedOp op, BasicType type) {
 
 bool op_is_commutative(PredefinedOp op) { return op != PredefinedOp::Replace; }
 
-void apply(PredefinedOp op, const void* in, void* inout, Count count, BasicType type) {
+namespace {
+// Throws the standard errors for an op/type/count that cannot be reduced.
+void check_reduction(PredefinedOp op, Count count, BasicType type) {
   const int oi = static_cast<int>(op);
   if (oi < 0 || oi >= kNumPredefinedOps) throw OpError(OpErrc::invalid_op, "nmad::mpi op: unknown op");
   if (!op_allowed(op, type)) {
@@ -293,12 +329,44 @@ void apply(PredefinedOp op, const void* in, void* inout, Count count, BasicType 
                       (ti >= 0 && ti < kNumBasicTypes ? basic_type_info(type).name : "an unknown type"));
   }
   if (count < 0) throw OpError(OpErrc::invalid_count, "nmad::mpi op: negative count");
+}
+
+// out = a op b for the types without a separate-output kernel: b is copied
+// to out first (a saved aside when out is a), then reduced in place.
+template <class InPlace>
+void into_by_copy(const void* a, const void* b, void* out, std::size_t bytes, InPlace in_place) {
+  if (out == b) return in_place(a, out);
+  std::vector<unsigned char> saved;
+  if (out == a) {
+    saved.assign(static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(a) + bytes);
+    a = saved.data();
+  }
+  std::memmove(out, b, bytes);
+  in_place(a, out);
+}
+}  // namespace
+
+void apply(PredefinedOp op, const void* in, void* inout, Count count, BasicType type) {
+  check_reduction(op, count, type);
   if (count == 0 || op == PredefinedOp::NoOp) return;
   if (op == PredefinedOp::Replace) {
     std::memmove(inout, in, static_cast<std::size_t>(count) * basic_type_info(type).extent);
     return;
   }
-  dispatch(op, static_cast<const unsigned char*>(in), static_cast<unsigned char*>(inout), count, type);
+  dispatch(op, static_cast<const unsigned char*>(in), static_cast<const unsigned char*>(inout),
+           static_cast<unsigned char*>(inout), count, type);
+}
+
+void apply_into(PredefinedOp op, const void* a, const void* b, void* out, Count count, BasicType type) {
+  check_reduction(op, count, type);
+  if (count == 0) return;
+  if (has_kernel_into(type) && op != PredefinedOp::Replace && op != PredefinedOp::NoOp) {
+    dispatch(op, static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b),
+             static_cast<unsigned char*>(out), count, type);
+    return;
+  }
+  into_by_copy(a, b, out, static_cast<std::size_t>(count) * basic_type_info(type).extent,
+               [&](const void* x, void* io) { apply(op, x, io, count, type); });
 }
 
 void apply(PredefinedOp op, const void* in, void* inout, Count count, const Datatype& type) {
@@ -354,6 +422,15 @@ void apply_packed(PredefinedOp op, const void* in, void* inout, Count count, Bas
     default: break;
   }
   throw OpError(OpErrc::unsupported_type, "nmad::mpi op: not a pair type");
+}
+
+void apply_packed_into(PredefinedOp op, const void* a, const void* b, void* out, Count count, BasicType type) {
+  const int ti = static_cast<int>(type);
+  if (!(ti >= 0 && ti < kNumBasicTypes && is_pair_type(type))) return apply_into(op, a, b, out, count, type);
+  check_reduction(op, count, type);
+  if (count == 0) return;
+  into_by_copy(a, b, out, static_cast<std::size_t>(count) * basic_type_info(type).size,
+               [&](const void* x, void* io) { apply_packed(op, x, io, count, type); });
 }
 
 void apply_packed(PredefinedOp op, const void* in, void* inout, Count count, const Datatype& type) {

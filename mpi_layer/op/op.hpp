@@ -69,6 +69,12 @@ bool op_is_commutative(PredefinedOp op);
 // inout[k] = in[k] op inout[k] for k < count. Throws OpError.
 void apply(PredefinedOp op, const void* in, void* inout, Count count, BasicType type);
 
+// out[k] = a[k] op b[k] (a in the `in` position, b in the `inout` one)
+// without touching a or b: out is b, a, or a buffer overlapping neither.
+// Reductions that combine a received operand with data a peer may still be
+// reading write a buffer of their own this way instead of copying first.
+void apply_into(PredefinedOp op, const void* a, const void* b, void* out, Count count, BasicType type);
+
 // Same on `count` elements of a committed derived datatype whose data
 // entries all have one basic type (Datatype::uniform_basic_type()); in and
 // inout share the type's layout. Mixed types -> OpError{unsupported_type},
@@ -83,6 +89,8 @@ void apply(PredefinedOp op, const void* in, void* inout, Count count, const Data
 // `count` elements of `type` = type.packed_size(count) bytes per operand.
 void apply_packed(PredefinedOp op, const void* in, void* inout, Count count, BasicType type);
 void apply_packed(PredefinedOp op, const void* in, void* inout, Count count, const Datatype& type);
+// apply_into on packed operands (pair types: see apply_packed).
+void apply_packed_into(PredefinedOp op, const void* a, const void* b, void* out, Count count, BasicType type);
 
 class Op {
  public:
