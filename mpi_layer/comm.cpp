@@ -1,5 +1,5 @@
 // Communicators: MPI_COMM_WORLD/SELF, size/rank, dup/idup, split,
-// split_type, create, create_group, free, compare, names, info hints, and
+// create, create_group, free, compare, names, info hints, and
 // intercommunicators (Intercomm_create, Intercomm_merge, remote group).
 //
 // Context agreement: a communicator uses context slot i (p2p context 2i,
@@ -32,11 +32,9 @@
 // Operations over both groups (dup, split, merge) use the "union team":
 // the group whose first member has the lower world rank first, then the
 // other, on the intercommunicator's collective context.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 
 #include "mpi_layer/mpi_impl.hpp"
@@ -514,23 +512,6 @@ int idup_task(void*) {
   return work;
 }
 
-// This host's identity for MPI_COMM_TYPE_SHARED: host name and boot id
-// (two containers may share a host name but not memory).
-struct host_id {
-  char text[320];
-};
-host_id my_host_id() {
-  host_id h{};
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  const std::string id = std::string(host) + "/" + boot.substr(0, 60);
-  std::strncpy(h.text, id.c_str(), sizeof h.text - 1);
-  return h;
-}
-
 // An intracommunicator argument (raises MPI_ERR_COMM otherwise).
 comm_obj* intra_arg(const char* fn, MPI_Comm comm, int& err) {
   comm_obj* c = lookup_comm(comm);
@@ -561,6 +542,15 @@ int group_in_comm(const char* fn, comm_obj* c, MPI_Group g, std::vector<int>& wo
 }
 
 }  // namespace
+
+int comm_split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* newcomm) {
+  return split(fn, parent, color, key, newcomm);
+}
+
+int comm_allgather(const comm_obj& c, const void* mine, std::size_t n, std::vector<std::byte>& all,
+                   std::string& detail) {
+  return allgather_team(team_of(c), mine, n, all, detail);
+}
 
 void init_comms(int world_rank, int world_size) {
   state& s = st();
@@ -765,30 +755,7 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   return split("MPI_Comm_split", c, color, key, newcomm);
 }
 
-int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
-  const char* fn = "MPI_Comm_split_type";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  int err;
-  comm_obj* c = intra_arg(fn, comm, err);
-  if (!c) return err;
-  if (!newcomm) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm");
-  if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
-    return mpi_raise(fn, c, MPI_ERR_ARG,
-                     "split_type " + std::to_string(split_type) + " (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)");
-  if (info != MPI_INFO_NULL && !info_get_entries(info))
-    return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
-  // Every member learns every member's host identity; the color is the
-  // lowest rank on the same host.
-  const host_id mine = my_host_id();
-  std::vector<std::byte> all;
-  std::string detail;
-  if (int e = allgather_team(team_of(*c), &mine, sizeof mine, all, detail)) return mpi_raise(fn, c, e, detail);
-  int color = MPI_UNDEFINED;
-  if (split_type == MPI_COMM_TYPE_SHARED)
-    for (int r = 0; r < c->size() && color == MPI_UNDEFINED; ++r)
-      if (std::memcmp(all.data() + r * sizeof mine, &mine, sizeof mine) == 0) color = r;
-  return split(fn, c, color, key, newcomm);
-}
+// PMPI_Comm_split_type: hwsplit.cpp.
 
 int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   const char* fn = "MPI_Comm_create";
@@ -1127,7 +1094,6 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
 #pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
 #pragma weak MPI_Comm_idup = PMPI_Comm_idup
 #pragma weak MPI_Comm_split = PMPI_Comm_split
-#pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
 #pragma weak MPI_Comm_create = PMPI_Comm_create
 #pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
 #pragma weak MPI_Intercomm_create = PMPI_Intercomm_create

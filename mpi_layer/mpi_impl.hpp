@@ -309,6 +309,15 @@ inline comm_obj* lookup_comm(MPI_Comm c) {
   return lookup_comm_table(c);
 }
 void init_comms(int world_rank, int world_size);
+// Communicator construction for hwsplit.cpp (MPI_Comm_split_type and the
+// MPIX hsplit calls), collective over an intracommunicator's members:
+// MPI_Comm_split's agreement (color MPI_UNDEFINED: MPI_COMM_NULL), and an
+// allgather of n bytes from every member on its collective context.
+// Both return an MPI error code (comm_split raises it, comm_allgather sets
+// detail).
+int comm_split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* newcomm);
+int comm_allgather(const comm_obj& c, const void* mine, std::size_t n, std::vector<std::byte>& all,
+                   std::string& detail);
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
 

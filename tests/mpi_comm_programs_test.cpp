@@ -39,3 +39,23 @@ TEST_CASE("comm_threads") {
   expect_pass("comm_threads", {1, 2, 3});
   expect_pass_all_drivers("comm_threads", {4});
 }
+
+// Hardware-topology communicators (hwsplit.cpp) on emulated machines: the
+// synthetic topology and the emulated hosts and bindings come through the
+// environment (docs/CONFIGURATION.md, testing knobs).
+TEST_CASE("comm_hw_split") {
+  // 2 nodes x 2 packages x 2 NUMA nodes x 8 cores, 4 and 8 ranks per node.
+  for (int per_node : {4, 8}) {
+    const std::string k = std::to_string(per_node);
+    expect_pass("comm_hw_split", {2 * per_node},
+                {{"NMAD_TOPOLOGY", "pack:2 numa:2 core:8 pu:1"}, {"NMAD_EMULATED_HOSTS", "n0*" + k + ",n1*" + k}});
+  }
+}
+TEST_CASE("comm_hw_bind") {
+  expect_pass("comm_hw_bind", {4}, {{"NMAD_TOPOLOGY", "pack:2 numa:2 core:8 pu:1"}, {"NMAD_HW_BINDING", "0;1;none;8,16"}});
+}
+TEST_CASE("comm_hw_knob") { expect_pass("comm_hw_knob", {1, 2}, {{"NMAD_HW_BINDING", "0-1;garbage"}}); }
+TEST_CASE("comm_hw_unguided") {
+  expect_pass("comm_hw_unguided", {1, 2, 4});  // this machine, bound by nmad-run
+  expect_pass("comm_hw_unguided", {4}, {{"NMAD_TOPOLOGY", "pack:2 l3:1 numa:2 core:4 l2:1 l1d:1 pu:2"}});
+}

@@ -92,6 +92,13 @@ machine_topology extract(hwloc_topology_t t, std::string source) {
     p.core = core ? static_cast<int>(core->logical_index) : 1000000 + i;
     hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu);
     p.package = package ? static_cast<int>(package->logical_index) : 0;
+    auto cache = [&](hwloc_obj_type_t type) {
+      hwloc_obj_t c = hwloc_get_ancestor_obj_by_type(t, type, pu);
+      return c ? static_cast<int>(c->logical_index) : -1;
+    };
+    p.l3 = cache(HWLOC_OBJ_L3CACHE);
+    p.l2 = cache(HWLOC_OBJ_L2CACHE);
+    p.l1 = cache(HWLOC_OBJ_L1CACHE);
     // NUMA nodes are memory children in hwloc 2, not ancestors: the first
     // whose CPUs include this PU (on a KNL in flat mode, DDR before MCDRAM).
     for (int n = 0; n < nnuma; ++n) {

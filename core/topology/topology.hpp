@@ -41,6 +41,11 @@ struct pu_info {
   int core = 0;      // label of its core
   int numa = 0;      // label of the first NUMA node whose CPUs include it
   int package = 0;   // label of its package
+  // Labels of the caches above it (data or unified), -1 when the machine
+  // reports none at that level (synthetic topologies without `l3:`...).
+  int l3 = -1;
+  int l2 = -1;
+  int l1 = -1;
 };
 
 // Dense views built from the PUs (indexes 0..n-1, in hwloc logical order,

@@ -680,8 +680,15 @@ typedef int MPI_Info;
 #define MPI_MAX_INFO_KEY 255
 #define MPI_MAX_INFO_VAL 1024
 
-/* MPI_Comm_split_type */
+/* MPI_Comm_split_type. HW_GUIDED and RESOURCE_GUIDED read the info key
+ * "mpi_hw_resource_type" (hwloc type names, e.g. "NUMANode", any case, or
+ * "mpi_shared_memory"; RESOURCE_GUIDED also "mpi_pset_name": "mpi://WORLD",
+ * "mpi://SELF"); HW_UNGUIDED picks the first level that divides the group
+ * and names it in the new communicator's info. See docs/MPI.md. */
 #define MPI_COMM_TYPE_SHARED 1
+#define MPI_COMM_TYPE_HW_UNGUIDED 2
+#define MPI_COMM_TYPE_HW_GUIDED 3
+#define MPI_COMM_TYPE_RESOURCE_GUIDED 4
 
 /* Keyvals. Predefined attributes (cached on MPI_COMM_WORLD; the value
  * MPI_Comm_get_attr returns is a pointer to an int). */
@@ -904,6 +911,40 @@ MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler handle);
 MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint handle);
 MPI_Fint PMPI_Message_c2f(MPI_Message handle);
 MPI_Message PMPI_Message_f2c(MPI_Fint handle);
+
+/* ==== hardware-topology communicators: hsplit extensions (hwsplit.cpp) ====
+ * From Goglin, Jeannot, Mansouri, Mercier, "Hardware topology management in
+ * MPI applications through hierarchical communicators" (Parallel Computing
+ * 76, 2018). Resource type names are those of MPI_Comm_split_type's
+ * "mpi_hw_resource_type" ("Machine", "Package", "NUMANode", "L3Cache",
+ * "L2Cache", "L1Cache", "Core", "PU"); see docs/MPI.md.
+ *
+ * MPIX_Comm_hsplit_with_roots: MPI_Comm_split_type(comm, split_type, key,
+ *   info, newcomm), and at the same time *rootcomm: the communicator of the
+ *   processes that are rank 0 of their newcomm (ordered by rank in comm);
+ *   MPI_COMM_NULL for the others and where newcomm is MPI_COMM_NULL.
+ *   Collective over comm.
+ * MPIX_Get_hw_resource_info: for a communicator made by a hardware split
+ *   (HW_GUIDED, HW_UNGUIDED, RESOURCE_GUIDED naming a level, or the
+ *   functions above; kept by MPI_Comm_dup), the level's resource type name
+ *   (type_name: MPI_MAX_OBJECT_NAME characters), how many sibling
+ *   communicators the split made from the parent (this one included) and
+ *   this one's index among them (in order of their lowest parent rank);
+ *   *flag = 1. Any other communicator: *flag = 0, type_name "",
+ *   *num_siblings 0, *index -1. Local.
+ * MPIX_Get_hw_topo_common_level: the deepest level whose one resource holds
+ *   all n processes ranks[] of comm (each bound inside it, all on one host):
+ *   its type name and *flag = 1; *flag = 0 and "" when they are on
+ *   different hosts. Collective over comm (every process passes its own
+ *   set). */
+int MPIX_Comm_hsplit_with_roots(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm,
+                                MPI_Comm* rootcomm);
+int MPIX_Get_hw_resource_info(MPI_Comm comm, char* type_name, int* num_siblings, int* index, int* flag);
+int MPIX_Get_hw_topo_common_level(MPI_Comm comm, int n, const int ranks[], char* type_name, int* flag);
+int PMPIX_Comm_hsplit_with_roots(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm,
+                                 MPI_Comm* rootcomm);
+int PMPIX_Get_hw_resource_info(MPI_Comm comm, char* type_name, int* num_siblings, int* index, int* flag);
+int PMPIX_Get_hw_topo_common_level(MPI_Comm comm, int n, const int ranks[], char* type_name, int* flag);
 
 /* ==== memory allocation ================================================== */
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr);
