@@ -57,6 +57,7 @@ int init_common(const char* fn, int required, int* provided) {
   init_comms(s.world_rank, s.world_size);
   init_info_env(s.thread_level);
   s.initialized.store(true);
+  init_world_hosts();  // an allgather over MPI_COMM_WORLD (needs the above)
   return MPI_SUCCESS;
 }
 

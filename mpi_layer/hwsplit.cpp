@@ -119,25 +119,6 @@ std::optional<std::vector<std::string>> emulated_hosts(std::string& detail) {
   return per_rank_list("NMAD_EMULATED_HOSTS", v, ',', st().world_size, detail);
 }
 
-// This host's identity: the emulated name if NMAD_EMULATED_HOSTS says so,
-// else host name and boot id (two containers may share a host name but not
-// memory).
-bool host_identity(std::string& id, std::string& detail) {
-  auto hosts = emulated_hosts(detail);
-  if (!hosts) return false;
-  if (!hosts->empty()) {
-    id = "emulated:" + (*hosts)[st().world_rank];
-    return true;
-  }
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  id = std::string(host) + "/" + boot.substr(0, 60);
-  return true;
-}
-
 // The CPUs (of topology t) this process is bound to; empty: unbound.
 bool hw_binding(const topo::machine_topology& t, std::vector<int>& cpus, std::string& detail) {
   const state& s = st();
@@ -470,6 +451,25 @@ void put_name(char* dst, const std::string& name) {
 }
 
 }  // namespace
+
+// This host's identity: the emulated name if NMAD_EMULATED_HOSTS says so,
+// else host name and boot id (two containers may share a host name but not
+// memory).
+bool host_identity(std::string& id, std::string& detail) {
+  auto hosts = emulated_hosts(detail);
+  if (!hosts) return false;
+  if (!hosts->empty()) {
+    id = "emulated:" + (*hosts)[st().world_rank];
+    return true;
+  }
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  id = std::string(host) + "/" + boot.substr(0, 60);
+  return true;
+}
 
 }  // namespace nmad::mpi
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
+#include "mpi_layer/coll/hierarchy.hpp"
 #include "mpi_layer/datatype/datatype.hpp"
 #include "mpi_layer/include/mpi.h"
 
@@ -66,6 +67,9 @@ struct comm_obj {
   // finds it only once its context is agreed (ready, set with release).
   std::atomic<bool> ready{true};
   int nb_seq = 0;                // idups started on this communicator (mu)
+  // comm_hierarchy()'s answer, made on first use (hier.cpp's mutex).
+  std::shared_ptr<const nmad::coll::hierarchy> hier;
+  bool hier_known = false;
   // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
   int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }
@@ -318,6 +322,17 @@ void init_comms(int world_rank, int world_size);
 int comm_split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* newcomm);
 int comm_allgather(const comm_obj& c, const void* mine, std::size_t n, std::vector<std::byte>& all,
                    std::string& detail);
+// This process's host identity (hwsplit.cpp): host name and boot id, or
+// its NMAD_EMULATED_HOSTS name. False (detail set) when that knob is bad.
+bool host_identity(std::string& id, std::string& detail);
+// Hierarchical collectives (hier.cpp). init_world_hosts() runs once in
+// MPI_Init (an allgather of every world rank's host identity over
+// MPI_COMM_WORLD); comm_hierarchy() is the levels (hosts) of an
+// intracommunicator's ranks when NMAD_COLL_HIER allows hierarchical
+// algorithms and the ranks span several hosts with more than one rank on
+// some host, else null (flat algorithms). Computed once per communicator.
+void init_world_hosts();
+const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c);
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mpi_layer/coll/algorithms.hpp"
+#include "mpi_layer/coll/hierarchy.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace nmad::coll;
@@ -585,4 +586,133 @@ TEST_CASE("processes: another strategy (aggreg) and another driver (shm)") {
     run_family(f, {{"NMAD_STRATEGY", "aggreg"}}, {4});
     run_family(f, {{"NMAD_DRIVER", "shm"}}, {4});
   }
+}
+
+// ---- hierarchical collectives ------------------------------------------------
+
+namespace {
+// Hierarchies of n ranks: hosts of consecutive ranks, hosts dealt round
+// robin (parts that are not rank ranges), two levels (host, then NUMA node
+// inside it), uneven random parts, and one host holding everyone.
+std::vector<std::pair<std::string, hierarchy>> sample_hierarchies(int n) {
+  std::vector<std::pair<std::string, hierarchy>> out;
+  std::vector<int> block(n), rr(n), numa(n), rnd(n), rnd2(n), one(n, 7);
+  std::uint32_t x = 12345u + static_cast<std::uint32_t>(n);
+  for (int r = 0; r < n; ++r) {
+    block[r] = r / 3;
+    rr[r] = r % 3;
+    numa[r] = (r / 2) % 2;
+    x = x * 1103515245u + 12345u;
+    rnd[r] = static_cast<int>((x >> 16) % 4);
+    rnd2[r] = static_cast<int>((x >> 8) % 3);
+  }
+  out.emplace_back("hosts of 3 consecutive ranks", hierarchy(n, {block}));
+  out.emplace_back("3 hosts round robin", hierarchy(n, {rr}));
+  out.emplace_back("hosts of 3, NUMA pairs", hierarchy(n, {block, numa}));
+  out.emplace_back("round robin hosts, NUMA pairs", hierarchy(n, {rr, numa}));
+  out.emplace_back("random hosts, random NUMA", hierarchy(n, {rnd, rnd2}));
+  out.emplace_back("one host", hierarchy(n, {one}));
+  out.emplace_back("no levels", hierarchy(n, {}));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("hierarchy: parts, leaders' sub-groups, splits()") {
+  const hierarchy h(5, {{0, 0, 1, 1, 1}, {0, 1, 0, 0, 1}});
+  CHECK(h.levels() == 2);
+  CHECK(h.part(0, 3) == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(h.part(1, 3) == std::vector<int>{2, 3, 4});
+  CHECK(h.part(2, 3) == std::vector<int>{2, 3});
+  CHECK(h.part(2, 4) == std::vector<int>{4});
+  CHECK(h.splits());
+  CHECK_FALSE(hierarchy(3, {{5, 5, 5}}).splits());     // one part: flat
+  CHECK_FALSE(hierarchy(3, {{0, 1, 2}}).splits());     // one rank per part: flat
+  CHECK_THROWS_AS(hierarchy(2, {{0, 1}, {0}}), std::invalid_argument);
+  sum_i32 sum;
+  concat cat;
+  int x = 0;
+  CHECK_THROWS_AS(build_hier_allreduce(h, 0, &x, &x, 1, 4, cat), std::invalid_argument);
+  CHECK_THROWS_AS(build_hier_reduce(h, 0, &x, &x, 1, 4, cat, 0), std::invalid_argument);
+  CHECK_THROWS_AS(build_hier_bcast(h, 5, &x, 4, 0), std::invalid_argument);
+  CHECK_THROWS_AS(build_hier_bcast(h, 0, &x, 4, 5), std::invalid_argument);
+  (void)sum;
+}
+
+TEST_CASE("simulated: hierarchical bcast, reduce, allreduce (in place too) and barrier on several hierarchies") {
+  sum_i32 sum;
+  for (int n : kSizes) {
+    for (auto& [name, h] : sample_hierarchies(n)) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{5000}}) {
+        std::vector<std::vector<std::int32_t>> in(n, std::vector<std::int32_t>(count)),
+            out(n, std::vector<std::int32_t>(count, 0));
+        std::vector<std::int32_t> want(count, 0);
+        for (int r = 0; r < n; ++r)
+          for (std::size_t i = 0; i < count; ++i) {
+            in[r][i] = val(r, i);
+            want[i] += val(r, i);
+          }
+        const std::string what = name + ", count " + std::to_string(count);
+        for (int root : {0, n / 2, n - 1}) {
+          std::vector<std::vector<std::int32_t>> buf(n, std::vector<std::int32_t>(count, -1));
+          for (std::size_t i = 0; i < count; ++i) buf[root][i] = val(root, i);
+          sim_check("hier bcast, " + what, n,
+                    [&](int r, int, int rt) { return build_hier_bcast(h, r, buf[r].data(), count * 4, rt); },
+                    [&](int r) { CHECK(buf[r] == buf[root]); }, root);
+          for (auto& o : out) std::fill(o.begin(), o.end(), 0);
+          sim_check("hier reduce, " + what, n,
+                    [&](int r, int, int rt) {
+                      return build_hier_reduce(h, r, in[r].data(), out[r].data(), count, 4, sum, rt);
+                    },
+                    [&](int r) {
+                      if (r == root) CHECK(out[r] == want);
+                      else CHECK(out[r] == std::vector<std::int32_t>(count, 0));  // untouched
+                      CHECK(in[r][0] == val(r, 0));
+                    },
+                    root);
+          // In place at the root.
+          std::vector<std::vector<std::int32_t>> io = in;
+          sim_check("hier reduce in place, " + what, n,
+                    [&](int r, int, int rt) {
+                      return build_hier_reduce(h, r, r == rt ? nullptr : io[r].data(), io[r].data(), count, 4, sum,
+                                               rt);
+                    },
+                    [&](int r) { if (r == root) CHECK(io[r] == want); }, root);
+        }
+        for (auto& o : out) std::fill(o.begin(), o.end(), 0);
+        sim_check("hier allreduce, " + what, n,
+                  [&](int r, int, int) { return build_hier_allreduce(h, r, in[r].data(), out[r].data(), count, 4, sum); },
+                  [&](int r) {
+                    CHECK(out[r] == want);
+                    CHECK(in[r][count - 1] == val(r, count - 1));  // the input is never written
+                  });
+        std::vector<std::vector<std::int32_t>> io = in;
+        sim_check("hier allreduce in place, " + what, n,
+                  [&](int r, int, int) { return build_hier_allreduce(h, r, nullptr, io[r].data(), count, 4, sum); },
+                  [&](int r) { CHECK(io[r] == want); });
+      }
+      sim_check("hier barrier, " + name, n, [&](int r, int, int) { return build_hier_barrier(h, r); }, [](int) {});
+    }
+  }
+}
+
+TEST_CASE("hierarchical schedules: one message per host pair level, sub-groups only") {
+  // 8 ranks on 2 hosts of 4 (block): in a hierarchical bcast from 0 only
+  // rank 0 sends to the other host (to its leader, rank 4); a flat binomial
+  // tree crosses hosts from ranks 0..3.
+  std::vector<int> host(8);
+  for (int r = 0; r < 8; ++r) host[r] = r / 4;
+  const hierarchy h(8, {host});
+  std::vector<char> buf(100);
+  int crossing = 0;
+  for (int r = 0; r < 8; ++r) {
+    const schedule s = build_hier_bcast(h, r, buf.data(), buf.size(), 0);
+    for (const auto& rd : s.rounds())
+      for (const auto& st : rd.comm)
+        if (st.k == step::kind::send && host[st.peer] != host[r]) {
+          ++crossing;
+          CHECK(r == 0);
+          CHECK(st.peer == 4);
+        }
+  }
+  CHECK(crossing == 1);
 }

@@ -76,3 +76,27 @@ TEST_CASE("mpi progress_background: non-blocking collectives advance while a ran
   }
   expect_pass("progress_background", {2}, {{"NMAD_PROGRESS", "none"}, {"PROGRESS_EXPECT", "none"}});
 }
+
+TEST_CASE("coll_hier: hierarchical collectives over emulated hosts") {
+  // Uneven hosts, hosts whose ranks are not contiguous, and one rank alone.
+  expect_pass("coll_hier", {4}, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}});
+  expect_pass("coll_hier", {5}, {{"NMAD_EMULATED_HOSTS", "a,b,a,b,c"}});
+  expect_pass("coll_hier", {6}, {{"NMAD_EMULATED_HOSTS", "a*3,b*2,c"}});
+  // The log names the communicators that went hierarchical; off keeps
+  // every collective flat (same results).
+  auto r = run_mpi("coll_hier", 4, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}, {"NMAD_LOG", "info"}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.err, "hierarchical barrier, bcast, reduce and allreduce"));
+  r = run_mpi("coll_hier", 4, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}, {"NMAD_LOG", "info"}, {"NMAD_COLL_HIER", "off"}});
+  CHECK(r.status == 0);
+  CHECK_FALSE(contains(r.err, "hierarchical"));
+  r = run_mpi("coll_hier", 3, {{"NMAD_LOG", "info"}});  // one host: flat
+  CHECK(r.status == 0);
+  CHECK_FALSE(contains(r.err, "hierarchical"));
+  // The other collective programs, with their hierarchical forms.
+  for (const char* p : {"coll_basic", "coll_nonblocking", "coll_sequence", "coll_inplace", "coll_nbc_progress"})
+    expect_pass(p, {4}, {{"NMAD_EMULATED_HOSTS", "a,b,a,b"}});
+  r = run_mpi("coll_hier", 2, {{"NMAD_COLL_HIER", "sometimes"}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.err, "NMAD_COLL_HIER=sometimes is not auto, on or off"));
+}

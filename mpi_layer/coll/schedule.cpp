@@ -150,6 +150,12 @@ std::uint32_t schedule::tag_block() {
   return b;
 }
 
+void schedule::skip_to_block(std::uint32_t block) {
+  if (block > (1u << (tag_bits_local - tag_step_bits)))
+    throw std::length_error("coll::schedule: too many algorithm phases for the local tag space");
+  if (block > _next_block) _next_block = block;
+}
+
 std::uint32_t schedule::make_tag(std::uint32_t block, std::size_t i) {
   // Step numbers wrap: messages of one phase between a pair are posted in
   // the same order on both sides, so equal tags still match in order.

@@ -188,6 +188,11 @@ class schedule {
   // every member must build the same phases in the same order.
   static constexpr unsigned tag_step_bits = 14;
   std::uint32_t tag_block();
+  // Blocks reserved so far (the next tag_block()).
+  std::uint32_t next_block() const { return _next_block; }
+  // Reserves every block below `block` (no-op if already past it): a phase
+  // that only some members build starts at the same block on all of them.
+  void skip_to_block(std::uint32_t block);
   // Tag of step `i` in block `block` (i wraps modulo 2^tag_step_bits).
   static std::uint32_t make_tag(std::uint32_t block, std::size_t i);
 
