@@ -113,6 +113,11 @@ struct request_obj {
   std::shared_ptr<void> extra;
 };
 
+// Matched-message handles (MPI_Mprobe): MPI_MESSAGE_NULL 0 and
+// MPI_MESSAGE_NO_PROC 1 are predefined, message i of state::messages is
+// handle i + kFirstMessageHandle.
+constexpr int kFirstMessageHandle = 2;
+
 struct message_obj {
   nmad::message_handle engine;
   comm_obj* comm = nullptr;
@@ -309,6 +314,11 @@ inline comm_obj* lookup_comm(MPI_Comm c) {
   return lookup_comm_table(c);
 }
 void init_comms(int world_rank, int world_size);
+// A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
+// it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
+inline bool empty_proc_null(int count, MPI_Datatype t, int peer) {
+  return count == 0 && t == MPI_DATATYPE_NULL && peer == MPI_PROC_NULL;
+}
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
 

@@ -288,3 +288,7 @@ TEST_CASE("mpi alloc_mem: Alloc_mem/Free_mem buffers move data; negative size is
 TEST_CASE("mpi misc: Pcontrol, Comm_get_parent, Status_set_cancelled, handle c2f/f2c") {
   expect_pass("misc", {1, 2});
 }
+
+TEST_CASE("mpi proc_null_empty: zero-count MPI_DATATYPE_NULL to and from MPI_PROC_NULL") {
+  expect_pass("proc_null_empty", {1, 2});
+}

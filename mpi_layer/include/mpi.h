@@ -42,7 +42,7 @@ typedef long long MPI_Offset;
 #define MPI_REQUEST_NULL ((MPI_Request)0)
 
 #define MPI_MESSAGE_NULL ((MPI_Message)0)
-#define MPI_MESSAGE_NO_PROC ((MPI_Message)-1)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)1) /* matched messages: handles from 2 */
 
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
