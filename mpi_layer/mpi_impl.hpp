@@ -200,6 +200,11 @@ int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail =
 // literal detail builds no string (and needs no stack frame for one).
 [[gnu::cold]] int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail);
 int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail = {});
+// The same on an object that is not a communicator (files): handler h,
+// `handle` passed to a user handler.
+int mpi_raise_on(const char* fn, MPI_Errhandler h, int handle, int code, const std::string& detail = {});
+// MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN or a created handler.
+bool valid_errhandler(MPI_Errhandler h);
 const char* error_name(int code);
 const char* error_text(int code);
 int from_errc(nmad::errc e);
