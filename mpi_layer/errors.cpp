@@ -46,6 +46,33 @@ constexpr error_entry kErrors[] = {
     {MPI_ERR_INFO_NOKEY, "MPI_ERR_INFO_NOKEY", "no such info key"},
     {MPI_ERR_NO_SPACE, "MPI_ERR_NO_SPACE", "not enough space (pack buffer)"},
     {MPI_ERR_UNSUPPORTED_OPERATION, "MPI_ERR_UNSUPPORTED_OPERATION", "operation not supported"},
+    // One-sided communication and MPI-IO (declared, not provided).
+    {MPI_ERR_WIN, "MPI_ERR_WIN", "invalid window"},
+    {MPI_ERR_BASE, "MPI_ERR_BASE", "invalid base address"},
+    {MPI_ERR_LOCKTYPE, "MPI_ERR_LOCKTYPE", "invalid lock type"},
+    {MPI_ERR_DISP, "MPI_ERR_DISP", "invalid displacement"},
+    {MPI_ERR_ASSERT, "MPI_ERR_ASSERT", "invalid assertion"},
+    {MPI_ERR_RMA_CONFLICT, "MPI_ERR_RMA_CONFLICT", "conflicting accesses to a window"},
+    {MPI_ERR_RMA_SYNC, "MPI_ERR_RMA_SYNC", "wrong synchronization of one-sided calls"},
+    {MPI_ERR_RMA_RANGE, "MPI_ERR_RMA_RANGE", "target memory outside the window"},
+    {MPI_ERR_RMA_ATTACH, "MPI_ERR_RMA_ATTACH", "memory cannot be attached"},
+    {MPI_ERR_RMA_SHARED, "MPI_ERR_RMA_SHARED", "memory cannot be shared"},
+    {MPI_ERR_RMA_FLAVOR, "MPI_ERR_RMA_FLAVOR", "wrong window flavor"},
+    {MPI_ERR_SIZE, "MPI_ERR_SIZE", "invalid size"},
+    {MPI_ERR_FILE, "MPI_ERR_FILE", "invalid file handle"},
+    {MPI_ERR_NOT_SAME, "MPI_ERR_NOT_SAME", "arguments differ between the processes"},
+    {MPI_ERR_AMODE, "MPI_ERR_AMODE", "invalid access mode"},
+    {MPI_ERR_UNSUPPORTED_DATAREP, "MPI_ERR_UNSUPPORTED_DATAREP", "unsupported data representation"},
+    {MPI_ERR_NO_SUCH_FILE, "MPI_ERR_NO_SUCH_FILE", "no such file"},
+    {MPI_ERR_FILE_EXISTS, "MPI_ERR_FILE_EXISTS", "file exists"},
+    {MPI_ERR_BAD_FILE, "MPI_ERR_BAD_FILE", "invalid file name"},
+    {MPI_ERR_ACCESS, "MPI_ERR_ACCESS", "permission denied"},
+    {MPI_ERR_QUOTA, "MPI_ERR_QUOTA", "quota exceeded"},
+    {MPI_ERR_READ_ONLY, "MPI_ERR_READ_ONLY", "read-only file or file system"},
+    {MPI_ERR_FILE_IN_USE, "MPI_ERR_FILE_IN_USE", "file in use"},
+    {MPI_ERR_DUP_DATAREP, "MPI_ERR_DUP_DATAREP", "data representation already registered"},
+    {MPI_ERR_CONVERSION, "MPI_ERR_CONVERSION", "data conversion failed"},
+    {MPI_ERR_IO, "MPI_ERR_IO", "I/O error"},
 };
 const error_entry* find_error(int code) {
   for (const auto& e : kErrors)
@@ -162,21 +189,12 @@ bool check_initialized_slow(const char* fn) {
         (s.finalized.load() ? "called after MPI_Finalize" : "called before MPI_Init"));
 }
 
-int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) {
-  if (code == MPI_SUCCESS) return code;
+namespace {
+// Reports code with handler h (user: its function, or null), passing
+// `handle` (the object the error is raised on) to a user handler.
+int raise_with(const char* fn, MPI_Errhandler h, MPI_Comm_errhandler_function* user, int handle, int code,
+               const std::string& detail) {
   state& s = st();
-  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
-  MPI_Comm handle = MPI_COMM_WORLD;
-  MPI_Comm_errhandler_function* user = nullptr;
-  {
-    std::lock_guard g(s.mu);
-    if (!c && s.comms.size() > MPI_COMM_WORLD) c = s.comms[MPI_COMM_WORLD].get();
-    if (c) {
-      h = c->errhandler;
-      handle = c->handle;
-    }
-    if (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size()) user = s.errhandlers[h - 3];
-  }
   if (h == MPI_ERRORS_RETURN || user) {
     // What the application gets to see: a dead peer's code names it.
     const int ret = code == MPI_ERR_PROC_FAILED ? failure_code(detail) : code;
@@ -192,6 +210,46 @@ int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) 
     line += std::string(error_name(code)) + ": " + error_text(code);
   if (!detail.empty()) line += " (" + detail + ")";
   fatal(line);
+}
+MPI_Comm_errhandler_function* user_handler_locked(state& s, MPI_Errhandler h) {
+  if (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size()) return s.errhandlers[h - 3];
+  return nullptr;
+}
+}  // namespace
+
+int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) {
+  if (code == MPI_SUCCESS) return code;
+  state& s = st();
+  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+  MPI_Comm handle = MPI_COMM_WORLD;
+  MPI_Comm_errhandler_function* user = nullptr;
+  {
+    std::lock_guard g(s.mu);
+    if (!c && s.comms.size() > MPI_COMM_WORLD) c = s.comms[MPI_COMM_WORLD].get();
+    if (c) {
+      h = c->errhandler;
+      handle = c->handle;
+    }
+    user = user_handler_locked(s, h);
+  }
+  return raise_with(fn, h, user, handle, code, detail);
+}
+
+int mpi_raise_on(const char* fn, MPI_Errhandler h, int handle, int code, const std::string& detail) {
+  if (code == MPI_SUCCESS) return code;
+  state& s = st();
+  MPI_Comm_errhandler_function* user = nullptr;
+  {
+    std::lock_guard g(s.mu);
+    user = user_handler_locked(s, h);
+  }
+  return raise_with(fn, h, user, handle, code, detail);
+}
+
+bool valid_errhandler(MPI_Errhandler h) {
+  state& s = st();
+  std::lock_guard g(s.mu);
+  return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN || user_handler_locked(s, h) != nullptr;
 }
 
 int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail) {
@@ -279,13 +337,6 @@ int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler
   return MPI_SUCCESS;
 }
 
-static bool valid_errhandler(MPI_Errhandler h) {
-  state& s = st();
-  std::lock_guard g(s.mu);
-  return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN ||
-         (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size() && s.errhandlers[h - 3]);
-}
-
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
   if (!check_initialized("MPI_Comm_set_errhandler")) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
@@ -316,7 +367,13 @@ int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
 }
 
 int PMPI_Errhandler_free(MPI_Errhandler* errhandler) {
-  if (!errhandler) return MPI_ERR_ARG;
+  const char* fn = "MPI_Errhandler_free";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!errhandler) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null errhandler pointer");
+  if (*errhandler == MPI_ERRHANDLER_NULL)
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "MPI_ERRHANDLER_NULL is not an error handler");
+  if (!valid_errhandler(*errhandler))
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "invalid error handler " + std::to_string(*errhandler));
   // User handlers stay registered while a communicator may still use them
   // (MPI semantics: freeing only drops the caller's reference).
   *errhandler = MPI_ERRHANDLER_NULL;

@@ -117,6 +117,11 @@ struct request_obj {
   std::shared_ptr<void> extra;
 };
 
+// Matched-message handles (MPI_Mprobe): MPI_MESSAGE_NULL 0 and
+// MPI_MESSAGE_NO_PROC 1 are predefined, message i of state::messages is
+// handle i + kFirstMessageHandle.
+constexpr int kFirstMessageHandle = 2;
+
 struct message_obj {
   nmad::message_handle engine;
   comm_obj* comm = nullptr;
@@ -199,6 +204,11 @@ int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail =
 // literal detail builds no string (and needs no stack frame for one).
 [[gnu::cold]] int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail);
 int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& detail = {});
+// The same on an object that is not a communicator (files): handler h,
+// `handle` passed to a user handler.
+int mpi_raise_on(const char* fn, MPI_Errhandler h, int handle, int code, const std::string& detail = {});
+// MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN or a created handler.
+bool valid_errhandler(MPI_Errhandler h);
 const char* error_name(int code);
 const char* error_text(int code);
 int from_errc(nmad::errc e);
@@ -333,6 +343,11 @@ bool host_identity(std::string& id, std::string& detail);
 // some host, else null (flat algorithms). Computed once per communicator.
 void init_world_hosts();
 const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c);
+// A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
+// it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
+inline bool empty_proc_null(int count, MPI_Datatype t, int peer) {
+  return count == 0 && t == MPI_DATATYPE_NULL && peer == MPI_PROC_NULL;
+}
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
 

@@ -194,13 +194,16 @@ class blocking_request {
 }
 
 // Validates the arguments of a send or receive; 0 or an error raised on c.
+// A transfer of nothing with MPI_PROC_NULL may name MPI_DATATYPE_NULL
+// (MPICH and Open MPI accept it; it completes at once and moves no data).
 [[gnu::always_inline]] inline int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int count,
                                             MPI_Datatype type, int peer, int tag, bool send) {
   c = lookup_comm(comm);
   if (!c) return raise_bad_comm(fn, comm);
   const int n = type_size(type);
   if (count < 0 || n < 0 || (!buf && count > 0 && n > 0)) {  // not the plain predefined case
-    if (int e = check_buffer_full(fn, c, count, type, buf)) return e;
+    if (!empty_proc_null(count, type, peer))
+      if (int e = check_buffer_full(fn, c, count, type, buf)) return e;
   }
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
     return raise_bad_rank(fn, c, peer, send);
@@ -346,6 +349,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   const bool send = k == request_obj::kind::send;
   if (int e = check_p2p(fn, c, comm, buf, count, datatype, peer, tag, send)) return e;
   if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
+  if (empty_proc_null(count, datatype, peer)) datatype = MPI_BYTE;  // no type to hold
   request_obj* r = new_request();
   r->type = k;
   r->mode = mode;
@@ -628,7 +632,7 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mes
   m->comm = c;
   m->in_use = true;
   for (std::size_t i = 0; i < s.messages.size(); ++i)
-    if (s.messages[i].get() == m) *message = static_cast<MPI_Message>(i + 1);
+    if (s.messages[i].get() == m) *message = static_cast<MPI_Message>(i + kFirstMessageHandle);
   return MPI_SUCCESS;
 }
 
@@ -661,8 +665,9 @@ namespace {
 message_obj* take_message(MPI_Message h) {
   state& s = st();
   std::lock_guard g(s.mu);
-  if (h <= 0 || static_cast<std::size_t>(h) > s.messages.size()) return nullptr;
-  message_obj* m = s.messages[h - 1].get();
+  if (h < kFirstMessageHandle || static_cast<std::size_t>(h - kFirstMessageHandle) >= s.messages.size())
+    return nullptr;
+  message_obj* m = s.messages[h - kFirstMessageHandle].get();
   return m->in_use ? m : nullptr;
 }
 void drop_message(message_obj* m) {

@@ -23,6 +23,7 @@ TEST_CASE("comm_idup") {
 TEST_CASE("comm_name") { expect_pass("comm_name", {1, 2}); }
 TEST_CASE("comm_errors") { expect_pass("comm_errors", {1, 2, 4}); }
 TEST_CASE("attr_keyval") { expect_pass("attr_keyval", {1, 2, 4}); }
+TEST_CASE("attr_keyval_free") { expect_pass("attr_keyval_free", {1, 2}); }
 TEST_CASE("attr_predefined") { expect_pass("attr_predefined", {1, 2}); }
 TEST_CASE("attr_deprecated") { expect_pass("attr_deprecated", {1, 2}); }
 TEST_CASE("info_basic") { expect_pass("info_basic", {1, 2}); }

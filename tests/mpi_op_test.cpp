@@ -33,6 +33,14 @@ constexpr BasicType kCIntegers[] = {
     BasicType::Int32,      BasicType::Int64,        BasicType::UInt8,    BasicType::UInt16,
     BasicType::UInt32,     BasicType::UInt64};
 constexpr BasicType kMultiLang[] = {BasicType::Aint, BasicType::Offset, BasicType::Count};
+// Every type the integer ops take: C integers, multi-language types and
+// MPI_CHAR (an extension: MPICH and Open MPI reduce it as a C char).
+std::vector<BasicType> all_integers() {
+  std::vector<BasicType> all(std::begin(kCIntegers), std::end(kCIntegers));
+  all.insert(all.end(), std::begin(kMultiLang), std::end(kMultiLang));
+  all.push_back(BasicType::Char);
+  return all;
+}
 constexpr BasicType kFloating[] = {BasicType::Float, BasicType::Double, BasicType::LongDouble};
 constexpr BasicType kComplex[] = {BasicType::CFloatComplex, BasicType::CDoubleComplex,
                                   BasicType::CLongDoubleComplex};
@@ -43,6 +51,7 @@ constexpr BasicType kPairs[] = {BasicType::FloatInt, BasicType::DoubleInt, Basic
 template <class F>
 void with_int_type(BasicType t, F&& f) {
   switch (t) {
+    case BasicType::Char: return f.template operator()<char>(t);
     case BasicType::SignedChar: return f.template operator()<signed char>(t);
     case BasicType::UnsignedChar: return f.template operator()<unsigned char>(t);
     case BasicType::Short: return f.template operator()<short>(t);
@@ -70,10 +79,8 @@ void with_int_type(BasicType t, F&& f) {
 
 }  // namespace
 
-TEST_CASE("SUM/PROD/MAX/MIN on every C integer and multi-language type") {
-  std::vector<BasicType> all(std::begin(kCIntegers), std::end(kCIntegers));
-  all.insert(all.end(), std::begin(kMultiLang), std::end(kMultiLang));
-  for (BasicType t : all) {
+TEST_CASE("SUM/PROD/MAX/MIN on every C integer, multi-language type and MPI_CHAR") {
+  for (BasicType t : all_integers()) {
     CAPTURE(basic_type_info(t).name);
     with_int_type(t, []<class T>(BasicType bt) {
       using L = std::numeric_limits<T>;
@@ -134,8 +141,8 @@ TEST_CASE("SUM/PROD on C complex types") {
   }
 }
 
-TEST_CASE("LAND/LOR/LXOR on C integers: results are 0/1") {
-  for (BasicType t : kCIntegers) {
+TEST_CASE("LAND/LOR/LXOR on every integer type (MPI_AINT/OFFSET/COUNT, MPI_CHAR too): results are 0/1") {
+  for (BasicType t : all_integers()) {
     CAPTURE(basic_type_info(t).name);
     with_int_type(t, []<class T>(BasicType bt) {
       const std::vector<T> a = {T(0), T(0), T(5), T(2)};
@@ -145,7 +152,8 @@ TEST_CASE("LAND/LOR/LXOR on C integers: results are 0/1") {
       CHECK(run(PredefinedOp::Lxor, a, b, bt) == std::vector<T>{T(0), T(1), T(1), T(0)});
     });
   }
-  for (BasicType t : kMultiLang) CHECK(!op_allowed(PredefinedOp::Land, t));
+  for (BasicType t : kMultiLang)
+    for (PredefinedOp op : {PredefinedOp::Land, PredefinedOp::Lor, PredefinedOp::Lxor}) CHECK(op_allowed(op, t));
 }
 
 TEST_CASE("LAND/LOR/LXOR on C bool, including non-canonical true bytes") {
@@ -164,10 +172,8 @@ TEST_CASE("LAND/LOR/LXOR on C bool, including non-canonical true bytes") {
     CHECK(!op_allowed(op, BasicType::CBool));
 }
 
-TEST_CASE("BAND/BOR/BXOR on integers, multi-language types and MPI_BYTE") {
-  std::vector<BasicType> all(std::begin(kCIntegers), std::end(kCIntegers));
-  all.insert(all.end(), std::begin(kMultiLang), std::end(kMultiLang));
-  for (BasicType t : all) {
+TEST_CASE("BAND/BOR/BXOR on integers, multi-language types, MPI_CHAR and MPI_BYTE") {
+  for (BasicType t : all_integers()) {
     CAPTURE(basic_type_info(t).name);
     with_int_type(t, []<class T>(BasicType bt) {
       const std::vector<T> a = {T(0x5a), T(0x0f), static_cast<T>(~T(0))};
@@ -251,7 +257,7 @@ TEST_CASE("REPLACE and NO_OP on every basic type") {
   }
 }
 
-TEST_CASE("the allowed-combination matrix matches MPI-3.1 5.9.2") {
+TEST_CASE("the allowed-combination matrix: MPI-3.1 5.9.2 plus MPI_CHAR and logical ops on MPI_AINT/OFFSET/COUNT") {
   using O = PredefinedOp;
   for (int ti = 0; ti < kNumBasicTypes; ++ti) {
     const BasicType t = static_cast<BasicType>(ti);
@@ -261,23 +267,24 @@ TEST_CASE("the allowed-combination matrix matches MPI-3.1 5.9.2") {
         if (x == t) return true;
       return false;
     };
-    const bool cint = in(kCIntegers), ml = in(kMultiLang), fl = in(kFloating), cx = in(kComplex),
-               pr = in(kPairs), lg = t == BasicType::CBool, by = t == BasicType::Byte;
-    CHECK(op_allowed(O::Max, t) == (cint || ml || fl));
-    CHECK(op_allowed(O::Min, t) == (cint || ml || fl));
-    CHECK(op_allowed(O::Sum, t) == (cint || ml || fl || cx));
-    CHECK(op_allowed(O::Prod, t) == (cint || ml || fl || cx));
-    CHECK(op_allowed(O::Land, t) == (cint || lg));
-    CHECK(op_allowed(O::Lor, t) == (cint || lg));
-    CHECK(op_allowed(O::Lxor, t) == (cint || lg));
-    CHECK(op_allowed(O::Band, t) == (cint || ml || by));
-    CHECK(op_allowed(O::Bor, t) == (cint || ml || by));
-    CHECK(op_allowed(O::Bxor, t) == (cint || ml || by));
+    const bool fl = in(kFloating), cx = in(kComplex), pr = in(kPairs), lg = t == BasicType::CBool,
+               by = t == BasicType::Byte;
+    const bool integer = in(kCIntegers) || in(kMultiLang) || t == BasicType::Char;
+    CHECK(op_allowed(O::Max, t) == (integer || fl));
+    CHECK(op_allowed(O::Min, t) == (integer || fl));
+    CHECK(op_allowed(O::Sum, t) == (integer || fl || cx));
+    CHECK(op_allowed(O::Prod, t) == (integer || fl || cx));
+    CHECK(op_allowed(O::Land, t) == (integer || lg));
+    CHECK(op_allowed(O::Lor, t) == (integer || lg));
+    CHECK(op_allowed(O::Lxor, t) == (integer || lg));
+    CHECK(op_allowed(O::Band, t) == (integer || by));
+    CHECK(op_allowed(O::Bor, t) == (integer || by));
+    CHECK(op_allowed(O::Bxor, t) == (integer || by));
     CHECK(op_allowed(O::Maxloc, t) == pr);
     CHECK(op_allowed(O::Minloc, t) == pr);
   }
   // the non-numeric types only take REPLACE / NO_OP
-  for (BasicType t : {BasicType::Char, BasicType::WChar, BasicType::Packed})
+  for (BasicType t : {BasicType::WChar, BasicType::Packed})
     for (int oi = 0; oi < kNumPredefinedOps; ++oi) {
       const PredefinedOp op = static_cast<PredefinedOp>(oi);
       CHECK(op_allowed(op, t) == (op == O::Replace || op == O::NoOp));
@@ -297,7 +304,7 @@ TEST_CASE("disallowed combinations and bad counts throw OpError") {
   CHECK(code_of([&] { apply(PredefinedOp::Land, f, g, 2, BasicType::Float); }) == OpErrc::unsupported_type);
   CHECK(code_of([&] { apply(PredefinedOp::Bxor, f, g, 2, BasicType::Float); }) == OpErrc::unsupported_type);
   CHECK(code_of([&] { apply(PredefinedOp::Maxloc, f, g, 1, BasicType::Double); }) == OpErrc::unsupported_type);
-  CHECK(code_of([&] { apply(PredefinedOp::Sum, f, g, 2, BasicType::Char); }) == OpErrc::unsupported_type);
+  CHECK(code_of([&] { apply(PredefinedOp::Sum, f, g, 2, BasicType::WChar); }) == OpErrc::unsupported_type);
   CHECK(code_of([&] { apply(PredefinedOp::Sum, f, g, 1, BasicType::DoubleInt); }) == OpErrc::unsupported_type);
   CHECK(code_of([&] { apply(PredefinedOp::Max, f, g, 0, BasicType::CFloatComplex); }) ==
         OpErrc::unsupported_type);

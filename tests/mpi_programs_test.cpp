@@ -288,3 +288,49 @@ TEST_CASE("mpi alloc_mem: Alloc_mem/Free_mem buffers move data; negative size is
 TEST_CASE("mpi misc: Pcontrol, Comm_get_parent, Status_set_cancelled, handle c2f/f2c") {
   expect_pass("misc", {1, 2});
 }
+
+// ---- declared-only chapters, interoperability, conformance details ----
+namespace {
+// Runs tests/mpi/prog with one argument (a failure mode of the program).
+nmad_test::run_result run_mpi_arg(const std::string& prog, int nprocs, const std::string& arg) {
+  nmad_test::run_options o;
+  o.timeout_s = 120;
+  return nmad_test::run({nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(nprocs), "--timeout", "90",
+                         nmad_test::runfile("tests/mpi/" + prog), arg},
+                        o);
+}
+}  // namespace
+
+TEST_CASE("mpi onesided_decls: one-sided calls are MPI_ERR_UNSUPPORTED_OPERATION, Win_free MPI_ERR_WIN") {
+  expect_pass("onesided_decls", {1, 2});
+  auto r = run_mpi_arg("onesided_decls", 2, "fatal");
+  if (!contains(r.err, "one-sided")) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.status != 0);
+  CHECK_FALSE(r.timed_out);
+  CHECK(contains(r.err, "MPI_Win_create: MPI_ERR_UNSUPPORTED_OPERATION: operation not supported "
+                        "(one-sided communication is not provided by this MPI)"));
+  CHECK_FALSE(contains(r.out, "FAIL"));
+}
+
+TEST_CASE("mpi file_decls: MPI-IO calls are MPI_ERR_UNSUPPORTED_OPERATION on MPI_FILE_NULL's handler") {
+  expect_pass("file_decls", {1, 2});
+  auto r = run_mpi_arg("file_decls", 2, "fatal");
+  if (!contains(r.err, "MPI-IO")) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.status != 0);
+  CHECK_FALSE(r.timed_out);
+  CHECK(contains(r.err, "MPI_File_open: MPI_ERR_UNSUPPORTED_OPERATION: operation not supported "
+                        "(MPI-IO is not provided by this MPI)"));
+  CHECK_FALSE(contains(r.out, "FAIL"));
+}
+
+TEST_CASE("mpi interop: Status_c2f/f2c, Type_create_f90_integer/real/complex") {
+  expect_pass("interop", {1, 2, 3});
+}
+
+TEST_CASE("mpi handles: predefined handles non-negative, MPI_MESSAGE_NO_PROC, Errhandler_free errors") {
+  expect_pass("handles", {1, 2});
+}
+
+TEST_CASE("mpi proc_null_empty: zero-count MPI_DATATYPE_NULL to and from MPI_PROC_NULL") {
+  expect_pass("proc_null_empty", {1, 2});
+}

@@ -14,7 +14,11 @@ namespace nmad::mpi {
 
 namespace {
 
-enum class Family { CInteger, MultiLang, Floating, Complex, Logical, Byte, Pair, Other };
+// CharInteger: MPI_CHAR, which MPI-3.1 5.9.2 leaves out of "C integer"
+// (a printable character) but which MPICH and Open MPI reduce as a small
+// integer, and programs rely on it (e.g. benchmarks reducing MPI_CHAR with
+// MPI_SUM): accepted wherever C integers are.
+enum class Family { CInteger, CharInteger, MultiLang, Floating, Complex, Logical, Byte, Pair, Other };
 
 Family family(BasicType t) {
   switch (t) {
@@ -61,6 +65,7 @@ Family family(BasicType t) {
     case BasicType::LongDoubleInt:
       return Family::Pair;
     case BasicType::Char:
+      return Family::CharInteger;
     case BasicType::WChar:
     case BasicType::Packed:
       return Family::Other;
@@ -224,13 +229,15 @@ void logical_bool(PredefinedOp op, const unsigned char* in, unsigned char* io, C
 // Types whose kernels take a separate output (elementwise); the others
 // (logical bool, pairs) reduce in place only.
 bool has_kernel_into(BasicType t) {
-  return family(t) == Family::CInteger || family(t) == Family::MultiLang || family(t) == Family::Floating ||
+  return family(t) == Family::CInteger || family(t) == Family::CharInteger || family(t) == Family::MultiLang ||
+         family(t) == Family::Floating ||
          family(t) == Family::Complex || t == BasicType::Byte;
 }
 
 void dispatch(PredefinedOp op, const unsigned char* in, const unsigned char* b, unsigned char* io, Count n,
               BasicType t) {
   switch (t) {
+    case BasicType::Char: return elementwise<char>(op, in, b, io, n);
     case BasicType::SignedChar: return elementwise<signed char>(op, in, b, io, n);
     case BasicType::UnsignedChar: return elementwise<unsigned char>(op, in, b, io, n);
     case BasicType::Byte: return elementwise<unsigned char>(op, in, b, io, n);
@@ -266,7 +273,6 @@ void dispatch(PredefinedOp op, const unsigned char* in, const unsigned char* b, 
     case BasicType::TwoInt: return loc<TwoIntPair>(op, in, io, n);
     case BasicType::ShortInt: return loc<ShortIntPair>(op, in, io, n);
     case BasicType::LongDoubleInt: return loc<LongDoubleIntPair>(op, in, io, n);
-    case BasicType::Char:
     case BasicType::WChar:
     case BasicType::Packed:
       break;
@@ -289,22 +295,25 @@ bool op_allowed(PredefinedOp op, BasicType type) {
   const int ti = static_cast<int>(type);
   if (ti < 0 || ti >= kNumBasicTypes) return false;
   const Family f = family(type);
+  // Every integer the ops reduce: the C integers, MPI_CHAR and the
+  // multi-language MPI_AINT/OFFSET/COUNT (integers of C too, accepted for
+  // the logical ops as well).
+  const bool integer = f == Family::CInteger || f == Family::CharInteger || f == Family::MultiLang;
   switch (op) {
     case PredefinedOp::Max:
     case PredefinedOp::Min:
-      return f == Family::CInteger || f == Family::MultiLang || f == Family::Floating;
+      return integer || f == Family::Floating;
     case PredefinedOp::Sum:
     case PredefinedOp::Prod:
-      return f == Family::CInteger || f == Family::MultiLang || f == Family::Floating ||
-             f == Family::Complex;
+      return integer || f == Family::Floating || f == Family::Complex;
     case PredefinedOp::Land:
     case PredefinedOp::Lor:
     case PredefinedOp::Lxor:
-      return f == Family::CInteger || f == Family::Logical;
+      return integer || f == Family::Logical;
     case PredefinedOp::Band:
     case PredefinedOp::Bor:
     case PredefinedOp::Bxor:
-      return f == Family::CInteger || f == Family::MultiLang || f == Family::Byte;
+      return integer || f == Family::Byte;
     case PredefinedOp::Maxloc:
     case PredefinedOp::Minloc:
       return f == Family::Pair;

@@ -6,16 +6,20 @@
 // * Semantics: every op computes inout[k] = in[k] (op) inout[k] for
 //   k < count, the argument order of MPI_User_function and MPI_Reduce_local.
 // * Allowed combinations (MPI-3.1 5.9.2, C types only):
-//     MAX, MIN            : C integer, floating point, MPI_AINT/OFFSET/COUNT
-//     SUM, PROD           : C integer, floating point, complex, MPI_AINT/OFFSET/COUNT
-//     LAND, LOR, LXOR     : C integer, logical (MPI_C_BOOL)
-//     BAND, BOR, BXOR     : C integer, MPI_BYTE, MPI_AINT/OFFSET/COUNT
+//     MAX, MIN            : integer, floating point
+//     SUM, PROD           : integer, floating point, complex
+//     LAND, LOR, LXOR     : integer, logical (MPI_C_BOOL)
+//     BAND, BOR, BXOR     : integer, MPI_BYTE
 //     MAXLOC, MINLOC      : the pair types (MPI_FLOAT_INT ... MPI_LONG_DOUBLE_INT)
 //     REPLACE, NO_OP      : every basic type (MPI_Accumulate family)
-//   "C integer" = MPI_INT, LONG, SHORT, UNSIGNED_SHORT, UNSIGNED, UNSIGNED_LONG,
-//   LONG_LONG(_INT), UNSIGNED_LONG_LONG, SIGNED_CHAR, UNSIGNED_CHAR and the
-//   (u)intN_t types. MPI_CHAR, MPI_WCHAR and MPI_PACKED are not numeric and
-//   only accept REPLACE/NO_OP. Anything else throws OpError{unsupported_type}.
+//   "integer" = the standard's C integers (MPI_INT, LONG, SHORT,
+//   UNSIGNED_SHORT, UNSIGNED, UNSIGNED_LONG, LONG_LONG(_INT),
+//   UNSIGNED_LONG_LONG, SIGNED_CHAR, UNSIGNED_CHAR, the (u)intN_t types) and
+//   its multi-language MPI_AINT/OFFSET/COUNT, plus MPI_CHAR (reduced as a C
+//   char, as MPICH and Open MPI do; the standard leaves it out) and the
+//   logical ops on MPI_AINT/OFFSET/COUNT (the standard's table lists them
+//   for every other integer op only). MPI_WCHAR and MPI_PACKED only accept
+//   REPLACE/NO_OP. Anything else throws OpError{unsupported_type}.
 // * Integer SUM/PROD wrap modulo 2^N (no undefined behaviour on overflow).
 //   Logical results are 0 or 1 of the operand type. MAXLOC/MINLOC ties keep
 //   the smaller index, as the standard requires.
