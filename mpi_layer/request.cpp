@@ -178,6 +178,34 @@ bool request_done(request_obj& r) {
 }
 
 namespace {
+// The progress a test call (Test, Testall, Testany, Testsome,
+// Request_get_status; Waitsome before it reports) makes first: rounds of
+// engine progress until done() holds or rounds find nothing more to do.
+// One round is not enough when a transfer takes several protocol steps
+// that are all local (a rendezvous or synchronous send to this process:
+// request, ready to receive, data, one round each; the steps after an
+// Imrecv of a probed rendezvous message): a test call reports what can
+// complete without waiting for another process, not the next call.
+// A driver the progress thread is polling is waited for, not skipped (what
+// it is handling may be what the caller tests); the progress thread may
+// also be between its poll and posting what that poll produced, so with
+// one, a few rounds must find nothing before the call gives up. Capped, so
+// that a stream of incoming traffic cannot keep a test call (which must
+// return at once) spinning.
+constexpr int kTestRounds = 64;
+constexpr int kIdleRoundsWithProgressThread = 3;
+template <class Done>
+void progress_until(Done&& done) {
+  nmad::session& s = *st().session;
+  const int idle_allowed = s.has_progress_thread() ? kIdleRoundsWithProgressThread : 0;
+  int idle = 0;
+  for (int i = 0; i < kTestRounds; ++i) {
+    if (s.progress_all_drivers() > 0) idle = 0;
+    else if (++idle > idle_allowed) return;
+    if (done()) return;
+  }
+}
+
 [[gnu::noinline]] void wait_generic(request_obj& r) {
   st().session->wait_until([&] { return request_done(r); });
 }
@@ -376,7 +404,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
     if (status != MPI_STATUS_IGNORE) empty_status(status);
     return MPI_SUCCESS;
   }
-  if (!request_done(*r)) st().session->progress();
+  if (!request_done(*r)) progress_until([r] { return request_done(*r); });
   if (!request_done(*r)) {
     *flag = 0;
     return MPI_SUCCESS;
@@ -426,7 +454,12 @@ int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status status
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
-  st().session->progress();
+  auto all_done = [&] {
+    for (int i = 0; i < count; ++i)
+      if (is_active(rs[i]) && !request_done(*rs[i])) return false;
+    return true;
+  };
+  if (!all_done()) progress_until(all_done);
   for (int i = 0; i < count; ++i)
     if (is_active(rs[i]) && !request_done(*rs[i])) {
       *flag = 0;
@@ -485,7 +518,11 @@ int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_S
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
-  st().session->progress();
+  progress_until([&] {
+    for (int i = 0; i < count; ++i)
+      if (is_active(rs[i]) && request_done(*rs[i])) return true;
+    return false;
+  });
   int err = MPI_SUCCESS;
   const any_result r = complete_any("MPI_Testany", count, rs, requests, index, status, err);
   *flag = r != any_result::pending;
@@ -538,7 +575,14 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
     }
     return false;
   };
-  if (!wait) st().session->progress();
+  // Both forms report every request that can complete now: progress first
+  // (Waitsome too, so that it does not return one request of a batch that
+  // the next round completes whole).
+  progress_until([&] {
+    for (int i = 0; i < incount; ++i)
+      if (is_active(rs[i]) && !request_done(*rs[i])) return false;
+    return true;
+  });
   if (!scan()) st().session->wait_until(scan);
   return result;
 }
@@ -564,7 +608,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
     if (status != MPI_STATUS_IGNORE) empty_status(status);
     return MPI_SUCCESS;
   }
-  if (!request_done(*r)) st().session->progress();
+  if (!request_done(*r)) progress_until([r] { return request_done(*r); });
   *flag = request_done(*r) ? 1 : 0;
   if (*flag && status != MPI_STATUS_IGNORE) {
     std::string detail;

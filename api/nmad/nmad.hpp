@@ -228,6 +228,13 @@ class session {
   wait_policy get_wait_policy() const;
 
   int progress();                    // one round of progress; work done
+  // One round of progress like progress(), except that a driver another
+  // thread (the progress thread) is polling at that moment is waited for
+  // instead of skipped: on return, every event the drivers had delivered
+  // before the call has been handled, whoever polled it. For calls that
+  // must report what has completed (MPI_Test and its kind). Takes the
+  // drivers' locks: not from a progress task or completion callback.
+  int progress_all_drivers();
   // Progress tasks: fn(arg) runs on every round of progress (from any
   // thread that progresses, with the session lock held, so it may start
   // requests but must not wait); it returns the amount of work it did
