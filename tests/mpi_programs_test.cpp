@@ -51,6 +51,12 @@ TEST_CASE("mpi cancel: pending receives cancel, matched ones do not; Request_fre
   expect_pass("cancel", {1, 2});
 }
 
+TEST_CASE("mpi cancel_send: a cancelled send is withdrawn (and never received) or delivered, both sides agree") {
+  expect_pass("cancel_send", {1, 2, 3});
+  expect_pass_all_drivers("cancel_send", {2});
+  expect_pass("cancel_send", {2}, {{"NMAD_PROGRESS", "thread"}});
+}
+
 TEST_CASE("mpi truncate: MPI_ERR_TRUNCATE returned with MPI_ERRORS_RETURN, program goes on") {
   expect_pass("truncate", {2});
 }
