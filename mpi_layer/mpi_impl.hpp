@@ -308,6 +308,11 @@ inline comm_obj* lookup_comm(MPI_Comm c) {
     if (comm_obj* p = st().predefined_comms[c].load(std::memory_order_acquire)) return p;
   return lookup_comm_table(c);
 }
+// The same, also finding a communicator MPI_Comm_idup is still creating:
+// for the local calls that may name it before the idup completes (error
+// handler, name), which Open MPI and MPICH accept too; the others wait for
+// the request (MPI-3.1 6.4.2 makes using it earlier erroneous).
+comm_obj* lookup_comm_or_pending(MPI_Comm c);
 void init_comms(int world_rank, int world_size);
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
