@@ -141,6 +141,7 @@ class session_impl final : private wait_engine {
   // Background work outside requests (a non-blocking collective's schedule):
   // keeps the progress thread running while > 0.
   void background_work(long delta);
+  void notify_waiters() { _waiter.notify(); }
   void begin_blocking() { waiter::begin_blocking(); }
   void end_blocking() { _waiter.end_blocking(); }
 

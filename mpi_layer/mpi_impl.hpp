@@ -105,11 +105,20 @@ struct request_obj {
   //               receive into the user's buffer); returns an MPI error code
   //               (detail: its text). Generic requests set local_status here
   //               or in poll.
-  //  on_cancel    generic requests: MPI_Cancel (null: not cancellable).
+  //  on_cancel    generic requests: MPI_Cancel (null: not cancellable);
+  //               returns an MPI error code (detail: its text).
+  //  on_status    generic requests: the status MPI_Request_get_status
+  //               reports for a done request that stays active (null:
+  //               local_status); returns its error code.
+  //  on_free      generic requests: MPI_Request_free takes this instead of
+  //               its own handling (null: none); it owns the request's
+  //               release from then on. Returns an MPI error code.
   //  extra        state the hooks keep alive (staging buffer, executor...).
   std::function<bool(request_obj&)> poll;
   std::function<int(request_obj&, std::string& detail)> on_complete;
-  std::function<void(request_obj&)> on_cancel;
+  std::function<int(request_obj&, std::string& detail)> on_cancel;
+  std::function<int(request_obj&, MPI_Status* status, std::string& detail)> on_status;
+  std::function<int(request_obj&, std::string& detail)> on_free;
   std::shared_ptr<void> extra;
 };
 

@@ -19,6 +19,8 @@ namespace {
   if (r->poll) r->poll = nullptr;
   if (r->on_complete) r->on_complete = nullptr;
   if (r->on_cancel) r->on_cancel = nullptr;
+  if (r->on_status) r->on_status = nullptr;
+  if (r->on_free) r->on_free = nullptr;
   if (r->extra) r->extra.reset();
   r->live = false;
   s.free_requests.push_back(r->handle);
@@ -610,6 +612,16 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
   }
   if (!request_done(*r)) progress_until([r] { return request_done(*r); });
   *flag = request_done(*r) ? 1 : 0;
+  if (*flag && r->on_status) {  // e.g. a generalized request's query_fn, called even for MPI_STATUS_IGNORE
+    std::string detail;
+    MPI_Status tmp;
+    const int err = r->on_status(*r, &tmp, detail);
+    if (status != MPI_STATUS_IGNORE) {
+      tmp.MPI_ERROR = status->MPI_ERROR;  // one status: MPI_ERROR is left alone
+      *status = tmp;
+    }
+    return err == MPI_SUCCESS ? err : mpi_raise("MPI_Request_get_status", r->comm, err, detail);
+  }
   if (*flag && status != MPI_STATUS_IGNORE) {
     std::string detail;
     MPI_Status tmp;
@@ -641,6 +653,11 @@ int PMPI_Cancel(MPI_Request* request) {
   // complete by themselves (MPI_Test_cancelled reports false). Either way
   // MPI_Wait returns without the receiver posting anything.
   if (r->active && !r->local_done && r->type != request_obj::kind::generic) st().session->cancel(r->engine);
+  if (r->active && r->type == request_obj::kind::generic && r->on_cancel) {  // e.g. a generalized request
+    std::string detail;
+    const int err = r->on_cancel(*r, detail);
+    if (err != MPI_SUCCESS) return mpi_raise("MPI_Cancel", r->comm, err, detail);
+  }
   return MPI_SUCCESS;
 }
 
@@ -657,6 +674,13 @@ int PMPI_Request_free(MPI_Request* request) {
   request_obj* r = lookup_request(*request);
   if (!r) return mpi_raise("MPI_Request_free", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
   state& s = st();
+  if (r->on_free) {  // e.g. a generalized request: it releases r itself
+    std::string detail;
+    auto on_free = r->on_free;
+    *request = MPI_REQUEST_NULL;
+    const int err = on_free(*r, detail);
+    return err == MPI_SUCCESS ? err : mpi_raise("MPI_Request_free", nullptr, err, detail);
+  }
   if (r->active && !request_done(*r)) {
     {
       std::lock_guard g(s.zombie_mu);

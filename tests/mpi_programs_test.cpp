@@ -57,6 +57,11 @@ TEST_CASE("mpi cancel_send: a cancelled send is withdrawn (and never received) o
   expect_pass("cancel_send", {2}, {{"NMAD_PROGRESS", "thread"}});
 }
 
+TEST_CASE("mpi grequest: generalized requests in every completion call, callbacks, cancel, free, other threads") {
+  expect_pass("grequest", {1, 2});
+  expect_pass("grequest", {1}, {{"NMAD_PROGRESS", "thread"}});
+}
+
 TEST_CASE("mpi truncate: MPI_ERR_TRUNCATE returned with MPI_ERRORS_RETURN, program goes on") {
   expect_pass("truncate", {2});
 }

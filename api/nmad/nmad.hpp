@@ -223,6 +223,11 @@ class session {
   void wait_until(F&& done) {
     wait_until([](void* f) -> bool { return (*static_cast<std::remove_reference_t<F>*>(f))(); }, &done);
   }
+  // Something a wait_until() condition looks at changed outside the engine
+  // (another thread completed a layer's own request, e.g. an MPI
+  // generalized request): wakes the threads sleeping in a wait so that
+  // they look again. Any thread; cheap when nobody sleeps.
+  void notify_waiters();
   // The wait policy of every blocking call from now on (any thread).
   void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(100));
   wait_policy get_wait_policy() const;
