@@ -110,6 +110,8 @@ void session::abort(int exit_code, const std::string& message) { _impl->abort(ex
 
 bool session::cancel(request& req) { return _impl->cancel(state_of(req)); }
 int session::progress() { return _impl->progress(); }
+void session::notify_waiters() { _impl->notify_waiters(); }
+int session::progress_all_drivers() { return _impl->progress(/*wait_busy_drivers=*/true); }
 session_stats session::stats() const { return _impl->stats(); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
 std::string session::local_address(std::string_view driver) const { return _impl->local_address(driver); }

@@ -125,7 +125,7 @@ class session_impl final : private wait_engine {
   // Blocking probe: returns once a matching message is here, or fails
   // with peer_failed once no live peer could send one.
   recv_status probe(int source, tag_t tag, tag_t mask);
-  int progress();
+  int progress(bool wait_busy_drivers = false);
   // Waits with the session's wait policy until done(arg) is true.
   void wait_until(bool (*done)(void*), void* arg) { _waiter.wait(done, arg); }
   waiter& the_waiter() { return _waiter; }
@@ -141,6 +141,7 @@ class session_impl final : private wait_engine {
   // Background work outside requests (a non-blocking collective's schedule):
   // keeps the progress thread running while > 0.
   void background_work(long delta);
+  void notify_waiters() { _waiter.notify(); }
   void begin_blocking() { waiter::begin_blocking(); }
   void end_blocking() { _waiter.end_blocking(); }
 
@@ -186,9 +187,11 @@ class session_impl final : private wait_engine {
   void shutdown();
 
   // Progress and scheduling.
-  int progress_now();          // one round; no lock held
+  // One round; no lock held. wait_busy_drivers: a driver another thread
+  // polls is waited for (its lock taken blocking) instead of skipped.
+  int progress_now(bool wait_busy_drivers = false);
   void leave_engine();         // the outermost engine_scope ended
-  void flush_pending();        // deferred failures and schedules; no lock held
+  int flush_pending();         // deferred failures and schedules (how many); no lock held
   void defer_schedule(gate& g);
   void defer_ask(gate& g, request_state& r);  // matching lock held
   void retry_asks(gate& g);                    // no lock held

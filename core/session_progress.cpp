@@ -73,12 +73,12 @@ std::vector<session_impl::deferred_completion>& session_impl::deferred_queue::sp
   return v;
 }
 
-int session_impl::progress() {
+int session_impl::progress(bool wait_busy_drivers) {
   engine_scope scope(*this);
-  return progress_now();
+  return progress_now(wait_busy_drivers);
 }
 
-int session_impl::progress_now() {
+int session_impl::progress_now(bool wait_busy_drivers) {
   int work = 0;
   // A quiet driver (nothing connected or posted) is polled one round in 64
   // only, for connections that may still come. (Racing threads may lose a
@@ -87,15 +87,20 @@ int session_impl::progress_now() {
   _rounds.store(round, std::memory_order_relaxed);
   const bool all = (round & 63) == 0 || _connecting;
   for (auto& slot : _slots) {
-    // A driver another thread polls (or posts on) is skipped, not waited for.
-    if (!slot->lock.try_lock()) continue;
+    // A driver another thread polls (or posts on) is skipped, not waited
+    // for, unless the caller asked to (it holds no engine lock then: the
+    // driver lock is the first of the lock order).
+    if (wait_busy_drivers) slot->lock.lock();
+    else if (!slot->lock.try_lock()) continue;
     if (all || !slot->drv->quiet()) work += slot->drv->poll();
     slot->lock.unlock();
   }
   // The progress tasks (one thread at a time; see progress_engine.hpp).
   work += _tasks.run_round();
-  // Operations refused with `retry` or deferred from a busy driver.
-  if (_pending_any.load(std::memory_order_acquire)) flush_pending();
+  // Operations refused with `retry` or deferred from a busy driver (a
+  // packet posted now is work: the next round may have to handle its
+  // consequences, e.g. a send to this process itself).
+  if (_pending_any.load(std::memory_order_acquire)) work += flush_pending();
   return work;
 }
 
@@ -134,7 +139,7 @@ void session_impl::retry_asks(gate& g) {
   }
 }
 
-void session_impl::flush_pending() {
+int session_impl::flush_pending() {
   std::vector<failure> failures;
   std::vector<gate*> gates;
   {
@@ -148,6 +153,7 @@ void session_impl::flush_pending() {
     retry_asks(*g);
     schedule(*g);
   }
+  return static_cast<int>(failures.size() + gates.size());
 }
 
 int session_impl::progress_round() {

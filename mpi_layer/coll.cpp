@@ -487,7 +487,10 @@ std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t
 //   Bcast      root -> remote leader; broadcast in the receiving group
 //   Reduce     reduce to the leader of the sending group; leader -> root
 //   Allreduce  each group reduces to its leader; leaders exchange; local bcast
-//   Reduce_scatter_block  as Allreduce, then a local scatter
+//   Reduce_scatter(_block)  each group reduces its vector (the same
+//              element count in both groups) to its leader; leaders
+//              exchange; each scatters the OTHER group's result over its
+//              own group (MPI-3.1 5.10: recvcounts describe the local group)
 //   Gather(v), Scatter(v), Allgather(v), Alltoall(v,w): direct transfers
 //              between the processes concerned
 // Scan and Exscan are not defined on intercommunicators, nor is MPI_IN_PLACE.
@@ -566,20 +569,31 @@ void reduce(call& x, const void* sbuf, void* rbuf, int count, const tinfo& t, in
   local_phase(x, coll::build_bcast(x.rank, x.lsize, out, bytes, 0));
 }
 
-// This group's vectors (remote size * rcount elements) are reduced and
-// scattered over the remote group, and the other way round.
-void reduce_scatter_block(call& x, const void* sbuf, void* rbuf, int rcount, const tinfo& t) {
+// Reduce_scatter(_block): every process of this group gives `total`
+// elements (the sum of `counts`, one count per LOCAL process, equal to the
+// remote group's total); this group's reduction goes to the remote group,
+// and the remote group's reduction is scattered here, counts[i] elements to
+// local rank i.
+void reduce_scatter(call& x, const void* sbuf, void* rbuf, const std::vector<std::size_t>& counts, const tinfo& t) {
   const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
-  const std::size_t block = sz(rcount, t);
-  const std::size_t out_bytes = block * static_cast<std::size_t>(x.size);
-  const std::size_t in_bytes = block * static_cast<std::size_t>(x.lsize);
-  const std::byte* in = x.in(sbuf, static_cast<Count>(rcount) * x.size, t);
-  std::byte* partial = x.rank == 0 ? x.temp(out_bytes) : nullptr;
-  std::byte* theirs = x.rank == 0 ? x.temp(in_bytes) : nullptr;
-  local_phase(x, coll::build_reduce(x.rank, x.lsize, in, partial, static_cast<std::size_t>(rcount) * x.size, t.size,
-                                    *x.red, 0));
-  leaders_exchange(x, tag, partial, out_bytes, theirs, in_bytes);
-  local_phase(x, coll::build_scatter(x.rank, x.lsize, theirs, x.out(rbuf, rcount, t, false), block, 0));
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  const std::size_t bytes = total * t.size;
+  std::vector<std::size_t> block_bytes(counts.size()), displs(counts.size());
+  for (std::size_t i = 0, at = 0; i < counts.size(); ++i) {
+    block_bytes[i] = counts[i] * t.size;
+    displs[i] = at;
+    at += block_bytes[i];
+  }
+  const Count mine = static_cast<Count>(counts[x.rank]);
+  const std::byte* in = x.in(sbuf, static_cast<Count>(total), t);
+  std::byte* partial = x.rank == 0 ? x.temp(bytes) : nullptr;  // ours, reduced
+  std::byte* theirs = x.rank == 0 ? x.temp(bytes) : nullptr;   // the remote group's
+  local_phase(x, coll::build_reduce(x.rank, x.lsize, in, partial, total, t.size, *x.red, 0));
+  leaders_exchange(x, tag, partial, bytes, theirs, bytes);
+  std::byte* out = x.out(rbuf, mine, t, false);
+  local_phase(x, coll::build_scatterv(x.rank, x.lsize, theirs, block_bytes, displs, mine ? out : g_dummy,
+                                      block_bytes[x.rank], 0));
 }
 
 // Direct transfers: block i of `out` to remote rank i and block i of `in`
@@ -895,10 +909,31 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
   });
 }
 
+// Alltoall on an intercommunicator: scount elements to every remote
+// process and rcount from each; the two need not agree at one process
+// (what this group sends, the other receives: e.g. one direction empty).
+void inter_alltoall(call& x, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+                    MPI_Datatype rtype) {
+  inter::no_in_place(x, sbuf, rbuf);
+  x.count(scount, "sendcount");
+  x.count(rcount, "recvcount");
+  const tinfo st_ = x.type(stype, "sendtype");
+  const tinfo rt = x.type(rtype, "recvtype");
+  x.buffer(sbuf, static_cast<long long>(scount) * x.size, st_, "send buffer");
+  x.buffer(rbuf, static_cast<long long>(rcount) * x.size, rt, "receive buffer");
+  const std::size_t sblock = sz(scount, st_), rblock = sz(rcount, rt);
+  const std::byte* s = sblock ? x.in(sbuf, static_cast<Count>(scount) * x.size, st_) : g_dummy;
+  std::byte* r = rblock ? x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, false) : g_dummy;
+  const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
+  call::vblocks out = inter::even(const_cast<std::byte*>(s), sblock, x.size);
+  call::vblocks in = inter::even(r, rblock, x.size);
+  inter::exchange(x, tag, &out, &in);
+}
+
 int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
              MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
-    if (x.inter) inter::no_in_place(x, sbuf, rbuf);
+    if (x.inter) return inter_alltoall(x, sbuf, scount, stype, rbuf, rcount, rtype);
     const bool inplace = in_place(sbuf);
     x.count(rcount, "recvcount");
     const tinfo rt = x.type(rtype, "recvtype");
@@ -916,12 +951,6 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
-    if (x.inter) {
-      const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
-      call::vblocks out = inter::even(const_cast<std::byte*>(s), block, x.size);
-      call::vblocks in = inter::even(r, block, x.size);
-      return inter::exchange(x, tag, &out, &in);
-    }
     x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);
   });
 }
@@ -979,17 +1008,25 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
 int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, const int* rcounts, int block_count,
                    MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
-    if (x.inter) {
-      if (!block)
-        x.fail(MPI_ERR_COMM, "MPI_Reduce_scatter with per-process counts is not supported on intercommunicators "
-                             "(MPI_Reduce_scatter_block is)");
+    if (x.inter) {  // counts: one per process of the LOCAL group
       inter::no_in_place(x, sbuf, rbuf);
-      x.count(block_count, "recvcount");
+      std::vector<std::size_t> lcounts(x.lsize);
+      if (block) {
+        x.count(block_count, "recvcount");
+        lcounts.assign(x.lsize, static_cast<std::size_t>(block_count));
+      } else {
+        if (!rcounts) x.fail(MPI_ERR_ARG, "null recvcounts array");
+        for (int i = 0; i < x.lsize; ++i) {
+          x.count(rcounts[i], "recvcounts[i]");
+          lcounts[i] = static_cast<std::size_t>(rcounts[i]);
+        }
+      }
       const tinfo t1 = x.type(dt, "datatype");
       x.reduction(op, t1);
-      x.buffer(sbuf, static_cast<long long>(block_count) * x.size, t1, "send buffer");
-      x.buffer(rbuf, block_count, t1, "receive buffer");
-      return inter::reduce_scatter_block(x, sbuf, rbuf, block_count, t1);
+      const long long total = static_cast<long long>(std::accumulate(lcounts.begin(), lcounts.end(), std::size_t{0}));
+      x.buffer(sbuf, total, t1, "send buffer");
+      x.buffer(rbuf, static_cast<long long>(lcounts[x.rank]), t1, "receive buffer");
+      return inter::reduce_scatter(x, sbuf, rbuf, lcounts, t1);
     }
     std::vector<std::size_t> counts(x.size);
     if (block) {

@@ -579,6 +579,15 @@ comm_obj* lookup_comm_table(MPI_Comm c) {
   return (p && !p->freed && p->ready.load(std::memory_order_acquire)) ? p : nullptr;
 }
 
+comm_obj* lookup_comm_or_pending(MPI_Comm c) {
+  if (comm_obj* p = lookup_comm(c)) return p;
+  state& s = st();
+  std::lock_guard g(s.mu);
+  if (c <= 0 || static_cast<std::size_t>(c) >= s.comms.size()) return nullptr;
+  comm_obj* p = s.comms[c].get();
+  return p && !p->freed ? p : nullptr;
+}
+
 int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail) {
   if (count < 0) {
     detail = "count " + std::to_string(count) + " is negative";
@@ -1026,7 +1035,7 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
 int PMPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
   const char* fn = "MPI_Comm_set_name";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
+  comm_obj* c = lookup_comm_or_pending(comm);  // also while an idup creates it
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!comm_name) return mpi_raise(fn, c, MPI_ERR_ARG, "null name");
   state& s = st();
@@ -1039,7 +1048,7 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
 int PMPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
   const char* fn = "MPI_Comm_get_name";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
+  comm_obj* c = lookup_comm_or_pending(comm);  // also while an idup creates it
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!comm_name || !resultlen) return mpi_raise(fn, c, MPI_ERR_ARG, "null name or resultlen");
   state& s = st();

@@ -339,8 +339,8 @@ int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler
 
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
   if (!check_initialized("MPI_Comm_set_errhandler")) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise("MPI_Comm_set_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator");
+  comm_obj* c = lookup_comm_or_pending(comm);  // also while an idup creates it
+  if (!c) return mpi_raise("MPI_Comm_set_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!valid_errhandler(errhandler))
     return mpi_raise("MPI_Comm_set_errhandler", c, MPI_ERR_ARG, "invalid error handler");
   std::lock_guard g(st().mu);
@@ -350,8 +350,8 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
 
 int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
   if (!check_initialized("MPI_Comm_get_errhandler")) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise("MPI_Comm_get_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator");
+  comm_obj* c = lookup_comm_or_pending(comm);  // also while an idup creates it
+  if (!c) return mpi_raise("MPI_Comm_get_errhandler", nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!errhandler) return mpi_raise("MPI_Comm_get_errhandler", c, MPI_ERR_ARG, "null errhandler");
   std::lock_guard g(st().mu);
   *errhandler = c->errhandler;

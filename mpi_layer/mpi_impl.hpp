@@ -109,11 +109,20 @@ struct request_obj {
   //               receive into the user's buffer); returns an MPI error code
   //               (detail: its text). Generic requests set local_status here
   //               or in poll.
-  //  on_cancel    generic requests: MPI_Cancel (null: not cancellable).
+  //  on_cancel    generic requests: MPI_Cancel (null: not cancellable);
+  //               returns an MPI error code (detail: its text).
+  //  on_status    generic requests: the status MPI_Request_get_status
+  //               reports for a done request that stays active (null:
+  //               local_status); returns its error code.
+  //  on_free      generic requests: MPI_Request_free takes this instead of
+  //               its own handling (null: none); it owns the request's
+  //               release from then on. Returns an MPI error code.
   //  extra        state the hooks keep alive (staging buffer, executor...).
   std::function<bool(request_obj&)> poll;
   std::function<int(request_obj&, std::string& detail)> on_complete;
-  std::function<void(request_obj&)> on_cancel;
+  std::function<int(request_obj&, std::string& detail)> on_cancel;
+  std::function<int(request_obj&, MPI_Status* status, std::string& detail)> on_status;
+  std::function<int(request_obj&, std::string& detail)> on_free;
   std::shared_ptr<void> extra;
 };
 
@@ -322,6 +331,11 @@ inline comm_obj* lookup_comm(MPI_Comm c) {
     if (comm_obj* p = st().predefined_comms[c].load(std::memory_order_acquire)) return p;
   return lookup_comm_table(c);
 }
+// The same, also finding a communicator MPI_Comm_idup is still creating:
+// for the local calls that may name it before the idup completes (error
+// handler, name), which Open MPI and MPICH accept too; the others wait for
+// the request (MPI-3.1 6.4.2 makes using it earlier erroneous).
+comm_obj* lookup_comm_or_pending(MPI_Comm c);
 void init_comms(int world_rank, int world_size);
 // Communicator construction for hwsplit.cpp (MPI_Comm_split_type and the
 // MPIX hsplit calls), collective over an intracommunicator's members:

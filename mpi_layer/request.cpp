@@ -19,6 +19,8 @@ namespace {
   if (r->poll) r->poll = nullptr;
   if (r->on_complete) r->on_complete = nullptr;
   if (r->on_cancel) r->on_cancel = nullptr;
+  if (r->on_status) r->on_status = nullptr;
+  if (r->on_free) r->on_free = nullptr;
   if (r->extra) r->extra.reset();
   r->live = false;
   s.free_requests.push_back(r->handle);
@@ -178,6 +180,34 @@ bool request_done(request_obj& r) {
 }
 
 namespace {
+// The progress a test call (Test, Testall, Testany, Testsome,
+// Request_get_status; Waitsome before it reports) makes first: rounds of
+// engine progress until done() holds or rounds find nothing more to do.
+// One round is not enough when a transfer takes several protocol steps
+// that are all local (a rendezvous or synchronous send to this process:
+// request, ready to receive, data, one round each; the steps after an
+// Imrecv of a probed rendezvous message): a test call reports what can
+// complete without waiting for another process, not the next call.
+// A driver the progress thread is polling is waited for, not skipped (what
+// it is handling may be what the caller tests); the progress thread may
+// also be between its poll and posting what that poll produced, so with
+// one, a few rounds must find nothing before the call gives up. Capped, so
+// that a stream of incoming traffic cannot keep a test call (which must
+// return at once) spinning.
+constexpr int kTestRounds = 64;
+constexpr int kIdleRoundsWithProgressThread = 3;
+template <class Done>
+void progress_until(Done&& done) {
+  nmad::session& s = *st().session;
+  const int idle_allowed = s.has_progress_thread() ? kIdleRoundsWithProgressThread : 0;
+  int idle = 0;
+  for (int i = 0; i < kTestRounds; ++i) {
+    if (s.progress_all_drivers() > 0) idle = 0;
+    else if (++idle > idle_allowed) return;
+    if (done()) return;
+  }
+}
+
 [[gnu::noinline]] void wait_generic(request_obj& r) {
   st().session->wait_until([&] { return request_done(r); });
 }
@@ -376,7 +406,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
     if (status != MPI_STATUS_IGNORE) empty_status(status);
     return MPI_SUCCESS;
   }
-  if (!request_done(*r)) st().session->progress();
+  if (!request_done(*r)) progress_until([r] { return request_done(*r); });
   if (!request_done(*r)) {
     *flag = 0;
     return MPI_SUCCESS;
@@ -426,7 +456,12 @@ int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status status
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testall", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
-  st().session->progress();
+  auto all_done = [&] {
+    for (int i = 0; i < count; ++i)
+      if (is_active(rs[i]) && !request_done(*rs[i])) return false;
+    return true;
+  };
+  if (!all_done()) progress_until(all_done);
   for (int i = 0; i < count; ++i)
     if (is_active(rs[i]) && !request_done(*rs[i])) {
       *flag = 0;
@@ -485,7 +520,11 @@ int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_S
   int bad = -1;
   if (!lookup_all(count, requests, rs, &bad))
     return mpi_raise("MPI_Testany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
-  st().session->progress();
+  progress_until([&] {
+    for (int i = 0; i < count; ++i)
+      if (is_active(rs[i]) && request_done(*rs[i])) return true;
+    return false;
+  });
   int err = MPI_SUCCESS;
   const any_result r = complete_any("MPI_Testany", count, rs, requests, index, status, err);
   *flag = r != any_result::pending;
@@ -538,7 +577,14 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
     }
     return false;
   };
-  if (!wait) st().session->progress();
+  // Both forms report every request that can complete now: progress first
+  // (Waitsome too, so that it does not return one request of a batch that
+  // the next round completes whole).
+  progress_until([&] {
+    for (int i = 0; i < incount; ++i)
+      if (is_active(rs[i]) && !request_done(*rs[i])) return false;
+    return true;
+  });
   if (!scan()) st().session->wait_until(scan);
   return result;
 }
@@ -564,8 +610,18 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
     if (status != MPI_STATUS_IGNORE) empty_status(status);
     return MPI_SUCCESS;
   }
-  if (!request_done(*r)) st().session->progress();
+  if (!request_done(*r)) progress_until([r] { return request_done(*r); });
   *flag = request_done(*r) ? 1 : 0;
+  if (*flag && r->on_status) {  // e.g. a generalized request's query_fn, called even for MPI_STATUS_IGNORE
+    std::string detail;
+    MPI_Status tmp;
+    const int err = r->on_status(*r, &tmp, detail);
+    if (status != MPI_STATUS_IGNORE) {
+      tmp.MPI_ERROR = status->MPI_ERROR;  // one status: MPI_ERROR is left alone
+      *status = tmp;
+    }
+    return err == MPI_SUCCESS ? err : mpi_raise("MPI_Request_get_status", r->comm, err, detail);
+  }
   if (*flag && status != MPI_STATUS_IGNORE) {
     std::string detail;
     MPI_Status tmp;
@@ -597,6 +653,11 @@ int PMPI_Cancel(MPI_Request* request) {
   // complete by themselves (MPI_Test_cancelled reports false). Either way
   // MPI_Wait returns without the receiver posting anything.
   if (r->active && !r->local_done && r->type != request_obj::kind::generic) st().session->cancel(r->engine);
+  if (r->active && r->type == request_obj::kind::generic && r->on_cancel) {  // e.g. a generalized request
+    std::string detail;
+    const int err = r->on_cancel(*r, detail);
+    if (err != MPI_SUCCESS) return mpi_raise("MPI_Cancel", r->comm, err, detail);
+  }
   return MPI_SUCCESS;
 }
 
@@ -613,6 +674,13 @@ int PMPI_Request_free(MPI_Request* request) {
   request_obj* r = lookup_request(*request);
   if (!r) return mpi_raise("MPI_Request_free", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
   state& s = st();
+  if (r->on_free) {  // e.g. a generalized request: it releases r itself
+    std::string detail;
+    auto on_free = r->on_free;
+    *request = MPI_REQUEST_NULL;
+    const int err = on_free(*r, detail);
+    return err == MPI_SUCCESS ? err : mpi_raise("MPI_Request_free", nullptr, err, detail);
+  }
   if (r->active && !request_done(*r)) {
     {
       std::lock_guard g(s.zombie_mu);

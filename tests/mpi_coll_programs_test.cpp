@@ -60,6 +60,11 @@ TEST_CASE("mpi inter_coll: collectives on an intercommunicator (roots, both dire
   expect_pass_all_drivers("inter_coll", {3});
 }
 
+TEST_CASE("mpi inter_coll_uneven: intercommunicator Alltoall and Reduce_scatter(_block), blocking and not, unequal groups") {
+  expect_pass("inter_coll_uneven", {2, 3, 4, 5});
+  expect_pass_all_drivers("inter_coll_uneven", {4});
+}
+
 TEST_CASE("mpi coll_threads: THREAD_MULTIPLE, concurrent collectives on per-thread communicators with p2p") {
   expect_pass("coll_threads", {1, 2, 3, 4});
   expect_pass_all_drivers("coll_threads", {3});

@@ -20,6 +20,10 @@ TEST_CASE("comm_idup") {
   expect_pass("comm_idup", {1, 2});
   expect_pass_all_drivers("comm_idup", {4});
 }
+TEST_CASE("comm_idup_pending") {
+  expect_pass("comm_idup_pending", {1, 2, 3});
+  expect_pass("comm_idup_pending", {2}, {{"NMAD_PROGRESS", "none"}});
+}
 TEST_CASE("comm_name") { expect_pass("comm_name", {1, 2}); }
 TEST_CASE("comm_errors") { expect_pass("comm_errors", {1, 2, 4}); }
 TEST_CASE("attr_keyval") { expect_pass("attr_keyval", {1, 2, 4}); }

@@ -36,12 +36,30 @@ TEST_CASE("mpi completion: Waitall/any/some, Testall/any/some, Request_get_statu
   expect_pass("completion", {1, 2, 4});
 }
 
+TEST_CASE("mpi completion_progress: one test call reports whatever can complete without another process") {
+  expect_pass("completion_progress", {1, 2, 3, 4});
+  expect_pass_all_drivers("completion_progress", {1, 3});
+  // With a progress thread polling the drivers concurrently.
+  expect_pass("completion_progress", {1, 3}, {{"NMAD_PROGRESS", "thread"}});
+}
+
 TEST_CASE("mpi persistent: Send/Ssend/Bsend/Rsend/Recv_init, Start, Startall") {
   expect_pass("persistent", {1, 2, 4});
 }
 
 TEST_CASE("mpi cancel: pending receives cancel, matched ones do not; Request_free") {
   expect_pass("cancel", {1, 2});
+}
+
+TEST_CASE("mpi cancel_send: a cancelled send is withdrawn (and never received) or delivered, both sides agree") {
+  expect_pass("cancel_send", {1, 2, 3});
+  expect_pass_all_drivers("cancel_send", {2});
+  expect_pass("cancel_send", {2}, {{"NMAD_PROGRESS", "thread"}});
+}
+
+TEST_CASE("mpi grequest: generalized requests in every completion call, callbacks, cancel, free, other threads") {
+  expect_pass("grequest", {1, 2});
+  expect_pass("grequest", {1}, {{"NMAD_PROGRESS", "thread"}});
 }
 
 TEST_CASE("mpi truncate: MPI_ERR_TRUNCATE returned with MPI_ERRORS_RETURN, program goes on") {

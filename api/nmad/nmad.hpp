@@ -223,11 +223,23 @@ class session {
   void wait_until(F&& done) {
     wait_until([](void* f) -> bool { return (*static_cast<std::remove_reference_t<F>*>(f))(); }, &done);
   }
+  // Something a wait_until() condition looks at changed outside the engine
+  // (another thread completed a layer's own request, e.g. an MPI
+  // generalized request): wakes the threads sleeping in a wait so that
+  // they look again. Any thread; cheap when nobody sleeps.
+  void notify_waiters();
   // The wait policy of every blocking call from now on (any thread).
   void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(100));
   wait_policy get_wait_policy() const;
 
   int progress();                    // one round of progress; work done
+  // One round of progress like progress(), except that a driver another
+  // thread (the progress thread) is polling at that moment is waited for
+  // instead of skipped: on return, every event the drivers had delivered
+  // before the call has been handled, whoever polled it. For calls that
+  // must report what has completed (MPI_Test and its kind). Takes the
+  // drivers' locks: not from a progress task or completion callback.
+  int progress_all_drivers();
   // Progress tasks: fn(arg) runs on every round of progress (from any
   // thread that progresses, with the session lock held, so it may start
   // requests but must not wait); it returns the amount of work it did

@@ -374,6 +374,25 @@ int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int 
 int PMPI_Start(MPI_Request* request);
 int PMPI_Startall(int count, MPI_Request requests[]);
 
+/* ==== generalized requests (MPI-3.1 12.2; grequest.cpp) ================== */
+/* A request the application completes itself (MPI_Grequest_complete, from
+ * any thread); every Wait/Test form, Request_get_status, Cancel and
+ * Request_free take it like any other request. When a completion call
+ * completes it, query_fn fills the status, then free_fn runs; their error
+ * codes are the call's result (MPI_ERR_IN_STATUS for the multiple-completion
+ * calls, the code in the status's MPI_ERROR). cancel_fn runs on MPI_Cancel
+ * with complete = whether MPI_Grequest_complete was called already. */
+typedef int MPI_Grequest_query_function(void* extra_state, MPI_Status* status);
+typedef int MPI_Grequest_free_function(void* extra_state);
+typedef int MPI_Grequest_cancel_function(void* extra_state, int complete);
+int MPI_Grequest_start(MPI_Grequest_query_function* query_fn, MPI_Grequest_free_function* free_fn,
+                       MPI_Grequest_cancel_function* cancel_fn, void* extra_state, MPI_Request* request);
+int MPI_Grequest_complete(MPI_Request request);
+int PMPI_Grequest_start(MPI_Grequest_query_function* query_fn, MPI_Grequest_free_function* free_fn,
+                        MPI_Grequest_cancel_function* cancel_fn, void* extra_state, MPI_Request* request);
+int PMPI_Grequest_complete(MPI_Request request);
+/* ==== end of generalized requests ======================================== */
+
 /* ==== derived datatypes, packing ========================================= */
 /* ==== end of derived datatypes, packing ================================== */
 

@@ -122,15 +122,21 @@ int main(int argc, char** argv) {
       CHECK(i2[3 * q] == (rbase + q) * 10 + rank && i2[3 * q + 1] == -((rbase + q) * 10 + rank), "alltoallv %d", q);
   }
 
-  /* Reduce_scatter_block: this group's vectors (rsize blocks) reduced and
-   * scattered over the remote group. */
+  /* Reduce_scatter_block (MPI-3.1 5.10.1): each group reduces vectors of
+   * lsize * recvcount elements, the same length in both groups (recvcount
+   * = rsize here), and the remote group's reduction is scattered over this
+   * group in blocks of recvcount. */
   {
-    int in[8], out = -1;
-    for (int q = 0; q < rsize; ++q) in[q] = me * 100 + q;
-    MPI_Reduce_scatter_block(in, &out, 1, MPI_INT, MPI_SUM, ic);
-    int want = 0;
-    for (int q = 0; q < rsize; ++q) want += (rbase + q) * 100 + rank;
-    CHECK(out == want, "reduce_scatter_block %d want %d", out, want);
+    int in[64], out[8];
+    for (int e = 0; e < lsize * rsize; ++e) in[e] = me * 100 + e;
+    for (int i = 0; i < 8; ++i) out[i] = -1;
+    MPI_Reduce_scatter_block(in, out, rsize, MPI_INT, MPI_SUM, ic);
+    for (int i = 0; i < rsize; ++i) {
+      int want = 0;
+      for (int q = 0; q < rsize; ++q) want += (rbase + q) * 100 + rank * rsize + i;
+      CHECK(out[i] == want, "reduce_scatter_block element %d: %d want %d", i, out[i], want);
+    }
+    CHECK(out[rsize] == -1, "reduce_scatter_block wrote past its block");
   }
 
   /* Non-blocking: Ibarrier, Ibcast from group 1's rank 0, Iallreduce. */
