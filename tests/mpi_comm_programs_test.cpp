@@ -39,3 +39,10 @@ TEST_CASE("comm_threads") {
   expect_pass("comm_threads", {1, 2, 3});
   expect_pass_all_drivers("comm_threads", {4});
 }
+TEST_CASE("topo_graph: Graph_create/get/neighbors/map, self-loops and repeated edges, errors") {
+  expect_pass("topo_graph", {1, 2, 3, 4});
+}
+TEST_CASE("topo_dist_graph: Dist_graph_create(_adjacent), weights, edges given by other processes, agreed errors") {
+  expect_pass("topo_dist_graph", {1, 2, 3});
+  expect_pass_all_drivers("topo_dist_graph", {4});
+}
