@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   { int z[3] = {0, 0, 0}, w[3] = {21, 16, 15}; dims_case(5040, 3, z, w); }
   { int z[4] = {0, 0, 0, 0}, w[4] = {10, 9, 8, 7}; dims_case(5040, 4, z, w); }
   { int z[2] = {0, 0}, w[2] = {55, 42}; dims_case(2310, 2, z, w); }
+  /* Equal spread and smallest factor: the larger second smallest wins. */
+  { int z[5] = {0, 0, 0, 0, 0}, w[5] = {14, 14, 9, 8, 7}; dims_case(98784, 5, z, w); }
+  { int z[6] = {0, 0, 0, 0, 0, 0}, w[6] = {10, 10, 8, 6, 6, 5}; dims_case(144000, 6, z, w); }
   { int z[4] = {0, 0, 0, 0}, w[4] = {7, 1, 1, 1}; dims_case(7, 4, z, w); }
   { int z[1] = {0}, w[1] = {72}; dims_case(72, 1, z, w); }
   /* Fixed entries stay; the free ones are balanced among themselves. */
