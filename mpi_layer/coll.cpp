@@ -54,6 +54,7 @@
 #include "mpi_layer/coll/session_transport.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/op/op.hpp"
+#include "mpi_layer/topo.hpp"
 
 namespace nmad::mpi {
 namespace {
@@ -1062,6 +1063,15 @@ int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, con
 }
 
 }  // namespace
+
+// Schedules built by other binding files (coll_neighbor.cpp) take the same
+// road as the collectives above: transport, sequence number, run or request.
+int launch_schedule(const char* fn, comm_obj* c, coll::schedule&& s, MPI_Request* req) {
+  call x(fn);
+  x.c = c;
+  x.sch = std::move(s);
+  return launch(x, req);
+}
 
 void coll_finalize() {
   nb_state& s = nb();

@@ -1,51 +1,43 @@
 // Cartesian process topologies (MPI-3.1 chapter 7): MPI_Dims_create,
 // MPI_Cart_create/get/rank/coords/shift/sub/map, MPI_Cartdim_get,
-// MPI_Topo_test.
+// MPI_Topo_test; and the topology registry every kind shares (topo.hpp).
 //
 // A Cartesian communicator is an ordinary communicator (made by splitting
 // the old one: ranks beyond the grid get MPI_COMM_NULL) plus a grid
-// description kept here, keyed by the communicator handle (handles are
-// never reused, see comm.cpp). Ranks are laid out in row-major order, the
-// last dimension varying fastest, as the standard requires. `reorder` is
-// accepted and ignored: the engine has no placement information that would
-// make another numbering better (every rank keeps its old rank).
+// description attached to its handle. Ranks are laid out in row-major
+// order, the last dimension varying fastest, as the standard requires.
+// `reorder` is accepted and ignored (every rank keeps its old rank).
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "mpi_layer/mpi_impl.hpp"
+#include "mpi_layer/topo.hpp"
 
 namespace nmad::mpi {
 namespace {
-
-struct cart {
-  std::vector<int> dims;
-  std::vector<int> periods;  // 0/1
-};
 
 std::mutex& topo_mu() {
   static std::mutex m;
   return m;
 }
-std::map<MPI_Comm, cart>& carts() {
-  static std::map<MPI_Comm, cart> m;
-  return m;
+std::map<MPI_Comm, std::shared_ptr<const topology>>& topologies() {
+  static auto* m = new std::map<MPI_Comm, std::shared_ptr<const topology>>();  // never destroyed
+  return *m;
 }
 
-// Copies the grid of comm into out; false if comm has no Cartesian topology.
-bool cart_of(MPI_Comm comm, cart& out) {
-  std::lock_guard g(topo_mu());
-  auto it = carts().find(comm);
-  if (it == carts().end()) return false;
-  out = it->second;
-  return true;
-}
+using cart = topology;
 
 int grid_size(const std::vector<int>& dims) {
   long long n = 1;
-  for (int d : dims) n *= d;
-  return n > 0x7fffffff ? -1 : static_cast<int>(n);
+  for (int d : dims) {
+    n *= d;
+    if (n > INT_MAX) return -1;
+  }
+  return static_cast<int>(n);
 }
 
 void coords_of(const cart& t, int rank, int* coords, int maxdims) {
@@ -73,11 +65,13 @@ int rank_of(const cart& t, const int* coords) {
 }
 
 // Looks up comm and its grid, raising the right error.
-int need_cart(const char* fn, MPI_Comm comm, comm_obj*& c, cart& t) {
+int need_cart(const char* fn, MPI_Comm comm, comm_obj*& c, std::shared_ptr<const cart>& t) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   c = lookup_comm(comm);
   if (!c) return mpi_raise_handle(fn, comm, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  if (!cart_of(comm, t)) return mpi_raise(fn, c, MPI_ERR_TOPOLOGY, "communicator has no Cartesian topology");
+  t = topology_of(comm);
+  if (!t || t->k != topology::kind::cart)
+    return mpi_raise(fn, c, MPI_ERR_TOPOLOGY, "communicator has no Cartesian topology");
   return MPI_SUCCESS;
 }
 
@@ -90,17 +84,149 @@ int check_dims(const char* fn, comm_obj* c, int ndims, const int* dims, const in
   return MPI_SUCCESS;
 }
 
-void attach(MPI_Comm comm, cart t) {
-  std::lock_guard g(topo_mu());
-  carts()[comm] = std::move(t);
+// ---- MPI_Dims_create --------------------------------------------------------
+//
+// "As close to each other as possible" (MPI-3.1 7.5.2), made precise: among
+// every way of writing n as a product of k factors in non-increasing order,
+// the one with the smallest difference between the largest and the smallest
+// factor; ties go to the larger smallest factor, then the larger second
+// smallest, and so on (72 over 2: 9 x 8; over 3: 6 x 4 x 3; 360 over 3:
+// 10 x 6 x 6; 98784 over 5: 14 x 14 x 9 x 8 x 7 rather than
+// 14 x 12 x 12 x 7 x 7). These are MPICH's answers: its table of 75,000
+// cases (test/mpi/topo/baddims.h) and every n <= 3000 in 1 to 6 dimensions
+// agree; Open MPI's greedy split gives 12 x 6 for 72. A depth-first search
+// over the divisors of n, largest factor first, pruned by the best spread
+// found so far, keeps it cheap for any int.
+
+// pow(x, r) saturated at LLONG_MAX.
+long long power(long long x, int r) {
+  long long p = 1;
+  for (int i = 0; i < r; ++i) {
+    if (x != 0 && p > LLONG_MAX / x) return LLONG_MAX;
+    p *= x;
+  }
+  return p;
 }
+// The largest x with x^r <= n (n >= 1, r >= 1).
+long long root_floor(long long n, int r) {
+  auto x = static_cast<long long>(std::pow(static_cast<double>(n), 1.0 / r));
+  if (x < 1) x = 1;
+  while (power(x + 1, r) <= n) ++x;
+  while (x > 1 && power(x, r) > n) --x;
+  return x;
+}
+
+class balanced_split {
+ public:
+  balanced_split(int n, int k) : _k(k), _cur(k) {
+    for (long long d = 1; d * d <= n; ++d)
+      if (n % d == 0) {
+        _divisors.push_back(static_cast<int>(d));
+        if (d * d != n) _divisors.push_back(static_cast<int>(n / d));
+      }
+    std::sort(_divisors.begin(), _divisors.end());
+    search(n, 0, n);
+  }
+  const std::vector<int>& result() const { return _best; }
+
+ private:
+  // Chooses factor `pos` (<= maxf) of the remaining product `rest`.
+  void search(int rest, int pos, int maxf) {
+    const int left = _k - pos;
+    if (left == 1) {
+      if (rest > maxf) return;
+      _cur[pos] = rest;
+      const long long spread = static_cast<long long>(_cur[0]) - rest;
+      if (_best.empty() || spread < _best_spread ||
+          (spread == _best_spread && std::lexicographical_compare(_best.rbegin(), _best.rend(), _cur.rbegin(), _cur.rend()))) {
+        _best = _cur;
+        _best_spread = spread;
+      }
+      return;
+    }
+    // The largest of `left` factors of rest is at least its left-th root.
+    long long lo = root_floor(rest, left);
+    if (power(lo, left) < rest) ++lo;
+    for (auto it = std::lower_bound(_divisors.begin(), _divisors.end(), lo); it != _divisors.end(); ++it) {
+      const int d = *it;
+      if (d > maxf || d > rest) break;
+      if (rest % d != 0) continue;
+      // The smallest factor is at most the (left-1)-th root of what remains,
+      // and that bound only shrinks as d grows: stop once it cannot win.
+      const long long largest = pos == 0 ? d : _cur[0];
+      const long long min_bound = root_floor(rest / d, left - 1);
+      if (!_best.empty() && largest - min_bound > _best_spread) break;
+      _cur[pos] = d;
+      search(rest / d, pos + 1, d);
+    }
+  }
+
+  int _k;
+  std::vector<int> _divisors;
+  std::vector<int> _cur, _best;
+  long long _best_spread = LLONG_MAX;
+};
 
 }  // namespace
 
+std::shared_ptr<const topology> topology_of(MPI_Comm comm) {
+  std::lock_guard g(topo_mu());
+  auto it = topologies().find(comm);
+  return it == topologies().end() ? nullptr : it->second;
+}
+
+void attach_topology(MPI_Comm comm, topology t) {
+  auto p = std::make_shared<const topology>(std::move(t));
+  std::lock_guard g(topo_mu());
+  topologies()[comm] = std::move(p);
+}
+
 void copy_topology(MPI_Comm from, MPI_Comm to) {
   std::lock_guard g(topo_mu());
-  auto it = carts().find(from);
-  if (it != carts().end()) carts()[to] = it->second;
+  auto it = topologies().find(from);
+  if (it != topologies().end()) topologies()[to] = it->second;  // immutable: shared
+}
+
+neighbourhood neighbours_of(const topology& t, int rank) {
+  neighbourhood n;
+  switch (t.k) {
+    case topology::kind::cart: {
+      std::vector<int> co(t.dims.size());
+      coords_of(t, rank, co.data(), static_cast<int>(co.size()));
+      for (std::size_t i = 0; i < t.dims.size(); ++i) {
+        const int mine = co[i];
+        const int tag_minus = static_cast<int>(2 * i), tag_plus = tag_minus + 1;
+        co[i] = mine - 1;
+        const int lower = rank_of(t, co.data());
+        co[i] = mine + 1;
+        const int upper = rank_of(t, co.data());
+        co[i] = mine;
+        n.sources.push_back(lower < 0 ? MPI_PROC_NULL : lower);
+        n.sources.push_back(upper < 0 ? MPI_PROC_NULL : upper);
+        n.destinations = n.sources;
+        // Block 2i is sent towards -1 and received from -1, which sent it
+        // towards +1: tags name the direction of travel.
+        n.send_tags.push_back(tag_minus);
+        n.send_tags.push_back(tag_plus);
+        n.recv_tags.push_back(tag_plus);
+        n.recv_tags.push_back(tag_minus);
+      }
+      break;
+    }
+    case topology::kind::graph: {
+      const int begin = rank == 0 ? 0 : t.index[rank - 1];
+      n.sources.assign(t.edges.begin() + begin, t.edges.begin() + t.index[rank]);
+      n.destinations = n.sources;
+      break;
+    }
+    case topology::kind::dist_graph:
+      n.sources = t.sources;
+      n.destinations = t.destinations;
+      break;
+  }
+  if (n.recv_tags.empty()) n.recv_tags.assign(n.sources.size(), 0);
+  if (n.send_tags.empty()) n.send_tags.assign(n.destinations.size(), 0);
+  return n;
 }
 
 }  // namespace nmad::mpi
@@ -112,38 +238,28 @@ extern "C" {
 int PMPI_Dims_create(int nnodes, int ndims, int dims[]) {
   const char* fn = "MPI_Dims_create";
   if (nnodes <= 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "nnodes " + std::to_string(nnodes) + " <= 0");
-  if (ndims < 0) return mpi_raise(fn, nullptr, MPI_ERR_DIMS, "negative ndims");
+  if (ndims < 0) return mpi_raise(fn, nullptr, MPI_ERR_DIMS, "negative ndims " + std::to_string(ndims));
   if (ndims > 0 && !dims) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null dims");
   long long fixed = 1;
   int free_dims = 0;
   for (int i = 0; i < ndims; ++i) {
-    if (dims[i] < 0) return mpi_raise(fn, nullptr, MPI_ERR_DIMS, "dims[" + std::to_string(i) + "] < 0");
+    if (dims[i] < 0)
+      return mpi_raise(fn, nullptr, MPI_ERR_DIMS, "dims[" + std::to_string(i) + "] = " + std::to_string(dims[i]));
     if (dims[i] == 0) ++free_dims;
-    else fixed *= dims[i];
+    else if ((fixed *= dims[i]) > nnodes) fixed = static_cast<long long>(nnodes) + 1;  // cannot divide: stop growing
   }
   if (nnodes % fixed != 0)
     return mpi_raise(fn, nullptr, MPI_ERR_DIMS,
-                     std::to_string(nnodes) + " nodes cannot be split over the fixed dimensions (product " +
-                         std::to_string(fixed) + ")");
-  int rest = static_cast<int>(nnodes / fixed);
+                     std::to_string(nnodes) + " nodes cannot be split over the fixed dimensions (their product " +
+                         (fixed > nnodes ? std::string("exceeds it") : std::to_string(fixed)) + ")");
+  const int rest = static_cast<int>(nnodes / fixed);
   if (free_dims == 0) {
     if (rest != 1)
-      return mpi_raise(fn, nullptr, MPI_ERR_DIMS, "the fixed dimensions do not multiply to " + std::to_string(nnodes));
+      return mpi_raise(fn, nullptr, MPI_ERR_DIMS,
+                       "the fixed dimensions multiply to " + std::to_string(fixed) + ", not " + std::to_string(nnodes));
     return MPI_SUCCESS;
   }
-  // Prime factors, largest first, each given to the free dimension with the
-  // smallest product so far: dimensions as close to each other as possible.
-  std::vector<int> factors;
-  for (int p = 2; static_cast<long long>(p) * p <= rest; ++p)
-    while (rest % p == 0) {
-      factors.push_back(p);
-      rest /= p;
-    }
-  if (rest > 1) factors.push_back(rest);
-  std::sort(factors.rbegin(), factors.rend());
-  std::vector<int> got(free_dims, 1);
-  for (int f : factors) *std::min_element(got.begin(), got.end()) *= f;
-  std::sort(got.rbegin(), got.rend());  // non-increasing, as the standard asks
+  const std::vector<int> got = balanced_split(rest, free_dims).result();  // non-increasing
   for (int i = 0, k = 0; i < ndims; ++i)
     if (dims[i] == 0) dims[i] = got[k++];
   return MPI_SUCCESS;
@@ -159,6 +275,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
   if (!comm_cart) return mpi_raise(fn, c, MPI_ERR_ARG, "null comm_cart");
   if (int e = check_dims(fn, c, ndims, dims, periods)) return e;
   cart t;
+  t.k = topology::kind::cart;
   t.dims.assign(dims, dims + ndims);
   for (int i = 0; i < ndims; ++i) t.periods.push_back(periods[i] ? 1 : 0);
   const int n = grid_size(t.dims);
@@ -170,7 +287,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
   const int rank = c->rank;
   const int err = PMPI_Comm_split(comm_old, rank < n ? 0 : MPI_UNDEFINED, rank, comm_cart);
   if (err != MPI_SUCCESS) return err;
-  if (*comm_cart != MPI_COMM_NULL) attach(*comm_cart, std::move(t));
+  if (*comm_cart != MPI_COMM_NULL) attach_topology(*comm_cart, std::move(t));
   return MPI_SUCCESS;
 }
 
@@ -180,15 +297,19 @@ int PMPI_Topo_test(MPI_Comm comm, int* status) {
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise_handle(fn, comm, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!status) return mpi_raise(fn, c, MPI_ERR_ARG, "null status");
-  cart t;
-  *status = cart_of(comm, t) ? MPI_CART : MPI_UNDEFINED;
+  const auto t = topology_of(comm);
+  *status = !t                                   ? MPI_UNDEFINED
+            : t->k == topology::kind::cart       ? MPI_CART
+            : t->k == topology::kind::graph      ? MPI_GRAPH
+                                                 : MPI_DIST_GRAPH;
   return MPI_SUCCESS;
 }
 
 int PMPI_Cartdim_get(MPI_Comm comm, int* ndims) {
   comm_obj* c;
-  cart t;
-  if (int e = need_cart("MPI_Cartdim_get", comm, c, t)) return e;
+  std::shared_ptr<const cart> tp;
+  if (int e = need_cart("MPI_Cartdim_get", comm, c, tp)) return e;
+  const cart& t = *tp;
   if (!ndims) return mpi_raise("MPI_Cartdim_get", c, MPI_ERR_ARG, "null ndims");
   *ndims = static_cast<int>(t.dims.size());
   return MPI_SUCCESS;
@@ -196,8 +317,9 @@ int PMPI_Cartdim_get(MPI_Comm comm, int* ndims) {
 
 int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
   comm_obj* c;
-  cart t;
-  if (int e = need_cart("MPI_Cart_get", comm, c, t)) return e;
+  std::shared_ptr<const cart> tp;
+  if (int e = need_cart("MPI_Cart_get", comm, c, tp)) return e;
+  const cart& t = *tp;
   const int n = std::min<int>(maxdims, static_cast<int>(t.dims.size()));
   if (n > 0 && (!dims || !periods || !coords)) return mpi_raise("MPI_Cart_get", c, MPI_ERR_ARG, "null array");
   for (int i = 0; i < n; ++i) {
@@ -210,8 +332,9 @@ int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coo
 
 int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   comm_obj* c;
-  cart t;
-  if (int e = need_cart("MPI_Cart_rank", comm, c, t)) return e;
+  std::shared_ptr<const cart> tp;
+  if (int e = need_cart("MPI_Cart_rank", comm, c, tp)) return e;
+  const cart& t = *tp;
   if (!rank || (!coords && !t.dims.empty())) return mpi_raise("MPI_Cart_rank", c, MPI_ERR_ARG, "null argument");
   const int r = rank_of(t, coords);
   if (r < 0) return mpi_raise("MPI_Cart_rank", c, MPI_ERR_ARG, "coordinates outside a non-periodic dimension");
@@ -221,8 +344,9 @@ int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
 
 int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   comm_obj* c;
-  cart t;
-  if (int e = need_cart("MPI_Cart_coords", comm, c, t)) return e;
+  std::shared_ptr<const cart> tp;
+  if (int e = need_cart("MPI_Cart_coords", comm, c, tp)) return e;
+  const cart& t = *tp;
   if (rank < 0 || rank >= c->size())
     return mpi_raise("MPI_Cart_coords", c, MPI_ERR_RANK, "rank " + std::to_string(rank) + " out of range");
   if (maxdims < static_cast<int>(t.dims.size()))
@@ -235,8 +359,9 @@ int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
 
 int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
   comm_obj* c;
-  cart t;
-  if (int e = need_cart("MPI_Cart_shift", comm, c, t)) return e;
+  std::shared_ptr<const cart> tp;
+  if (int e = need_cart("MPI_Cart_shift", comm, c, tp)) return e;
+  const cart& t = *tp;
   if (direction < 0 || direction >= static_cast<int>(t.dims.size()))
     return mpi_raise("MPI_Cart_shift", c, MPI_ERR_ARG, "direction " + std::to_string(direction) + " out of range");
   if (!rank_source || !rank_dest) return mpi_raise("MPI_Cart_shift", c, MPI_ERR_ARG, "null rank_source/rank_dest");
@@ -254,8 +379,9 @@ int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, in
 
 int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
   comm_obj* c;
-  cart t;
-  if (int e = need_cart("MPI_Cart_sub", comm, c, t)) return e;
+  std::shared_ptr<const cart> tp;
+  if (int e = need_cart("MPI_Cart_sub", comm, c, tp)) return e;
+  const cart& t = *tp;
   if (!newcomm || (!remain_dims && !t.dims.empty()))
     return mpi_raise("MPI_Cart_sub", c, MPI_ERR_ARG, "null argument");
   std::vector<int> co(t.dims.size());
@@ -274,7 +400,9 @@ int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
   }
   const int err = PMPI_Comm_split(comm, color, c->rank, newcomm);
   if (err != MPI_SUCCESS) return err;
-  attach(*newcomm, std::move(sub));  // all dims dropped: a 0-dimensional grid of one process
+  // Every dimension kept: the same grid; every one dropped (or none to
+  // begin with): a 0-dimensional grid of one process (MPI-3.1 7.5.7).
+  attach_topology(*newcomm, std::move(sub));
   return MPI_SUCCESS;
 }
 

@@ -31,6 +31,7 @@ COLL_PROGRAM("op_predefined", "every predefined op x type, MPI_ERR_OP for the re
 COLL_PROGRAM("coll_nonblocking", "every I-collective, several pending, Waitall/Testany/Waitsome, p2p overlap")
 COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes and tests")
 COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
+COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph and distributed-graph topologies")
 
 TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
   expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});

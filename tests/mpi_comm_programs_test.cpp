@@ -64,3 +64,10 @@ TEST_CASE("comm_hw_unguided") {
   expect_pass("comm_hw_unguided", {1, 2, 4});  // this machine, bound by nmad-run
   expect_pass("comm_hw_unguided", {4}, {{"NMAD_TOPOLOGY", "pack:2 l3:1 numa:2 core:4 l2:1 l1d:1 pu:2"}});
 }
+TEST_CASE("topo_graph: Graph_create/get/neighbors/map, self-loops and repeated edges, errors") {
+  expect_pass("topo_graph", {1, 2, 3, 4});
+}
+TEST_CASE("topo_dist_graph: Dist_graph_create(_adjacent), weights, edges given by other processes, agreed errors") {
+  expect_pass("topo_dist_graph", {1, 2, 3});
+  expect_pass_all_drivers("topo_dist_graph", {4});
+}
