@@ -89,6 +89,7 @@ void print_config() {
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
       {"NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "5000", "tcp: time a stranger has to present the job key"},
       {"NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", "tcp: time a peer has to answer a connection"},
+      {"NMAD_TCP_USER_TIMEOUT_MS", "0", "tcp: fail a connection whose peer host stops answering this long (0 = kernel's)"},
       {"NMAD_RUN_TIMEOUT", "none", "nmad-run: end the job after this many seconds"},
       {"NMAD_RUN_KILL_GRACE", "2", "nmad-run: seconds the others get after a rank fails"},
       {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks as placed (core, auto: 2+ ranks that fit, none)"},

@@ -23,6 +23,7 @@ connection_id tcp_driver::connect(int peer_rank, std::string_view address) {
     fail(c, "socket: " + errno_text(errno));
   } else {
     set_nodelay(c.fd);
+    set_liveness(c.fd, tun_.user_timeout);
     wire::hello h;
     h.rank = cfg_.rank;
     h.key_len = static_cast<std::uint32_t>(cfg_.job_key.size());
@@ -52,6 +53,7 @@ int tcp_driver::accept_all() {
     }
     accept_error_logged_ = false;
     set_nodelay(fd);
+    set_liveness(fd, tun_.user_timeout);
     conn& c = add_conn();
     c.fd = fd;
     c.incoming = true;

@@ -9,6 +9,10 @@
 //   NMAD_TCP_CONNECT_TIMEOUT_MS    time an outgoing connection has to connect
 //                                  and receive the ack (default 30000: the
 //                                  peer may still be starting up)
+//   NMAD_TCP_USER_TIMEOUT_MS       a connection whose data stays unacknowledged
+//                                  this long, or whose idle peer host stops
+//                                  answering keepalive probes, fails
+//                                  (default 0: the kernel's, ~15 min)
 // Fixed limits: packets up to 64 KiB (one receive buffer per connection),
 // 64 iovec entries per post_*, 32 sends in flight per connection; one
 // sendmsg gathers up to 256 entries across queued sends; one poll() makes at

@@ -42,6 +42,9 @@ struct tunables {
   int port = 0;
   std::chrono::milliseconds handshake_timeout{5000};
   std::chrono::milliseconds connect_timeout{30000};
+  // 0: the kernel's defaults (a dead peer host or link is noticed after
+  // about 15 minutes of retransmissions, an idle connection never).
+  std::chrono::milliseconds user_timeout{0};
 };
 
 inline long env_number(const char* name, long def, long lo, long hi) {
@@ -64,6 +67,8 @@ inline tunables read_tunables() {
       env_number("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", 5000, 1, 3600000));
   t.connect_timeout = std::chrono::milliseconds(
       env_number("NMAD_TCP_CONNECT_TIMEOUT_MS", 30000, 1, 3600000));
+  t.user_timeout = std::chrono::milliseconds(
+      env_number("NMAD_TCP_USER_TIMEOUT_MS", 0, 0, 3600000));
   return t;
 }
 
@@ -72,6 +77,7 @@ inline std::string errno_text(int err) {
     case ECONNRESET:
     case EPIPE: return "connection reset by peer";
     case ECONNREFUSED: return "connection refused";
+    case ETIMEDOUT: return "connection timed out (the peer's host stopped answering: host or link down?)";
     default: {
       char buf[128];
       return strerror_r(err, buf, sizeof buf);  // GNU variant
@@ -117,6 +123,26 @@ inline bool same_key(std::string_view a, std::string_view b) {
 inline void set_nodelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// NMAD_TCP_USER_TIMEOUT_MS: a connection fails (ETIMEDOUT) when what it
+// sent stays unacknowledged for `timeout`, or when, idle, its peer's kernel
+// stops answering keepalive probes (sent after timeout/2 of silence, then
+// every timeout/4, whole seconds, at least 1): a peer host that went away or
+// a link that went down is noticed in about `timeout` whatever the traffic.
+// Probes and acknowledgements come from the peer's kernel, so a busy peer
+// process is not taken for a dead one, except one that leaves its socket
+// full (zero window) for `timeout`: Linux counts that too.
+inline void set_liveness(int fd, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) return;
+  const unsigned ms = static_cast<unsigned>(timeout.count());
+  int one = 1;
+  int idle = std::max(1, static_cast<int>(ms / 2000));
+  int interval = std::max(1, static_cast<int>(ms / 4000));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
 }
 
 inline std::size_t total_len(std::span<const iovec> iov) {
