@@ -60,3 +60,7 @@ TEST_CASE("type_threads: concurrent type creation, use and free (MPI_THREAD_MULT
   expect_pass("type_threads", {1, 2, 4});
   expect_pass_all_drivers("type_threads", {2});
 }
+TEST_CASE("type_huge_count: INT_MAX/2-block types commit at once, exact MPI_Count sizes") {
+  expect_pass("type_huge_count", {1, 2});
+  expect_pass_all_drivers("type_huge_count", {2});
+}

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -1049,8 +1050,9 @@ struct Gen {
 
 }  // namespace
 
-TEST_CASE("randomized: pack/unpack/blocks/ranges/elements agree with the reference type map") {
-  Gen g{0x9e3779b9u};
+namespace {
+void randomized_against_type_map(unsigned seed) {
+  Gen g{seed};
   int nonempty = 0;
   for (int iter = 0; iter < 400; ++iter) {
     CAPTURE(iter);
@@ -1134,6 +1136,95 @@ TEST_CASE("randomized: pack/unpack/blocks/ranges/elements agree with the referen
     CHECK(t.get_count(at) == count);
   }
   CHECK(nonempty > 200);
+}
+
+// Restores the default flattening threshold when a test ends.
+struct flat_limit_guard {
+  Count saved = flat_block_limit();
+  explicit flat_limit_guard(Count limit) { set_flat_block_limit(limit); }
+  ~flat_limit_guard() { set_flat_block_limit(saved); }
+};
+}  // namespace
+
+TEST_CASE("randomized: pack/unpack/blocks/ranges/elements agree with the reference type map") {
+  randomized_against_type_map(0x9e3779b9u);
+}
+
+// The same checks with types kept in tree form (packing walks the loop
+// nodes lazily): everything derived (limit 0), or only the types with more
+// than 1 / 3 blocks, so flat children sit under tree parents.
+TEST_CASE("randomized: tree-form types pack exactly like flattened ones") {
+  for (Count limit : {0, 1, 3}) {
+    CAPTURE(limit);
+    flat_limit_guard g(limit);
+    randomized_against_type_map(0x9e3779b9u);
+  }
+}
+
+TEST_CASE("huge counts: commit is O(1), sizes and extents exact, packing a prefix works") {
+  const Datatype i32 = T(BasicType::Int);
+  const Count n = INT_MAX / 2;
+  Datatype v = Datatype::vector(n, 1, 2, i32);
+  v.commit();  // would need n blocks if flattened
+  CHECK(v.size() == n * 4);
+  CHECK(v.lb() == 0);
+  CHECK(v.extent() == (2 * n - 1) * 4);
+  CHECK(v.true_lb() == 0);
+  CHECK(v.true_extent() == (2 * n - 1) * 4);
+  CHECK(!v.is_contiguous());
+  CHECK(v.get_elements(v.size()) == n);
+  CHECK(v.get_elements(4 * 1000 + 2) == std::nullopt);
+  CHECK_THROWS_AS(v.blocks(), DatatypeError);
+  CHECK(v.uniform_basic_type() == BasicType::Int);
+
+  Datatype hv = Datatype::hvector(n, 3, -40, T(BasicType::Double));
+  hv.commit();
+  CHECK(hv.size() == n * 24);
+  CHECK(hv.lb() == -40 * (n - 1));
+  CHECK(hv.extent() == 40 * (n - 1) + 24);
+
+  // vector(n, 1, 1) is contiguous: it stays flat, one block
+  Datatype dense = Datatype::vector(n, 1, 1, i32);
+  dense.commit();
+  CHECK(dense.is_contiguous());
+  CHECK(dense.blocks().size() == 1);
+
+  const int disp[] = {0, 3};
+  Datatype ib = Datatype::indexed_block(2, disp, v);
+  ib.commit();
+  CHECK(ib.size() == 4 * n * 4);
+  CHECK(ib.extent() == 5 * v.extent());
+
+  // the first bytes of the packed image, from a small buffer that holds them
+  std::vector<int> mem(64);
+  std::iota(mem.begin(), mem.end(), 0);
+  std::vector<int> out(8, -1);
+  v.pack_range(mem.data(), 1, 0, 32, out.data());
+  CHECK(out == std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14});
+  v.pack_range(mem.data(), 1, 12, 8, out.data());  // elements 3 and 4 of the packed image
+  CHECK(out[0] == 6);
+  CHECK(out[1] == 8);
+  std::vector<int> back(64, -1);
+  const int in[] = {100, 101, 102};
+  v.unpack_range(in, 8, 12, back.data(), 1);  // packed elements 2..4
+  CHECK(back[4] == 100);
+  CHECK(back[6] == 101);
+  CHECK(back[8] == 102);
+  CHECK(back[5] == -1);
+  // the memory blocks of a fragment in the middle of a count-3 message
+  std::vector<std::ptrdiff_t> offs;
+  ib.for_each_block_range(static_cast<const void*>(nullptr), 3, 4 * n * 4 + 8, 12,
+                          [&](const void* p, std::size_t len) {
+                            CHECK(len == 4);
+                            offs.push_back(reinterpret_cast<std::intptr_t>(p));
+                          });
+  // element 1 starts at one extent; its first block (displacement 0, copy 0)
+  // holds v at 0: bytes 8..20 of it are ints 2, 3, 4 of v, at 16, 24, 32
+  CHECK(offs == std::vector<std::ptrdiff_t>{ib.extent() + 16, ib.extent() + 24, ib.extent() + 32});
+  Count pos = 0;
+  unsigned char none[1];
+  v.pack(mem.data(), 0, none, 0, pos);
+  CHECK(pos == 0);
 }
 
 TEST_CASE("concurrent commit and first use are race-free") {

@@ -33,9 +33,15 @@
 //   pads the extent of a marker-free type up to the largest member alignment
 //   (the epsilon rule); other constructors do not pad (as MPICH does).
 //
-// * Cost. Constructors are O(number of displacements) (vector/hvector O(1));
-//   commit() flattens into O(number of non-adjacent blocks) memory, so a
-//   committed vector(n, 1, 2, MPI_DOUBLE) holds n blocks.
+// * Cost. Constructors are O(number of displacements) (vector/hvector O(1):
+//   a (count, stride, sub-type) loop node). commit() is O(number of tree
+//   nodes and parts), never O(count): a type whose flattened form needs at
+//   most flat_block_limit() blocks per element (default 65536) is flattened
+//   into (offset, length) blocks, which is the fastest to pack; a larger one
+//   (vector(INT_MAX/2, 1, 2, MPI_INT)) stays a tree, and packing walks it
+//   lazily, visiting only the loop iterations the requested byte range
+//   touches. blocks() is only available for flattened types (for_each_block
+//   works on both). element_runs() materializes its list on first use.
 //
 // Errors are reported by throwing DatatypeError; suggested MPI error classes
 // are given next to each DatatypeErrc value.
@@ -69,6 +75,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace nmad::mpi {
@@ -258,7 +265,9 @@ class Datatype {
   std::optional<Count> get_elements(Count nbytes) const;
 
   // ---- flattened representation (committed types) ----
-  std::span<const Block> blocks() const;  // blocks of ONE element
+  // Blocks of ONE element; throws invalid_argument for a type kept in tree
+  // form (more than flat_block_limit() blocks).
+  std::span<const Block> blocks() const;
   Count block_count(Count count) const;   // blocks for_each_block will report for `count`
 
   // Set when every data entry of the type map has the same basic type (e.g.
@@ -315,10 +324,18 @@ class Datatype {
  private:
   explicit Datatype(std::shared_ptr<TypeImpl> impl) : impl_(std::move(impl)) {}
   const TypeImpl& checked() const;
+  // The flat block list, or nullptr for a type in tree form; throws if
+  // uncommitted.
+  const std::vector<Block>* flat_blocks() const;
   template <class Emit>
   void walk_blocks(const void* buf, Count count, Emit&& emit) const {
-    const std::span<const Block> b = blocks();  // throws if uncommitted
+    const std::vector<Block>* fb = flat_blocks();
     check_count(count);
+    if (!fb) {
+      walk_range_raw(buf, count, 0, packed_size(count), &trampoline<std::remove_reference_t<Emit>>, &emit);
+      return;
+    }
+    const std::span<const Block> b = *fb;
     if (count == 0 || b.empty()) return;
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(buf);
     if (is_contiguous()) {
@@ -358,5 +375,10 @@ class Datatype {
   std::shared_ptr<TypeImpl> impl_;
   friend struct TypeImpl;
 };
+
+// Flattening threshold (blocks per element) applied by later commits; types
+// above it stay in tree form. Exposed for tests, which compare both forms.
+Count flat_block_limit();
+void set_flat_block_limit(Count blocks);
 
 }  // namespace nmad::mpi
