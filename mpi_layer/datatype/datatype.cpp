@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 
@@ -711,6 +712,37 @@ Count Datatype::block_count(Count count) const {
 
 Count flat_block_limit() { return g_flat_block_limit.load(std::memory_order_relaxed); }
 void set_flat_block_limit(Count blocks) { g_flat_block_limit.store(blocks, std::memory_order_relaxed); }
+
+namespace {
+// Signature runs of `copies` consecutive elements of t (see for_each_basic_run).
+void signature(const TypeImpl& t, Count copies, const std::function<void(BasicType, Count)>& out) {
+  if (copies == 0 || t.size == 0) return;
+  if (t.uniform) {
+    out(*t.uniform, copies * (t.size / static_cast<Count>(basic_type_info(*t.uniform).size)));
+    return;
+  }
+  for (Count k = 0; k < copies; ++k)
+    for (const TypeImpl::Part& p : t.parts) signature(*p.child, p.blocklength * p.repeat, out);
+}
+}  // namespace
+
+void Datatype::signature_raw(Count count, RawSigFn fn, void* ctx) const {
+  const TypeImpl& t = checked();
+  check_nonneg_count(count);
+  std::optional<BasicType> cur;
+  Count n = 0;
+  signature(t, count, [&](BasicType b, Count k) {
+    if (k == 0) return;
+    if (cur && *cur == b) {
+      n += k;
+      return;
+    }
+    if (cur) fn(ctx, *cur, n);
+    cur = b;
+    n = k;
+  });
+  if (cur) fn(ctx, *cur, n);
+}
 
 Count Datatype::packed_size(Count count) const {
   const TypeImpl& t = checked();

@@ -278,6 +278,17 @@ class Datatype {
   // uniform types only; throws invalid_argument otherwise).
   std::span<const ElementRun> element_runs() const;
 
+  // Type signature of `count` elements, in type-map order, as runs:
+  // fn(basic, n) for n consecutive basic objects (a pair type counts one
+  // per pair); consecutive runs of one basic type are merged. Any type,
+  // committed or not. Cost: O(parts) for single-basic-type subtrees, else
+  // proportional to the signature's length.
+  template <class Fn>
+  void for_each_basic_run(Count count, Fn&& fn) const {
+    auto adapt = [&](BasicType b, Count n) { fn(b, n); };
+    signature_raw(count, &sig_trampoline<decltype(adapt)>, &adapt);
+  }
+
   // ---- packing (committed types) ----
   Count packed_size(Count count) const;  // MPI_Pack_size (exact: count * size())
   // MPI_Pack: appends count elements at outbuf + position, advances position.
@@ -371,6 +382,12 @@ class Datatype {
   }
   void walk_range_raw(const void* buf, Count count, Count byte_offset, Count len, RawBlockFn fn,
                       void* ctx) const;
+  using RawSigFn = void (*)(void* ctx, BasicType b, Count n);
+  template <class F>
+  static void sig_trampoline(void* ctx, BasicType b, Count n) {
+    (*static_cast<F*>(ctx))(b, n);
+  }
+  void signature_raw(Count count, RawSigFn fn, void* ctx) const;
 
   std::shared_ptr<TypeImpl> impl_;
   friend struct TypeImpl;
