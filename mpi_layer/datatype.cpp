@@ -427,7 +427,20 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int a
 }
 
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return construct("MPI_Type_dup", newtype, [&] { return need_type(oldtype, "oldtype").dup(); });
+  const char* fn = "MPI_Type_dup";
+  const int e = construct(fn, newtype, [&] { return need_type(oldtype, "oldtype").dup(); });
+  if (e != MPI_SUCCESS) return e;
+  // Attributes follow their copy callbacks (MPI-3.1 6.7.4); a failing
+  // callback undoes the dup.
+  std::string detail;
+  if (const int ce = copy_type_attrs(oldtype, *newtype, detail); ce != MPI_SUCCESS) {
+    std::string ignored;
+    delete_type_attrs(*newtype, ignored);
+    unregister_type(*newtype);
+    *newtype = MPI_DATATYPE_NULL;
+    return mpi_raise(fn, nullptr, ce, detail);
+  }
+  return MPI_SUCCESS;
 }
 
 // ---- commit / free ----------------------------------------------------------
@@ -448,6 +461,13 @@ int PMPI_Type_free(MPI_Datatype* datatype) {
   if (basic_of(*datatype))
     return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
                      "cannot free the predefined datatype " + type_handle_text(*datatype));
+  if (!type_of(*datatype))
+    return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
+                     type_handle_text(*datatype) + " is not a valid datatype (freed or never created)");
+  // Delete callbacks first (last set first); a failing one stops the free.
+  std::string detail;
+  if (const int e = delete_type_attrs(*datatype, detail); e != MPI_SUCCESS)
+    return mpi_raise("MPI_Type_free", nullptr, e, detail);
   if (!unregister_type(*datatype))
     return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
                      type_handle_text(*datatype) + " is not a valid datatype (freed or never created)");
