@@ -69,3 +69,7 @@ TEST_CASE("pack_external: external32 sizes, big-endian bytes, round trips, error
   expect_pass("pack_external", {1, 2, 4});
   expect_pass_all_drivers("pack_external", {2});
 }
+TEST_CASE("type_darray: hand-computed HPF layouts, contents, errors, scatter/gather of a global array") {
+  expect_pass("type_darray", {1, 2, 3, 4});
+  expect_pass_all_drivers("type_darray", {4});
+}

@@ -609,6 +609,12 @@ Datatype Datatype::create_subarray(std::span<const int> sizes, std::span<const i
   return r;
 }
 
+void Datatype::relabel(TypeContents contents) {
+  checked();
+  impl_->combiner = contents.combiner;
+  impl_->contents = std::move(contents);
+}
+
 Datatype Datatype::dup() const {
   const TypeImpl& o = checked();
   Builder b(Combiner::Dup);

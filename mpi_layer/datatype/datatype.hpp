@@ -178,7 +178,7 @@ bool is_pair_type(BasicType t);
 // ------------------------------------------------------------- datatype --
 enum class Combiner {  // MPI_COMBINER_*
   Named, Dup, Contiguous, Vector, Hvector, Indexed, Hindexed,
-  IndexedBlock, HindexedBlock, Struct, Resized, Subarray,
+  IndexedBlock, HindexedBlock, Struct, Resized, Subarray, Darray,
 };
 
 // One contiguous run of data bytes of ONE element, relative to the element's
@@ -237,6 +237,21 @@ class Datatype {
   // Requires sizes[i] >= 1, subsizes[i] >= 0, 0 <= starts[i] <= sizes[i] - subsizes[i].
   static Datatype create_subarray(std::span<const int> sizes, std::span<const int> subsizes,
                                   std::span<const int> starts, Order order, const Datatype& old);
+  // MPI_Type_create_darray (MPI-3.1 4.1.4, darray.cpp): the part of a
+  // global array (gsizes, in `order`) that process `rank` of `size` owns in
+  // a row-major process grid psizes, each dimension distributed by HPF rules:
+  // Block (block size darg, default ceil(gsize / psize)), Cyclic (cycles of
+  // darg elements, default 1) or None (whole dimension, psize 1). The type
+  // map lists the owned elements in increasing address order; lb 0, extent
+  // prod(gsizes) * extent(old). Cost is O(ndims), whatever the sizes.
+  // Contents ints: size, rank, ndims, gsizes, distribs (0 block, 1 cyclic,
+  // 2 none), dargs (kDefaultDarg for the default), psizes, order (0 C, 1
+  // Fortran).
+  enum class Distribution { Block = 0, Cyclic = 1, None = 2 };
+  static constexpr int kDefaultDarg = -1;
+  static Datatype create_darray(int size, int rank, std::span<const int> gsizes,
+                                std::span<const Distribution> distribs, std::span<const int> dargs,
+                                std::span<const int> psizes, Order order, const Datatype& old);
   Datatype dup() const;  // MPI_Type_dup: same type map, committed iff *this is
 
   void commit();  // MPI_Type_commit (idempotent)
@@ -335,6 +350,9 @@ class Datatype {
  private:
   explicit Datatype(std::shared_ptr<TypeImpl> impl) : impl_(std::move(impl)) {}
   const TypeImpl& checked() const;
+  // Gives a freshly built type the combiner and contents of the constructor
+  // that built it out of others (subarray, darray).
+  void relabel(TypeContents contents);
   // The flat block list, or nullptr for a type in tree form; throws if
   // uncommitted.
   const std::vector<Block>* flat_blocks() const;

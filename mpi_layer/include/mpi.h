@@ -395,6 +395,20 @@ int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI
 int PMPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize, MPI_Aint* position,
                          void* outbuf, int outcount, MPI_Datatype datatype);
 int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint* size);
+
+/* MPI_Type_create_darray: HPF distributions over a row-major process grid. */
+#define MPI_DISTRIBUTE_BLOCK 121
+#define MPI_DISTRIBUTE_CYCLIC 122
+#define MPI_DISTRIBUTE_NONE 123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                           const int array_of_distribs[], const int array_of_dargs[],
+                           const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                           MPI_Datatype* newtype);
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                            const int array_of_distribs[], const int array_of_dargs[],
+                            const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                            MPI_Datatype* newtype);
 /* ---- end of datatype attributes, Type_match_size, external32, darray ---- */
 
 /* ==== reduction operations, collectives (blocking and non-blocking) ===== */
