@@ -50,7 +50,7 @@
 // the binding's):
 //   MPI_Type_contiguous/vector/create_hvector/indexed/create_hindexed/
 //   create_indexed_block/create_hindexed_block/create_struct/create_resized/
-//   create_subarray/dup            -> the static constructors / dup()
+//   create_subarray/create_darray/dup -> the static constructors / dup()
 //   MPI_Type_commit / MPI_Type_free -> commit() / drop the handle
 //   MPI_Type_size(_x)              -> size()           (int overflow -> MPI_UNDEFINED)
 //   MPI_Type_get_extent(_x)        -> lb(), extent()
@@ -62,6 +62,7 @@
 //   MPI_Get_count / MPI_Get_elements(_x) -> get_count() / get_elements() on
 //                                     the received byte count
 //   MPI_Pack / MPI_Unpack / MPI_Pack_size -> pack() / unpack() / packed_size()
+//   MPI_Pack_external(_size) / MPI_Unpack_external -> external32.hpp
 //   p2p send/recv of non-contiguous data  -> for_each_block(_range) (iovecs)
 //                                     or pack_range()/unpack_range() (eager
 //                                     copies, fragments arriving in pieces)
