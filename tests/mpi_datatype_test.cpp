@@ -47,7 +47,7 @@ std::vector<E> pack_all(const Datatype& d, const void* buf, Count count) {
   d.pack(buf, count, out.data(), static_cast<Count>(out.size()), pos);
   REQUIRE(pos == static_cast<Count>(out.size()));
   std::vector<E> r(out.size() / sizeof(E));
-  std::memcpy(r.data(), out.data(), r.size() * sizeof(E));
+  if (!r.empty()) std::memcpy(r.data(), out.data(), r.size() * sizeof(E));
   return r;
 }
 
