@@ -778,6 +778,16 @@ void walk_tree_element(const TypeImpl& t, std::uintptr_t ebase, Count off, Count
     if (gsize == 0 || p.repeat == 0) continue;
     Count r = off / gsize;
     Count w = off % gsize;
+    if (c.dense()) {  // each group is one run of memory: no descent
+      const std::uintptr_t first = ebase + static_cast<std::uintptr_t>(p.disp + c.flat[0].offset);
+      for (; r < p.repeat && len > 0; ++r, w = 0) {
+        const Count n = std::min(len, gsize - w);
+        fn(first + static_cast<std::uintptr_t>(static_cast<Aint>(r) * p.stride + w), pos, n);
+        pos += n;
+        len -= n;
+      }
+      continue;
+    }
     for (; r < p.repeat && len > 0; ++r, w = 0) {
       const Count n = std::min(len, gsize - w);
       walk_seq(c, ebase + static_cast<std::uintptr_t>(p.disp + static_cast<Aint>(r) * p.stride), w, n, pos, fn);
