@@ -297,6 +297,7 @@ int combiner_constant(Combiner c) {
     case Combiner::Struct: return MPI_COMBINER_STRUCT;
     case Combiner::Resized: return MPI_COMBINER_RESIZED;
     case Combiner::Subarray: return MPI_COMBINER_SUBARRAY;
+    case Combiner::Darray: return MPI_COMBINER_DARRAY;
   }
   return MPI_COMBINER_NAMED;
 }
@@ -426,8 +427,59 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int a
   });
 }
 
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                            const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[],
+                            int order, MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return construct("MPI_Type_create_darray", newtype, [&] {
+    if (ndims < 1)
+      throw DatatypeError(DatatypeErrc::invalid_argument, "ndims " + std::to_string(ndims) + " is not positive");
+    need_array(array_of_gsizes, ndims, "array_of_gsizes");
+    need_array(array_of_distribs, ndims, "array_of_distribs");
+    need_array(array_of_dargs, ndims, "array_of_dargs");
+    need_array(array_of_psizes, ndims, "array_of_psizes");
+    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
+      throw DatatypeError(DatatypeErrc::invalid_argument,
+                          "order " + std::to_string(order) + " is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN");
+    const std::size_t n = static_cast<std::size_t>(ndims);
+    std::vector<Datatype::Distribution> distribs(n);
+    std::vector<int> dargs(array_of_dargs, array_of_dargs + n);
+    for (std::size_t d = 0; d < n; ++d) {
+      switch (array_of_distribs[d]) {
+        case MPI_DISTRIBUTE_BLOCK: distribs[d] = Datatype::Distribution::Block; break;
+        case MPI_DISTRIBUTE_CYCLIC: distribs[d] = Datatype::Distribution::Cyclic; break;
+        case MPI_DISTRIBUTE_NONE: distribs[d] = Datatype::Distribution::None; break;
+        default:
+          throw DatatypeError(DatatypeErrc::invalid_argument,
+                              "array_of_distribs[" + std::to_string(d) + "] = " + std::to_string(array_of_distribs[d]) +
+                                  " is not MPI_DISTRIBUTE_BLOCK, _CYCLIC or _NONE");
+      }
+      if (dargs[d] == MPI_DISTRIBUTE_DFLT_DARG) dargs[d] = Datatype::kDefaultDarg;
+      else if (dargs[d] < 1)
+        throw DatatypeError(DatatypeErrc::invalid_argument,
+                            "array_of_dargs[" + std::to_string(d) + "] = " + std::to_string(array_of_dargs[d]) +
+                                " is neither positive nor MPI_DISTRIBUTE_DFLT_DARG");
+    }
+    return Datatype::create_darray(size, rank, {array_of_gsizes, n}, distribs, dargs, {array_of_psizes, n},
+                                   order == MPI_ORDER_C ? Datatype::Order::C : Datatype::Order::Fortran,
+                                   need_type(oldtype, "oldtype"));
+  });
+}
+
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return construct("MPI_Type_dup", newtype, [&] { return need_type(oldtype, "oldtype").dup(); });
+  const char* fn = "MPI_Type_dup";
+  const int e = construct(fn, newtype, [&] { return need_type(oldtype, "oldtype").dup(); });
+  if (e != MPI_SUCCESS) return e;
+  // Attributes follow their copy callbacks (MPI-3.1 6.7.4); a failing
+  // callback undoes the dup.
+  std::string detail;
+  if (const int ce = copy_type_attrs(oldtype, *newtype, detail); ce != MPI_SUCCESS) {
+    std::string ignored;
+    delete_type_attrs(*newtype, ignored);
+    unregister_type(*newtype);
+    *newtype = MPI_DATATYPE_NULL;
+    return mpi_raise(fn, nullptr, ce, detail);
+  }
+  return MPI_SUCCESS;
 }
 
 // ---- commit / free ----------------------------------------------------------
@@ -448,6 +500,13 @@ int PMPI_Type_free(MPI_Datatype* datatype) {
   if (basic_of(*datatype))
     return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
                      "cannot free the predefined datatype " + type_handle_text(*datatype));
+  if (!type_of(*datatype))
+    return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
+                     type_handle_text(*datatype) + " is not a valid datatype (freed or never created)");
+  // Delete callbacks first (last set first); a failing one stops the free.
+  std::string detail;
+  if (const int e = delete_type_attrs(*datatype, detail); e != MPI_SUCCESS)
+    return mpi_raise("MPI_Type_free", nullptr, e, detail);
   if (!unregister_type(*datatype))
     return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
                      type_handle_text(*datatype) + " is not a valid datatype (freed or never created)");
@@ -552,6 +611,16 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
     for (std::size_t i = 0; i < c.ints.size(); ++i) array_of_integers[i] = static_cast<int>(c.ints[i]);
     if (c.combiner == Combiner::Subarray && !c.ints.empty())  // the engine says 0 = C, 1 = Fortran
       array_of_integers[c.ints.size() - 1] = c.ints.back() == 0 ? MPI_ORDER_C : MPI_ORDER_FORTRAN;
+    if (c.combiner == Combiner::Darray) {  // engine codes -> MPI constants
+      const std::size_t nd = static_cast<std::size_t>(c.ints[2]);
+      for (std::size_t d = 0; d < nd; ++d) {
+        int& dist = array_of_integers[3 + nd + d];
+        dist = dist == 0 ? MPI_DISTRIBUTE_BLOCK : dist == 1 ? MPI_DISTRIBUTE_CYCLIC : MPI_DISTRIBUTE_NONE;
+        int& darg = array_of_integers[3 + 2 * nd + d];
+        if (darg == Datatype::kDefaultDarg) darg = MPI_DISTRIBUTE_DFLT_DARG;
+      }
+      array_of_integers[c.ints.size() - 1] = c.ints.back() == 0 ? MPI_ORDER_C : MPI_ORDER_FORTRAN;
+    }
     for (std::size_t i = 0; i < c.addresses.size(); ++i) array_of_addresses[i] = c.addresses[i];
     for (std::size_t i = 0; i < c.types.size(); ++i) {
       if (auto b = c.types[i].basic_type()) array_of_datatypes[i] = static_cast<MPI_Datatype>(*b) + 1;
@@ -618,6 +687,7 @@ int PMPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
 #pragma weak MPI_Type_create_struct = PMPI_Type_create_struct
 #pragma weak MPI_Type_create_resized = PMPI_Type_create_resized
 #pragma weak MPI_Type_create_subarray = PMPI_Type_create_subarray
+#pragma weak MPI_Type_create_darray = PMPI_Type_create_darray
 #pragma weak MPI_Type_dup = PMPI_Type_dup
 #pragma weak MPI_Type_commit = PMPI_Type_commit
 #pragma weak MPI_Type_free = PMPI_Type_free

@@ -385,6 +385,11 @@ void copy_topology(MPI_Comm from, MPI_Comm to);
 // Runs the delete callbacks of every attribute of c, last set first, and
 // removes them (MPI_Comm_free, Finalize). Stops at the first failure.
 int delete_attrs(comm_obj& c, std::string& detail);
+// The same for datatype handles: MPI_Type_dup copies (copy callbacks, set
+// order), MPI_Type_free deletes (last set first; a failing callback stops
+// the free).
+int copy_type_attrs(MPI_Datatype from, MPI_Datatype to, std::string& detail);
+int delete_type_attrs(MPI_Datatype type, std::string& detail);
 
 // ---- info (info.cpp) ----
 using info_entries = std::vector<std::pair<std::string, std::string>>;

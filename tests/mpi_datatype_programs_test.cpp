@@ -60,3 +60,16 @@ TEST_CASE("type_threads: concurrent type creation, use and free (MPI_THREAD_MULT
   expect_pass("type_threads", {1, 2, 4});
   expect_pass_all_drivers("type_threads", {2});
 }
+TEST_CASE("type_huge_count: INT_MAX/2-block types commit at once, exact MPI_Count sizes") {
+  expect_pass("type_huge_count", {1, 2});
+  expect_pass_all_drivers("type_huge_count", {2});
+}
+TEST_CASE("type_attr: datatype keyvals and callbacks, names, Type_match_size") { expect_pass("type_attr", {1, 2}); }
+TEST_CASE("pack_external: external32 sizes, big-endian bytes, round trips, errors") {
+  expect_pass("pack_external", {1, 2, 4});
+  expect_pass_all_drivers("pack_external", {2});
+}
+TEST_CASE("type_darray: hand-computed HPF layouts, contents, errors, scatter/gather of a global array") {
+  expect_pass("type_darray", {1, 2, 3, 4});
+  expect_pass_all_drivers("type_darray", {4});
+}

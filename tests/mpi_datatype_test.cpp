@@ -4,15 +4,19 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "mpi_layer/datatype/datatype.hpp"
+#include "mpi_layer/datatype/external32.hpp"
 
 using namespace nmad::mpi;
 
@@ -43,7 +47,7 @@ std::vector<E> pack_all(const Datatype& d, const void* buf, Count count) {
   d.pack(buf, count, out.data(), static_cast<Count>(out.size()), pos);
   REQUIRE(pos == static_cast<Count>(out.size()));
   std::vector<E> r(out.size() / sizeof(E));
-  std::memcpy(r.data(), out.data(), r.size() * sizeof(E));
+  if (!r.empty()) std::memcpy(r.data(), out.data(), r.size() * sizeof(E));
   return r;
 }
 
@@ -1049,8 +1053,9 @@ struct Gen {
 
 }  // namespace
 
-TEST_CASE("randomized: pack/unpack/blocks/ranges/elements agree with the reference type map") {
-  Gen g{0x9e3779b9u};
+namespace {
+void randomized_against_type_map(unsigned seed) {
+  Gen g{seed};
   int nonempty = 0;
   for (int iter = 0; iter < 400; ++iter) {
     CAPTURE(iter);
@@ -1136,6 +1141,95 @@ TEST_CASE("randomized: pack/unpack/blocks/ranges/elements agree with the referen
   CHECK(nonempty > 200);
 }
 
+// Restores the default flattening threshold when a test ends.
+struct flat_limit_guard {
+  Count saved = flat_block_limit();
+  explicit flat_limit_guard(Count limit) { set_flat_block_limit(limit); }
+  ~flat_limit_guard() { set_flat_block_limit(saved); }
+};
+}  // namespace
+
+TEST_CASE("randomized: pack/unpack/blocks/ranges/elements agree with the reference type map") {
+  randomized_against_type_map(0x9e3779b9u);
+}
+
+// The same checks with types kept in tree form (packing walks the loop
+// nodes lazily): everything derived (limit 0), or only the types with more
+// than 1 / 3 blocks, so flat children sit under tree parents.
+TEST_CASE("randomized: tree-form types pack exactly like flattened ones") {
+  for (Count limit : {0, 1, 3}) {
+    CAPTURE(limit);
+    flat_limit_guard g(limit);
+    randomized_against_type_map(0x9e3779b9u);
+  }
+}
+
+TEST_CASE("huge counts: commit is O(1), sizes and extents exact, packing a prefix works") {
+  const Datatype i32 = T(BasicType::Int);
+  const Count n = INT_MAX / 2;
+  Datatype v = Datatype::vector(n, 1, 2, i32);
+  v.commit();  // would need n blocks if flattened
+  CHECK(v.size() == n * 4);
+  CHECK(v.lb() == 0);
+  CHECK(v.extent() == (2 * n - 1) * 4);
+  CHECK(v.true_lb() == 0);
+  CHECK(v.true_extent() == (2 * n - 1) * 4);
+  CHECK(!v.is_contiguous());
+  CHECK(v.get_elements(v.size()) == n);
+  CHECK(v.get_elements(4 * 1000 + 2) == std::nullopt);
+  CHECK_THROWS_AS(v.blocks(), DatatypeError);
+  CHECK(v.uniform_basic_type() == BasicType::Int);
+
+  Datatype hv = Datatype::hvector(n, 3, -40, T(BasicType::Double));
+  hv.commit();
+  CHECK(hv.size() == n * 24);
+  CHECK(hv.lb() == -40 * (n - 1));
+  CHECK(hv.extent() == 40 * (n - 1) + 24);
+
+  // vector(n, 1, 1) is contiguous: it stays flat, one block
+  Datatype dense = Datatype::vector(n, 1, 1, i32);
+  dense.commit();
+  CHECK(dense.is_contiguous());
+  CHECK(dense.blocks().size() == 1);
+
+  const int disp[] = {0, 3};
+  Datatype ib = Datatype::indexed_block(2, disp, v);
+  ib.commit();
+  CHECK(ib.size() == 4 * n * 4);
+  CHECK(ib.extent() == 5 * v.extent());
+
+  // the first bytes of the packed image, from a small buffer that holds them
+  std::vector<int> mem(64);
+  std::iota(mem.begin(), mem.end(), 0);
+  std::vector<int> out(8, -1);
+  v.pack_range(mem.data(), 1, 0, 32, out.data());
+  CHECK(out == std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14});
+  v.pack_range(mem.data(), 1, 12, 8, out.data());  // elements 3 and 4 of the packed image
+  CHECK(out[0] == 6);
+  CHECK(out[1] == 8);
+  std::vector<int> back(64, -1);
+  const int in[] = {100, 101, 102};
+  v.unpack_range(in, 8, 12, back.data(), 1);  // packed elements 2..4
+  CHECK(back[4] == 100);
+  CHECK(back[6] == 101);
+  CHECK(back[8] == 102);
+  CHECK(back[5] == -1);
+  // the memory blocks of a fragment in the middle of a count-3 message
+  std::vector<std::ptrdiff_t> offs;
+  ib.for_each_block_range(static_cast<const void*>(nullptr), 3, 4 * n * 4 + 8, 12,
+                          [&](const void* p, std::size_t len) {
+                            CHECK(len == 4);
+                            offs.push_back(reinterpret_cast<std::intptr_t>(p));
+                          });
+  // element 1 starts at one extent; its first block (displacement 0, copy 0)
+  // holds v at 0: bytes 8..20 of it are ints 2, 3, 4 of v, at 16, 24, 32
+  CHECK(offs == std::vector<std::ptrdiff_t>{ib.extent() + 16, ib.extent() + 24, ib.extent() + 32});
+  Count pos = 0;
+  unsigned char none[1];
+  v.pack(mem.data(), 0, none, 0, pos);
+  CHECK(pos == 0);
+}
+
 TEST_CASE("concurrent commit and first use are race-free") {
   for (int rep = 0; rep < 20; ++rep) {
     const int disp[] = {7, 0, 3};
@@ -1154,4 +1248,272 @@ TEST_CASE("concurrent commit and first use are race-free") {
     CHECK(blocks[0] == blocks[2]);
     CHECK(blocks[0] == static_cast<Count>(t.blocks().size()));
   }
+}
+
+// ------------------------------------------------------------ external32 --
+
+namespace {
+std::vector<unsigned> ext_bytes(const Datatype& t, const void* buf, Count count) {
+  std::vector<unsigned char> out(static_cast<std::size_t>(external32::size(t, count)));
+  Count pos = 0;
+  external32::pack(t, buf, count, out.data(), static_cast<Count>(out.size()), pos);
+  REQUIRE(pos == static_cast<Count>(out.size()));
+  return {out.begin(), out.end()};
+}
+}  // namespace
+
+TEST_CASE("external32: the standard's sizes for every basic type") {
+  const std::pair<BasicType, std::size_t> sizes[] = {
+      {BasicType::Char, 1},          {BasicType::SignedChar, 1},     {BasicType::UnsignedChar, 1},
+      {BasicType::Byte, 1},          {BasicType::Short, 2},          {BasicType::UnsignedShort, 2},
+      {BasicType::Int, 4},           {BasicType::Unsigned, 4},       {BasicType::Long, 4},
+      {BasicType::UnsignedLong, 4},  {BasicType::LongLong, 8},       {BasicType::UnsignedLongLong, 8},
+      {BasicType::Float, 4},         {BasicType::Double, 8},         {BasicType::LongDouble, 16},
+      {BasicType::WChar, 4},         {BasicType::CBool, 1},          {BasicType::Int8, 1},
+      {BasicType::Int16, 2},         {BasicType::Int32, 4},          {BasicType::Int64, 8},
+      {BasicType::UInt8, 1},         {BasicType::UInt16, 2},         {BasicType::UInt32, 4},
+      {BasicType::UInt64, 8},        {BasicType::CFloatComplex, 8},  {BasicType::CDoubleComplex, 16},
+      {BasicType::CLongDoubleComplex, 32}, {BasicType::Aint, 8},     {BasicType::Offset, 8},
+      {BasicType::Count, 8},         {BasicType::Packed, 1},         {BasicType::FloatInt, 8},
+      {BasicType::DoubleInt, 12},    {BasicType::LongInt, 8},        {BasicType::TwoInt, 8},
+      {BasicType::ShortInt, 6},      {BasicType::LongDoubleInt, 20},
+  };
+  static_assert(std::size(sizes) == kNumBasicTypes);
+  for (auto [b, n] : sizes) {
+    const std::string name = basic_type_info(b).name;
+    CAPTURE(name);
+    CHECK(external32::basic_size(b) == n);
+    CHECK(external32::size(T(b), 3) == static_cast<Count>(3 * n));
+  }
+}
+
+TEST_CASE("external32: big-endian bytes") {
+  const int i = 1;
+  CHECK(ext_bytes(T(BasicType::Int), &i, 1) == std::vector<unsigned>{0, 0, 0, 1});
+  const int m = -2;
+  CHECK(ext_bytes(T(BasicType::Int), &m, 1) == std::vector<unsigned>{0xff, 0xff, 0xff, 0xfe});
+  const double d = 1.0;
+  CHECK(ext_bytes(T(BasicType::Double), &d, 1) == std::vector<unsigned>{0x3f, 0xf0, 0, 0, 0, 0, 0, 0});
+  const float f = -2.5f;  // 0xc0200000
+  CHECK(ext_bytes(T(BasicType::Float), &f, 1) == std::vector<unsigned>{0xc0, 0x20, 0, 0});
+  const short s = 0x1234;
+  CHECK(ext_bytes(T(BasicType::Short), &s, 1) == std::vector<unsigned>{0x12, 0x34});
+  const long l = -3;  // 4 bytes in external32
+  CHECK(ext_bytes(T(BasicType::Long), &l, 1) == std::vector<unsigned>{0xff, 0xff, 0xff, 0xfd});
+  const long long ll = 0x0102030405060708LL;
+  CHECK(ext_bytes(T(BasicType::LongLong), &ll, 1) == std::vector<unsigned>{1, 2, 3, 4, 5, 6, 7, 8});
+  const long double ld = 1.0L;  // binary128: 3fff 0000...
+  std::vector<unsigned> want_ld(16, 0);
+  want_ld[0] = 0x3f, want_ld[1] = 0xff;
+  CHECK(ext_bytes(T(BasicType::LongDouble), &ld, 1) == want_ld);
+  const long double ldm = -0.75L;  // sign, exponent 3ffe, fraction .1 -> 0x8000 in the top fraction bits
+  std::vector<unsigned> want_ldm(16, 0);
+  want_ldm[0] = 0xbf, want_ldm[1] = 0xfe, want_ldm[2] = 0x80;
+  CHECK(ext_bytes(T(BasicType::LongDouble), &ldm, 1) == want_ldm);
+  const DoubleIntPair di{1.0, 7};  // no padding: 8 + 4 bytes
+  CHECK(ext_bytes(T(BasicType::DoubleInt), &di, 1) ==
+        std::vector<unsigned>{0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7});
+  const std::complex<float> cf(1.0f, -2.0f);
+  CHECK(ext_bytes(T(BasicType::CFloatComplex), &cf, 1) ==
+        std::vector<unsigned>{0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0});
+}
+
+TEST_CASE("external32: round trips, derived types, narrowing of long") {
+  // every basic type: bytes packed then unpacked come back identical
+  // (long double: values exactly representable in 64 bits)
+  for (int k = 0; k < kNumBasicTypes; ++k) {
+    const BasicType b = static_cast<BasicType>(k);
+    const std::string name = basic_type_info(b).name;
+    CAPTURE(name);
+    const BasicTypeInfo& bi = basic_type_info(b);
+    std::vector<unsigned char> in(bi.extent * 4, 0), out(bi.extent * 4, 0);
+    for (int e = 0; e < 4; ++e)
+      for (int m = 0; m < bi.num_members; ++m)
+        for (std::size_t j = 0; j < bi.members[m].size; ++j)
+          in[e * bi.extent + bi.members[m].offset + j] = static_cast<unsigned char>(e * 37 + j * 11 + m + 1);
+    if (b == BasicType::LongDouble || b == BasicType::CLongDoubleComplex || b == BasicType::LongDoubleInt) {
+      for (int e = 0; e < 4; ++e)
+        for (int h = 0; h < (b == BasicType::CLongDoubleComplex ? 2 : 1); ++h) {
+          const long double x = -1.5L * (e + 1) + h * 1e300L;
+          unsigned char* at = in.data() + e * bi.extent + h * sizeof(long double);
+          std::memset(at, 0, sizeof(long double));  // x87: 10 data bytes, the padding stays 0
+          std::memcpy(at, &x, 10);
+        }
+    }
+    if (b == BasicType::CBool)
+      for (int e = 0; e < 4; ++e) in[e] = e % 2;
+    if (b == BasicType::Long || b == BasicType::UnsignedLong || b == BasicType::LongInt) {
+      for (int e = 0; e < 4; ++e) {  // values that fit 32 bits
+        long v = (b == BasicType::UnsignedLong) ? 4000000000L - e : -2000000000L + e;
+        std::memcpy(in.data() + e * bi.extent, &v, sizeof v);
+      }
+    }
+    const Datatype t = T(b);
+    std::vector<unsigned char> ext(static_cast<std::size_t>(external32::size(t, 4)));
+    Count pos = 0;
+    external32::pack(t, in.data(), 4, ext.data(), static_cast<Count>(ext.size()), pos);
+    pos = 0;
+    external32::unpack(t, ext.data(), static_cast<Count>(ext.size()), pos, out.data(), 4);
+    CHECK(pos == static_cast<Count>(ext.size()));
+    for (int e = 0; e < 4; ++e)
+      for (int m = 0; m < bi.num_members; ++m) {
+        const std::size_t at = e * bi.extent + bi.members[m].offset;
+        CHECK(std::memcmp(in.data() + at, out.data() + at, bi.members[m].size) == 0);
+      }
+  }
+  // a long outside 32 bits keeps its low bits; negative values sign-extend back
+  const long big = 0x123456789L, neg = -5;
+  long back = 0;
+  const Datatype lt = T(BasicType::Long);
+  CHECK(ext_bytes(lt, &big, 1) == std::vector<unsigned>{0x23, 0x45, 0x67, 0x89});
+  unsigned char e4[4];
+  Count pos = 0;
+  external32::pack(lt, &neg, 1, e4, 4, pos);
+  pos = 0;
+  external32::unpack(lt, e4, 4, pos, &back, 1);
+  CHECK(back == -5);
+
+  // a derived type mixing sizes: struct {char c; long l; double d[2];} in a vector
+  struct S { char c; long l; double d[2]; };
+  const int bl[] = {1, 1, 2};
+  const Aint disp[] = {offsetof(S, c), offsetof(S, l), offsetof(S, d)};
+  const Datatype types[] = {T(BasicType::Char), T(BasicType::Long), T(BasicType::Double)};
+  Datatype st = Datatype::create_struct(bl, disp, types);
+  Datatype v = Datatype::vector(2, 1, 2, st);
+  v.commit();
+  CHECK(external32::size(v, 1) == 2 * (1 + 4 + 16));
+  S a[3] = {{'x', 1, {1.0, 2.0}}, {'?', 99, {9, 9}}, {'y', -2, {3.0, -4.0}}};
+  const std::vector<unsigned> got = ext_bytes(v, a, 1);
+  const std::vector<unsigned> want = {'x', 0, 0, 0, 1, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0,
+                                      'y', 0xff, 0xff, 0xff, 0xfe, 0x40, 0x08, 0, 0, 0, 0, 0, 0,
+                                      0xc0, 0x10, 0, 0, 0, 0, 0, 0};
+  CHECK(got == want);
+  S b[3] = {};
+  std::vector<unsigned char> raw(got.begin(), got.end());
+  pos = 0;
+  external32::unpack(v, raw.data(), static_cast<Count>(raw.size()), pos, b, 1);
+  CHECK(b[0].c == 'x');
+  CHECK(b[0].l == 1);
+  CHECK(b[0].d[1] == 2.0);
+  CHECK(b[1].l == 0);  // the hole between the two vector blocks
+  CHECK(b[2].l == -2);
+  CHECK(b[2].d[1] == -4.0);
+  // too little room
+  unsigned char small[10];
+  pos = 0;
+  CHECK_THROWS_AS(external32::pack(v, a, 1, small, 10, pos), DatatypeError);
+  pos = 0;
+  CHECK_THROWS_AS(external32::unpack(v, small, 10, pos, b, 1), DatatypeError);
+}
+
+// ------------------------------------------------------------------ darray --
+
+namespace {
+using Dist = Datatype::Distribution;
+struct DarrayCase {
+  std::vector<int> gsizes;
+  std::vector<Dist> distribs;
+  std::vector<int> dargs, psizes;
+  Datatype::Order order;
+};
+
+// The owner coordinate of global index i along one dimension (HPF rules).
+int owner(int i, int g, Dist d, int darg, int p) {
+  switch (d) {
+    case Dist::None: return 0;
+    case Dist::Block: return i / (darg == Datatype::kDefaultDarg ? (g + p - 1) / p : darg);
+    case Dist::Cyclic: return (i / (darg == Datatype::kDefaultDarg ? 1 : darg)) % p;
+  }
+  return -1;
+}
+
+// Linear (memory) indices of the elements `rank` owns, in increasing order.
+std::vector<int> owned(const DarrayCase& c, int rank) {
+  const int nd = static_cast<int>(c.gsizes.size());
+  std::vector<int> coord(nd);
+  for (int r = rank, d = nd - 1; d >= 0; --d) coord[d] = r % c.psizes[d], r /= c.psizes[d];
+  int total = 1;
+  for (int g : c.gsizes) total *= g;
+  std::vector<int> out;
+  for (int lin = 0; lin < total; ++lin) {
+    // indices of lin: C order -> last dimension fastest; Fortran -> first
+    int rest = lin;
+    bool mine = true;
+    for (int k = 0; k < nd; ++k) {
+      const int d = c.order == Datatype::Order::C ? nd - 1 - k : k;
+      const int i = rest % c.gsizes[d];
+      rest /= c.gsizes[d];
+      if (owner(i, c.gsizes[d], c.distribs[d], c.dargs[d], c.psizes[d]) != coord[d]) mine = false;
+    }
+    if (mine) out.push_back(lin);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("darray: every rank's elements by HPF rules, in address order; lb 0, extent the array") {
+  const int D = Datatype::kDefaultDarg;
+  const std::vector<DarrayCase> cases = {
+      {{8, 6}, {Dist::Block, Dist::Block}, {D, D}, {2, 3}, Datatype::Order::C},
+      {{8, 6}, {Dist::Block, Dist::Block}, {D, D}, {2, 3}, Datatype::Order::Fortran},
+      {{7, 5}, {Dist::Cyclic, Dist::Cyclic}, {2, D}, {3, 2}, Datatype::Order::C},
+      {{7, 5}, {Dist::Cyclic, Dist::Block}, {2, 3}, {3, 2}, Datatype::Order::Fortran},
+      {{10, 3}, {Dist::Cyclic, Dist::None}, {3, D}, {4, 1}, Datatype::Order::C},
+      {{5, 4, 6}, {Dist::Block, Dist::Cyclic, Dist::Cyclic}, {D, 1, 4}, {2, 2, 2}, Datatype::Order::C},
+      {{5, 4, 6}, {Dist::Cyclic, Dist::None, Dist::Block}, {2, D, 4}, {3, 1, 2}, Datatype::Order::Fortran},
+      {{9}, {Dist::Block}, {2}, {5}, Datatype::Order::C},  // the last ranks own 1 and 0 elements
+      {{3}, {Dist::Cyclic}, {2}, {4}, Datatype::Order::C},  // ranks 2, 3 own nothing
+  };
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const DarrayCase& c = cases[ci];
+    CAPTURE(ci);
+    int size = 1, total = 1;
+    for (int p : c.psizes) size *= p;
+    for (int g : c.gsizes) total *= g;
+    std::vector<int> array(static_cast<std::size_t>(total));
+    std::iota(array.begin(), array.end(), 0);
+    std::vector<int> seen(static_cast<std::size_t>(total), 0);
+    for (int rank = 0; rank < size; ++rank) {
+      CAPTURE(rank);
+      Datatype t = Datatype::create_darray(size, rank, c.gsizes, c.distribs, c.dargs, c.psizes, c.order,
+                                           T(BasicType::Int));
+      t.commit();
+      CHECK(t.lb() == 0);
+      CHECK(t.extent() == static_cast<Aint>(total) * 4);
+      CHECK(t.combiner() == Combiner::Darray);
+      const std::vector<int> want = owned(c, rank);
+      CHECK(t.size() == static_cast<Count>(want.size()) * 4);
+      const std::vector<int> got = pack_all<int>(t, array.data(), 1);
+      CHECK(got == want);
+      for (int i : got) seen[static_cast<std::size_t>(i)]++;
+      // count 2: the second element is the next whole array
+      std::vector<int> two(static_cast<std::size_t>(2 * total));
+      std::iota(two.begin(), two.end(), 0);
+      const std::vector<int> got2 = pack_all<int>(t, two.data(), 2);
+      REQUIRE(got2.size() == 2 * want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) CHECK(got2[want.size() + k] == want[k] + total);
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));  // a partition
+  }
+}
+
+TEST_CASE("darray: a large cyclic distribution costs O(ndims); argument errors") {
+  const int gs[] = {1 << 30, 4};
+  const Dist ds[] = {Dist::Cyclic, Dist::Block};
+  const int da[] = {1, Datatype::kDefaultDarg}, ps[] = {4, 2};
+  Datatype t = Datatype::create_darray(8, 5, gs, ds, da, ps, Datatype::Order::C, T(BasicType::Char));
+  t.commit();
+  CHECK(t.size() == (Count{1} << 28) * 2);
+  CHECK(t.extent() == (Aint{1} << 32));
+
+  const int g1[] = {10}, p2[] = {2}, p1[] = {1}, d3[] = {3}, dd[] = {Datatype::kDefaultDarg};
+  const Dist block[] = {Dist::Block}, none[] = {Dist::None};
+  const Datatype i32 = T(BasicType::Int);
+  // blocks of 3 on 2 processes cannot hold 10
+  CHECK_THROWS_AS(Datatype::create_darray(2, 0, g1, block, d3, p2, Datatype::Order::C, i32), DatatypeError);
+  // NONE over 2 processes
+  CHECK_THROWS_AS(Datatype::create_darray(2, 0, g1, none, dd, p2, Datatype::Order::C, i32), DatatypeError);
+  // grid of 1 process for size 2; rank out of range
+  CHECK_THROWS_AS(Datatype::create_darray(2, 0, g1, block, dd, p1, Datatype::Order::C, i32), DatatypeError);
+  CHECK_THROWS_AS(Datatype::create_darray(2, 2, g1, block, dd, p2, Datatype::Order::C, i32), DatatypeError);
 }

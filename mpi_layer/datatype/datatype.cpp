@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 
@@ -93,18 +94,16 @@ const BasicTypeInfo& basic_type_info(BasicType t) {
 
 bool is_pair_type(BasicType t) { return basic_type_info(t).num_members == 2; }
 
-// A run of `n` consecutive basic elements of `elem_size` bytes in the packed
-// stream (used by get_elements).
-struct Run {
-  Aint elem_size;
-  Count n;
-};
+// Types whose flattened form would exceed this many blocks per element stay
+// in tree form (see "Cost" in datatype.hpp).
+std::atomic<Count> g_flat_block_limit{Count{1} << 16};
 
 struct TypeImpl {
   // One component: `repeat` groups (group r at byte displacement
   // disp + r * stride), each group `blocklength` consecutive copies of `child`
   // (copy k at + k * child extent). vector/hvector use one part with
-  // repeat = count, so construction is O(1) whatever the count.
+  // repeat = count, so construction is O(1) whatever the count: this is the
+  // (count, stride, sub-type) loop node packing evaluates lazily.
   struct Part {
     std::shared_ptr<TypeImpl> child;
     Count blocklength;
@@ -127,16 +126,24 @@ struct TypeImpl {
   std::size_t align = 1;
   std::optional<BasicType> uniform;  // every data entry has this basic type
 
-  // Built once (ensure_flat); published by commit.
+  // Built once (ensure_flat, at commit): either the flat block list (small
+  // types) or, when that list would exceed g_flat_block_limit blocks,
+  // nothing but `part_start` (tree form, walked by walk_tree).
   std::once_flag flat_once;
-  std::vector<Block> flat;
+  bool tree = false;         // not flattened: pack by walking `parts`
+  std::vector<Block> flat;   // when !tree
   std::vector<Aint> prefix;  // packed offset of each flat block
-  std::vector<Run> runs;
-  std::vector<ElementRun> eruns;  // only when `uniform`
+  std::vector<Count> part_start;  // packed offset of each part in one element
   std::atomic<bool> committed{false};
+  // Built on first use (element_runs, for reductions; only when `uniform`).
+  std::once_flag eruns_once;
+  std::vector<ElementRun> eruns;
 
   void ensure_flat() {
     std::call_once(flat_once, [this] { build_flat(); });
+  }
+  void ensure_eruns() {
+    std::call_once(eruns_once, [this] { build_eruns(); });
   }
 
   static void emit(std::vector<Block>& out, Aint off, Aint len) {
@@ -147,14 +154,6 @@ struct TypeImpl {
       out.push_back(Block{off, len});
     }
   }
-  static void emit_run(std::vector<Run>& out, Aint sz, Count n) {
-    if (n == 0) return;
-    if (!out.empty() && out.back().elem_size == sz) {
-      out.back().n += n;
-    } else {
-      out.push_back(Run{sz, n});
-    }
-  }
   static void emit_erun(std::vector<ElementRun>& out, Aint off, Count n, Aint bext) {
     if (n == 0) return;
     if (!out.empty() && out.back().offset + static_cast<Aint>(out.back().count) * bext == off) {
@@ -163,53 +162,78 @@ struct TypeImpl {
       out.push_back(ElementRun{off, n});
     }
   }
+  static Count sat_add(Count a, Count b) {
+    Count r;
+    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<Count>::max() : r;
+  }
+  static Count sat_mul(Count a, Count b) {
+    Count r;
+    return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<Count>::max() : r;
+  }
+  bool dense() const {  // one block exactly one extent long: copies abut
+    return !tree && flat.size() == 1 && flat[0].length == ub - lb;
+  }
+
+  // Upper bound of the flat block count, from the children's flat forms
+  // (infinite if a child stayed a tree). Prepares every child (ensure_flat).
+  // O(number of parts).
+  Count estimate_blocks() {
+    Count est = 0;
+    for (const Part& p : parts) {
+      if (p.blocklength == 0 || p.repeat == 0) continue;
+      TypeImpl& c = *p.child;
+      c.ensure_flat();
+      if (c.size == 0) continue;
+      if (c.tree) {  // (every child is still prepared: packing may reach it)
+        est = std::numeric_limits<Count>::max();
+        continue;
+      }
+      const Aint ext = c.ub - c.lb;
+      Count n;
+      if (c.dense())
+        n = (p.repeat == 1 || p.stride == static_cast<Aint>(p.blocklength) * ext) ? 1 : p.repeat;
+      else
+        n = sat_mul(sat_mul(p.repeat, p.blocklength), static_cast<Count>(c.flat.size()));
+      est = sat_add(est, n);
+    }
+    return est;
+  }
 
   void build_flat() {
     if (basic) {
       const BasicTypeInfo& bi = basic_type_info(*basic);
-      for (int m = 0; m < bi.num_members; ++m) {
+      for (int m = 0; m < bi.num_members; ++m)
         emit(flat, static_cast<Aint>(bi.members[m].offset), static_cast<Aint>(bi.members[m].size));
-        emit_run(runs, static_cast<Aint>(bi.members[m].size), 1);
-      }
-      eruns.push_back(ElementRun{0, 1});
     } else {
-      const Aint bext = uniform ? static_cast<Aint>(basic_type_info(*uniform).extent) : 0;
+      Count at = 0;
+      part_start.reserve(parts.size());
+      for (const Part& p : parts) {
+        part_start.push_back(at);
+        at += p.blocklength * p.repeat * p.child->size;
+      }
+      if (estimate_blocks() > g_flat_block_limit.load(std::memory_order_relaxed)) {
+        tree = true;
+        return;
+      }
       for (const Part& p : parts) {
         if (p.blocklength == 0 || p.repeat == 0) continue;
-        TypeImpl& c = *p.child;
-        c.ensure_flat();
+        const TypeImpl& c = *p.child;
         if (c.size == 0) continue;
         const Aint ext = c.ub - c.lb;
-        // Dense child: one block exactly one extent long -> copies abut.
-        const bool dense = c.flat.size() == 1 && c.flat[0].length == ext;
-        const bool edense = uniform && c.eruns.size() == 1 &&
-                            static_cast<Aint>(c.eruns[0].count) * bext == ext;
+        if (c.dense() && (p.repeat == 1 || p.stride == static_cast<Aint>(p.blocklength) * ext)) {
+          emit(flat, p.disp + c.flat[0].offset, static_cast<Aint>(p.blocklength * p.repeat) * ext);
+          continue;
+        }
         for (Count r = 0; r < p.repeat; ++r) {
           const Aint gbase = p.disp + static_cast<Aint>(r) * p.stride;
-          if (dense) {
+          if (c.dense()) {
             emit(flat, gbase + c.flat[0].offset, static_cast<Aint>(p.blocklength) * ext);
-          } else {
-            for (Count k = 0; k < p.blocklength; ++k) {
-              const Aint base = gbase + static_cast<Aint>(k) * ext;
-              for (const Block& b : c.flat) emit(flat, base + b.offset, b.length);
-            }
+            continue;
           }
-          if (!uniform) continue;
-          if (edense) {
-            emit_erun(eruns, gbase + c.eruns[0].offset, c.eruns[0].count * p.blocklength, bext);
-          } else {
-            for (Count k = 0; k < p.blocklength; ++k) {
-              const Aint base = gbase + static_cast<Aint>(k) * ext;
-              for (const ElementRun& e : c.eruns) emit_erun(eruns, base + e.offset, e.count, bext);
-            }
+          for (Count k = 0; k < p.blocklength; ++k) {
+            const Aint base = gbase + static_cast<Aint>(k) * ext;
+            for (const Block& b : c.flat) emit(flat, base + b.offset, b.length);
           }
-        }
-        const Count copies = p.blocklength * p.repeat;
-        if (c.runs.size() == 1) {
-          emit_run(runs, c.runs[0].elem_size, c.runs[0].n * copies);
-        } else {
-          for (Count k = 0; k < copies; ++k)
-            for (const Run& r : c.runs) emit_run(runs, r.elem_size, r.n);
         }
       }
     }
@@ -219,6 +243,66 @@ struct TypeImpl {
       prefix.push_back(acc);
       acc += b.length;
     }
+  }
+
+  void build_eruns() {
+    if (!uniform) return;
+    if (basic) {
+      eruns.push_back(ElementRun{0, 1});
+      return;
+    }
+    const Aint bext = static_cast<Aint>(basic_type_info(*uniform).extent);
+    for (const Part& p : parts) {
+      if (p.blocklength == 0 || p.repeat == 0) continue;
+      TypeImpl& c = *p.child;
+      if (c.size == 0) continue;
+      c.ensure_eruns();
+      const Aint ext = c.ub - c.lb;
+      const bool edense = c.eruns.size() == 1 && static_cast<Aint>(c.eruns[0].count) * bext == ext;
+      if (edense && (p.repeat == 1 || p.stride == static_cast<Aint>(p.blocklength) * ext)) {
+        emit_erun(eruns, p.disp + c.eruns[0].offset, c.eruns[0].count * p.blocklength * p.repeat, bext);
+        continue;
+      }
+      for (Count r = 0; r < p.repeat; ++r) {
+        const Aint gbase = p.disp + static_cast<Aint>(r) * p.stride;
+        if (edense) {
+          emit_erun(eruns, gbase + c.eruns[0].offset, c.eruns[0].count * p.blocklength, bext);
+          continue;
+        }
+        for (Count k = 0; k < p.blocklength; ++k) {
+          const Aint base = gbase + static_cast<Aint>(k) * ext;
+          for (const ElementRun& e : c.eruns) emit_erun(eruns, base + e.offset, e.count, bext);
+        }
+      }
+    }
+  }
+
+  // MPI_Get_elements on the first nbytes of a packed stream of these
+  // elements, by descending the tree: O(depth * parts), no flat form needed.
+  std::optional<Count> elements_in(Count nbytes) const {
+    if (size == 0) return nbytes == 0 ? std::optional<Count>(0) : std::nullopt;
+    Count elems = (nbytes / size) * nelements;
+    Count rem = nbytes % size;
+    if (rem == 0) return elems;
+    if (basic) {  // inside one basic object: only a pair's first member ends cleanly
+      const BasicTypeInfo& bi = basic_type_info(*basic);
+      if (bi.num_members == 2 && rem == static_cast<Count>(bi.members[0].size)) return elems + 1;
+      return std::nullopt;
+    }
+    for (const Part& p : parts) {
+      const TypeImpl& c = *p.child;
+      const Count copies = p.blocklength * p.repeat;
+      const Count psize = copies * c.size;
+      if (rem >= psize) {
+        elems += copies * c.nelements;
+        rem -= psize;
+        continue;
+      }
+      const std::optional<Count> sub = c.elements_in(rem);
+      if (!sub) return std::nullopt;
+      return elems + *sub;
+    }
+    return rem == 0 ? std::optional<Count>(elems) : std::nullopt;
   }
 
   // Computes size/bounds/alignment from `parts`; `pad_epsilon` for structs.
@@ -525,6 +609,12 @@ Datatype Datatype::create_subarray(std::span<const int> sizes, std::span<const i
   return r;
 }
 
+void Datatype::relabel(TypeContents contents) {
+  checked();
+  impl_->combiner = contents.combiner;
+  impl_->contents = std::move(contents);
+}
+
 Datatype Datatype::dup() const {
   const TypeImpl& o = checked();
   Builder b(Combiner::Dup);
@@ -568,7 +658,7 @@ bool Datatype::is_contiguous() const {
   checked();
   if (impl_->size == 0) return true;
   impl_->ensure_flat();
-  return impl_->flat.size() == 1 && impl_->flat[0].length == impl_->ub - impl_->lb;
+  return !impl_->tree && impl_->flat.size() == 1 && impl_->flat[0].length == impl_->ub - impl_->lb;
 }
 
 std::optional<Count> Datatype::get_count(Count nbytes) const {
@@ -580,47 +670,84 @@ std::optional<Count> Datatype::get_count(Count nbytes) const {
 }
 
 std::optional<Count> Datatype::get_elements(Count nbytes) const {
-  checked();
+  const TypeImpl& t = checked();
   if (nbytes < 0) fail(DatatypeErrc::invalid_count, "negative byte count");
-  TypeImpl& t = *impl_;
-  if (t.size == 0) return nbytes == 0 ? std::optional<Count>(0) : std::nullopt;
-  t.ensure_flat();
-  Count elems = (nbytes / t.size) * t.nelements;
-  Count rem = nbytes % t.size;
-  for (const Run& r : t.runs) {
-    if (rem == 0) break;
-    const Count whole = std::min<Count>(r.n, rem / r.elem_size);
-    elems += whole;
-    rem -= whole * r.elem_size;
-    if (whole < r.n) break;  // stopped inside this run
-  }
-  if (rem != 0) return std::nullopt;
-  return elems;
+  return t.elements_in(nbytes);
 }
 
-std::span<const Block> Datatype::blocks() const {
+const std::vector<Block>* Datatype::flat_blocks() const {
   const TypeImpl& t = checked();
   if (!t.committed.load(std::memory_order_acquire))
     fail(DatatypeErrc::uncommitted, "datatype is not committed");
-  return t.flat;
+  return t.tree ? nullptr : &t.flat;
+}
+
+std::span<const Block> Datatype::blocks() const {
+  const std::vector<Block>* b = flat_blocks();
+  if (!b)
+    fail(DatatypeErrc::invalid_argument,
+         "datatype has more than " + std::to_string(flat_block_limit()) +
+             " blocks per element and is kept in tree form (use for_each_block)");
+  return *b;
 }
 
 std::optional<BasicType> Datatype::uniform_basic_type() const { return checked().uniform; }
 
 std::span<const ElementRun> Datatype::element_runs() const {
-  blocks();
+  flat_blocks();  // checks commit
   if (!impl_->uniform) fail(DatatypeErrc::invalid_argument, "datatype mixes several basic types");
+  impl_->ensure_eruns();
   return impl_->eruns;
 }
 
 Count Datatype::block_count(Count count) const {
-  const std::span<const Block> b = blocks();
+  const std::vector<Block>* fb = flat_blocks();
   check_nonneg_count(count);
+  if (!fb) {  // tree form: count what for_each_block reports
+    Count n = 0;
+    for_each_block(static_cast<const void*>(nullptr), count, [&](const void*, std::size_t) { ++n; });
+    return n;
+  }
+  const std::span<const Block> b = *fb;
   if (count == 0 || b.empty()) return 0;
   const Count n = static_cast<Count>(b.size());
   const Aint ext = extent();
   const bool joins = b.front().offset + ext == b.back().offset + b.back().length;
   return joins ? checked_mul(count, n, "block count") - (count - 1) : checked_mul(count, n, "block count");
+}
+
+Count flat_block_limit() { return g_flat_block_limit.load(std::memory_order_relaxed); }
+void set_flat_block_limit(Count blocks) { g_flat_block_limit.store(blocks, std::memory_order_relaxed); }
+
+namespace {
+// Signature runs of `copies` consecutive elements of t (see for_each_basic_run).
+void signature(const TypeImpl& t, Count copies, const std::function<void(BasicType, Count)>& out) {
+  if (copies == 0 || t.size == 0) return;
+  if (t.uniform) {
+    out(*t.uniform, copies * (t.size / static_cast<Count>(basic_type_info(*t.uniform).size)));
+    return;
+  }
+  for (Count k = 0; k < copies; ++k)
+    for (const TypeImpl::Part& p : t.parts) signature(*p.child, p.blocklength * p.repeat, out);
+}
+}  // namespace
+
+void Datatype::signature_raw(Count count, RawSigFn fn, void* ctx) const {
+  const TypeImpl& t = checked();
+  check_nonneg_count(count);
+  std::optional<BasicType> cur;
+  Count n = 0;
+  signature(t, count, [&](BasicType b, Count k) {
+    if (k == 0) return;
+    if (cur && *cur == b) {
+      n += k;
+      return;
+    }
+    if (cur) fn(ctx, *cur, n);
+    cur = b;
+    n = k;
+  });
+  if (cur) fn(ctx, *cur, n);
 }
 
 Count Datatype::packed_size(Count count) const {
@@ -631,14 +758,63 @@ Count Datatype::packed_size(Count count) const {
 
 namespace {
 
-// Walks bytes [off, off + len) of the packed image of `count` elements laid
-// out at `base`; fn(mem_address, packed_offset, n).
+// Walks bytes [off, off + len) of the packed image of the elements laid out
+// at `base` (element i at base + i * extent); fn(mem_address, packed_pos, n)
+// with packed_pos starting at `pos` (advanced). Flat types use their block
+// list; tree-form types descend their parts (walk_tree_element), evaluating
+// each (repeat, stride, child) loop only for the groups the range touches.
 template <class Fn>
-void walk_range(const TypeImpl& t, std::uintptr_t base, Count off, Count len, Fn&& fn) {
+void walk_seq(const TypeImpl& t, std::uintptr_t base, Count off, Count len, Count& pos, Fn& fn);
+
+template <class Fn>
+void walk_tree_element(const TypeImpl& t, std::uintptr_t ebase, Count off, Count len, Count& pos, Fn& fn) {
+  std::size_t i = static_cast<std::size_t>(
+      std::upper_bound(t.part_start.begin(), t.part_start.end(), off) - t.part_start.begin() - 1);
+  off -= t.part_start[i];
+  for (; len > 0 && i < t.parts.size(); ++i, off = 0) {
+    const TypeImpl::Part& p = t.parts[i];
+    const TypeImpl& c = *p.child;
+    const Count gsize = p.blocklength * c.size;
+    if (gsize == 0 || p.repeat == 0) continue;
+    Count r = off / gsize;
+    Count w = off % gsize;
+    if (c.dense()) {  // each group is one run of memory: no descent
+      const std::uintptr_t first = ebase + static_cast<std::uintptr_t>(p.disp + c.flat[0].offset);
+      for (; r < p.repeat && len > 0; ++r, w = 0) {
+        const Count n = std::min(len, gsize - w);
+        fn(first + static_cast<std::uintptr_t>(static_cast<Aint>(r) * p.stride + w), pos, n);
+        pos += n;
+        len -= n;
+      }
+      continue;
+    }
+    for (; r < p.repeat && len > 0; ++r, w = 0) {
+      const Count n = std::min(len, gsize - w);
+      walk_seq(c, ebase + static_cast<std::uintptr_t>(p.disp + static_cast<Aint>(r) * p.stride), w, n, pos, fn);
+      len -= n;
+    }
+  }
+}
+
+template <class Fn>
+void walk_seq(const TypeImpl& t, std::uintptr_t base, Count off, Count len, Count& pos, Fn& fn) {
   if (len == 0) return;
   const Aint ext = t.ub - t.lb;
+  if (t.tree) {
+    Count e = off / t.size;
+    Count within = off % t.size;
+    while (len > 0) {
+      const Count n = std::min(len, t.size - within);
+      walk_tree_element(t, base + static_cast<std::uintptr_t>(static_cast<Aint>(e) * ext), within, n, pos, fn);
+      len -= n;
+      within = 0;
+      ++e;
+    }
+    return;
+  }
   if (t.flat.size() == 1 && t.flat[0].length == ext) {  // contiguous
-    fn(base + static_cast<std::uintptr_t>(t.flat[0].offset + off), off, len);
+    fn(base + static_cast<std::uintptr_t>(t.flat[0].offset + off), pos, len);
+    pos += len;
     return;
   }
   Count e = off / t.size;
@@ -646,13 +822,12 @@ void walk_range(const TypeImpl& t, std::uintptr_t base, Count off, Count len, Fn
   std::size_t bi = static_cast<std::size_t>(
       std::upper_bound(t.prefix.begin(), t.prefix.end(), within) - t.prefix.begin() - 1);
   Aint inblk = within - t.prefix[bi];
-  Count pos = off, remaining = len;
-  while (remaining > 0) {
+  while (len > 0) {
     const Block& b = t.flat[bi];
-    const Count n = std::min<Count>(b.length - inblk, remaining);
+    const Count n = std::min<Count>(b.length - inblk, len);
     fn(base + static_cast<std::uintptr_t>(static_cast<Aint>(e) * ext + b.offset + inblk), pos, n);
     pos += n;
-    remaining -= n;
+    len -= n;
     inblk = 0;
     if (++bi == t.flat.size()) {
       bi = 0;
@@ -661,11 +836,17 @@ void walk_range(const TypeImpl& t, std::uintptr_t base, Count off, Count len, Fn
   }
 }
 
+template <class Fn>
+void walk_range(const TypeImpl& t, std::uintptr_t base, Count off, Count len, Fn&& fn) {
+  Count pos = off;
+  walk_seq(t, base, off, len, pos, fn);
+}
+
 }  // namespace
 
 void Datatype::walk_range_raw(const void* buf, Count count, Count byte_offset, Count len, RawBlockFn fn,
                               void* ctx) const {
-  blocks();
+  flat_blocks();
   const Count total = packed_size(count);
   if (byte_offset < 0 || len < 0 || byte_offset > total || len > total - byte_offset)
     fail(DatatypeErrc::buffer_too_small, "block range outside the packed image");
@@ -685,7 +866,7 @@ void Datatype::walk_range_raw(const void* buf, Count count, Count byte_offset, C
 }
 
 void Datatype::pack(const void* inbuf, Count count, void* outbuf, Count outsize, Count& position) const {
-  blocks();
+  flat_blocks();
   const Count need = packed_size(count);
   if (outsize < 0 || position < 0 || position > outsize)
     fail(DatatypeErrc::invalid_argument, "pack position outside the output buffer");
@@ -701,7 +882,7 @@ void Datatype::pack(const void* inbuf, Count count, void* outbuf, Count outsize,
 }
 
 void Datatype::unpack(const void* inbuf, Count insize, Count& position, void* outbuf, Count count) const {
-  blocks();
+  flat_blocks();
   const Count need = packed_size(count);
   if (insize < 0 || position < 0 || position > insize)
     fail(DatatypeErrc::invalid_argument, "unpack position outside the input buffer");
@@ -717,7 +898,7 @@ void Datatype::unpack(const void* inbuf, Count insize, Count& position, void* ou
 }
 
 void Datatype::pack_range(const void* inbuf, Count count, Count byte_offset, Count len, void* out) const {
-  blocks();
+  flat_blocks();
   const Count total = packed_size(count);
   if (byte_offset < 0 || len < 0 || byte_offset > total || len > total - byte_offset)
     fail(DatatypeErrc::buffer_too_small, "pack_range outside the packed image");
@@ -731,7 +912,7 @@ void Datatype::pack_range(const void* inbuf, Count count, Count byte_offset, Cou
 
 void Datatype::unpack_range(const void* inbytes, Count byte_offset, Count len, void* outbuf,
                             Count count) const {
-  blocks();
+  flat_blocks();
   const Count total = packed_size(count);
   if (byte_offset < 0 || len < 0 || byte_offset > total || len > total - byte_offset)
     fail(DatatypeErrc::buffer_too_small, "unpack_range outside the receive buffer (truncation)");

@@ -33,9 +33,15 @@
 //   pads the extent of a marker-free type up to the largest member alignment
 //   (the epsilon rule); other constructors do not pad (as MPICH does).
 //
-// * Cost. Constructors are O(number of displacements) (vector/hvector O(1));
-//   commit() flattens into O(number of non-adjacent blocks) memory, so a
-//   committed vector(n, 1, 2, MPI_DOUBLE) holds n blocks.
+// * Cost. Constructors are O(number of displacements) (vector/hvector O(1):
+//   a (count, stride, sub-type) loop node). commit() is O(number of tree
+//   nodes and parts), never O(count): a type whose flattened form needs at
+//   most flat_block_limit() blocks per element (default 65536) is flattened
+//   into (offset, length) blocks, which is the fastest to pack; a larger one
+//   (vector(INT_MAX/2, 1, 2, MPI_INT)) stays a tree, and packing walks it
+//   lazily, visiting only the loop iterations the requested byte range
+//   touches. blocks() is only available for flattened types (for_each_block
+//   works on both). element_runs() materializes its list on first use.
 //
 // Errors are reported by throwing DatatypeError; suggested MPI error classes
 // are given next to each DatatypeErrc value.
@@ -44,7 +50,7 @@
 // the binding's):
 //   MPI_Type_contiguous/vector/create_hvector/indexed/create_hindexed/
 //   create_indexed_block/create_hindexed_block/create_struct/create_resized/
-//   create_subarray/dup            -> the static constructors / dup()
+//   create_subarray/create_darray/dup -> the static constructors / dup()
 //   MPI_Type_commit / MPI_Type_free -> commit() / drop the handle
 //   MPI_Type_size(_x)              -> size()           (int overflow -> MPI_UNDEFINED)
 //   MPI_Type_get_extent(_x)        -> lb(), extent()
@@ -56,6 +62,7 @@
 //   MPI_Get_count / MPI_Get_elements(_x) -> get_count() / get_elements() on
 //                                     the received byte count
 //   MPI_Pack / MPI_Unpack / MPI_Pack_size -> pack() / unpack() / packed_size()
+//   MPI_Pack_external(_size) / MPI_Unpack_external -> external32.hpp
 //   p2p send/recv of non-contiguous data  -> for_each_block(_range) (iovecs)
 //                                     or pack_range()/unpack_range() (eager
 //                                     copies, fragments arriving in pieces)
@@ -69,6 +76,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace nmad::mpi {
@@ -171,7 +179,7 @@ bool is_pair_type(BasicType t);
 // ------------------------------------------------------------- datatype --
 enum class Combiner {  // MPI_COMBINER_*
   Named, Dup, Contiguous, Vector, Hvector, Indexed, Hindexed,
-  IndexedBlock, HindexedBlock, Struct, Resized, Subarray,
+  IndexedBlock, HindexedBlock, Struct, Resized, Subarray, Darray,
 };
 
 // One contiguous run of data bytes of ONE element, relative to the element's
@@ -230,6 +238,21 @@ class Datatype {
   // Requires sizes[i] >= 1, subsizes[i] >= 0, 0 <= starts[i] <= sizes[i] - subsizes[i].
   static Datatype create_subarray(std::span<const int> sizes, std::span<const int> subsizes,
                                   std::span<const int> starts, Order order, const Datatype& old);
+  // MPI_Type_create_darray (MPI-3.1 4.1.4, darray.cpp): the part of a
+  // global array (gsizes, in `order`) that process `rank` of `size` owns in
+  // a row-major process grid psizes, each dimension distributed by HPF rules:
+  // Block (block size darg, default ceil(gsize / psize)), Cyclic (cycles of
+  // darg elements, default 1) or None (whole dimension, psize 1). The type
+  // map lists the owned elements in increasing address order; lb 0, extent
+  // prod(gsizes) * extent(old). Cost is O(ndims), whatever the sizes.
+  // Contents ints: size, rank, ndims, gsizes, distribs (0 block, 1 cyclic,
+  // 2 none), dargs (kDefaultDarg for the default), psizes, order (0 C, 1
+  // Fortran).
+  enum class Distribution { Block = 0, Cyclic = 1, None = 2 };
+  static constexpr int kDefaultDarg = -1;
+  static Datatype create_darray(int size, int rank, std::span<const int> gsizes,
+                                std::span<const Distribution> distribs, std::span<const int> dargs,
+                                std::span<const int> psizes, Order order, const Datatype& old);
   Datatype dup() const;  // MPI_Type_dup: same type map, committed iff *this is
 
   void commit();  // MPI_Type_commit (idempotent)
@@ -258,7 +281,9 @@ class Datatype {
   std::optional<Count> get_elements(Count nbytes) const;
 
   // ---- flattened representation (committed types) ----
-  std::span<const Block> blocks() const;  // blocks of ONE element
+  // Blocks of ONE element; throws invalid_argument for a type kept in tree
+  // form (more than flat_block_limit() blocks).
+  std::span<const Block> blocks() const;
   Count block_count(Count count) const;   // blocks for_each_block will report for `count`
 
   // Set when every data entry of the type map has the same basic type (e.g.
@@ -268,6 +293,17 @@ class Datatype {
   // Runs of that basic type for ONE element, in type-map order (committed,
   // uniform types only; throws invalid_argument otherwise).
   std::span<const ElementRun> element_runs() const;
+
+  // Type signature of `count` elements, in type-map order, as runs:
+  // fn(basic, n) for n consecutive basic objects (a pair type counts one
+  // per pair); consecutive runs of one basic type are merged. Any type,
+  // committed or not. Cost: O(parts) for single-basic-type subtrees, else
+  // proportional to the signature's length.
+  template <class Fn>
+  void for_each_basic_run(Count count, Fn&& fn) const {
+    auto adapt = [&](BasicType b, Count n) { fn(b, n); };
+    signature_raw(count, &sig_trampoline<decltype(adapt)>, &adapt);
+  }
 
   // ---- packing (committed types) ----
   Count packed_size(Count count) const;  // MPI_Pack_size (exact: count * size())
@@ -315,10 +351,21 @@ class Datatype {
  private:
   explicit Datatype(std::shared_ptr<TypeImpl> impl) : impl_(std::move(impl)) {}
   const TypeImpl& checked() const;
+  // Gives a freshly built type the combiner and contents of the constructor
+  // that built it out of others (subarray, darray).
+  void relabel(TypeContents contents);
+  // The flat block list, or nullptr for a type in tree form; throws if
+  // uncommitted.
+  const std::vector<Block>* flat_blocks() const;
   template <class Emit>
   void walk_blocks(const void* buf, Count count, Emit&& emit) const {
-    const std::span<const Block> b = blocks();  // throws if uncommitted
+    const std::vector<Block>* fb = flat_blocks();
     check_count(count);
+    if (!fb) {
+      walk_range_raw(buf, count, 0, packed_size(count), &trampoline<std::remove_reference_t<Emit>>, &emit);
+      return;
+    }
+    const std::span<const Block> b = *fb;
     if (count == 0 || b.empty()) return;
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(buf);
     if (is_contiguous()) {
@@ -354,9 +401,20 @@ class Datatype {
   }
   void walk_range_raw(const void* buf, Count count, Count byte_offset, Count len, RawBlockFn fn,
                       void* ctx) const;
+  using RawSigFn = void (*)(void* ctx, BasicType b, Count n);
+  template <class F>
+  static void sig_trampoline(void* ctx, BasicType b, Count n) {
+    (*static_cast<F*>(ctx))(b, n);
+  }
+  void signature_raw(Count count, RawSigFn fn, void* ctx) const;
 
   std::shared_ptr<TypeImpl> impl_;
   friend struct TypeImpl;
 };
+
+// Flattening threshold (blocks per element) applied by later commits; types
+// above it stay in tree form. Exposed for tests, which compare both forms.
+Count flat_block_limit();
+void set_flat_block_limit(Count blocks);
 
 }  // namespace nmad::mpi

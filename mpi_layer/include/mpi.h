@@ -396,6 +396,70 @@ int PMPI_Grequest_complete(MPI_Request request);
 /* ==== derived datatypes, packing ========================================= */
 /* ==== end of derived datatypes, packing ================================== */
 
+/* ---- datatype attributes, Type_match_size, external32 packing, darray ---- */
+/* Datatype keyvals share the keyval space of communicator keyvals but are
+ * only valid on datatypes (MPI_ERR_KEYVAL otherwise). Copy callbacks run on
+ * MPI_Type_dup, delete callbacks on MPI_Type_free, MPI_Type_delete_attr and
+ * overwrite. */
+typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, void* extra_state,
+                                        void* attribute_val_in, void* attribute_val_out, int* flag);
+typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval, void* attribute_val,
+                                          void* extra_state);
+int nmad_mpi_type_null_copy_fn(MPI_Datatype, int, void*, void*, void*, int*);
+int nmad_mpi_type_dup_fn(MPI_Datatype, int, void*, void*, void*, int*);
+int nmad_mpi_type_null_delete_fn(MPI_Datatype, int, void*, void*);
+#define MPI_TYPE_NULL_COPY_FN nmad_mpi_type_null_copy_fn
+#define MPI_TYPE_DUP_FN nmad_mpi_type_dup_fn
+#define MPI_TYPE_NULL_DELETE_FN nmad_mpi_type_null_delete_fn
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function* type_copy_attr_fn,
+                           MPI_Type_delete_attr_function* type_delete_attr_fn, int* type_keyval,
+                           void* extra_state);
+int MPI_Type_free_keyval(int* type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void* attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void* attribute_val, int* flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+int PMPI_Type_create_keyval(MPI_Type_copy_attr_function* type_copy_attr_fn,
+                            MPI_Type_delete_attr_function* type_delete_attr_fn, int* type_keyval,
+                            void* extra_state);
+int PMPI_Type_free_keyval(int* type_keyval);
+int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void* attribute_val);
+int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void* attribute_val, int* flag);
+int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+
+/* MPI_Type_match_size: a predefined type of that class and size. */
+#define MPI_TYPECLASS_INTEGER 1
+#define MPI_TYPECLASS_REAL 2
+#define MPI_TYPECLASS_COMPLEX 3
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype);
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype);
+
+/* Portable packing, datarep "external32" only (MPI_ERR_ARG otherwise). */
+int MPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI_Datatype datatype,
+                      void* outbuf, MPI_Aint outsize, MPI_Aint* position);
+int MPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize, MPI_Aint* position,
+                        void* outbuf, int outcount, MPI_Datatype datatype);
+int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint* size);
+int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI_Datatype datatype,
+                       void* outbuf, MPI_Aint outsize, MPI_Aint* position);
+int PMPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize, MPI_Aint* position,
+                         void* outbuf, int outcount, MPI_Datatype datatype);
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint* size);
+
+/* MPI_Type_create_darray: HPF distributions over a row-major process grid. */
+#define MPI_DISTRIBUTE_BLOCK 121
+#define MPI_DISTRIBUTE_CYCLIC 122
+#define MPI_DISTRIBUTE_NONE 123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                           const int array_of_distribs[], const int array_of_dargs[],
+                           const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                           MPI_Datatype* newtype);
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                            const int array_of_distribs[], const int array_of_dargs[],
+                            const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                            MPI_Datatype* newtype);
+/* ---- end of datatype attributes, Type_match_size, external32, darray ---- */
+
 /* ==== reduction operations, collectives (blocking and non-blocking) ===== */
 typedef int MPI_Op;
 #define MPI_OP_NULL ((MPI_Op)0)
