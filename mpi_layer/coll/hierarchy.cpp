@@ -2,6 +2,7 @@
 #include "mpi_layer/coll/hierarchy.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -14,25 +15,43 @@ hierarchy::hierarchy(int n, std::vector<std::vector<int>> keys) : _keys(std::mov
   for (const auto& k : _keys)
     if (static_cast<int>(k.size()) != _n)
       throw std::invalid_argument("coll::hierarchy: every level needs one key per rank");
+  const int L = levels();
+  _part_of.assign(L + 1, std::vector<int>(n, 0));
+  _parts.resize(L + 1);
+  _children.resize(L);
+  if (n > 0) {
+    _parts[0].push_back({});
+    for (int r = 0; r < n; ++r) _parts[0][0].push_back(r);
+  }
+  // A part at depth d + 1 is a (part at depth d, key at level d) pair.
+  for (int d = 0; d < L; ++d) {
+    std::map<std::pair<int, int>, int> index;
+    _children[d].resize(_parts[d].size());
+    for (int r = 0; r < n; ++r) {  // ascending: members come out sorted
+      const int parent = _part_of[d][r];
+      const auto [it, fresh] = index.emplace(std::make_pair(parent, _keys[d][r]), static_cast<int>(_parts[d + 1].size()));
+      if (fresh) {
+        _parts[d + 1].emplace_back();
+        _children[d][parent].push_back(it->second);
+      }
+      _part_of[d + 1][r] = it->second;
+      _parts[d + 1][it->second].push_back(r);
+    }
+  }
 }
 
-std::vector<int> hierarchy::part(int depth, int rank) const {
-  std::vector<int> out;
-  for (int q = 0; q < _n; ++q) {
-    bool same = true;
-    for (int l = 0; l < depth && same; ++l) same = _keys[l][q] == _keys[l][rank];
-    if (same) out.push_back(q);
-  }
+std::vector<const std::vector<int>*> hierarchy::children(int depth, int rank) const {
+  std::vector<const std::vector<int>*> out;
+  for (int c : _children[depth][_part_of[depth][rank]]) out.push_back(&_parts[depth + 1][c]);
   return out;
 }
 
 bool hierarchy::splits() const {
-  if (_n < 2) return false;
-  for (int l = 0; l < levels(); ++l)
-    for (int r = 0; r < _n; ++r) {
-      const auto p = part(l + 1, r);
-      if (p.size() > 1 && static_cast<int>(p.size()) < static_cast<int>(part(l, r).size())) return true;
-    }
+  for (int d = 0; d < levels(); ++d)
+    for (std::size_t p = 0; p < _parts[d].size(); ++p)
+      if (_children[d][p].size() > 1)
+        for (int c : _children[d][p])
+          if (_parts[d + 1][c].size() > 1) return true;
   return false;
 }
 
@@ -47,19 +66,11 @@ int index_of(const std::vector<int>& v, int r) {
 // A part's leader: the root when the part holds it, else its lowest rank.
 int leader(const std::vector<int>& part, int root) { return root >= 0 && holds(part, root) ? root : part.front(); }
 
-// The leaders (ascending) of the children of `part` (depth d < levels).
-std::vector<int> child_leaders(const hierarchy& h, int d, const std::vector<int>& part, int root) {
+// The leaders (ascending) of the children of the part at depth d
+// (d < levels) holding `rank`.
+std::vector<int> child_leaders(const hierarchy& h, int d, int rank, int root) {
   std::vector<int> out;
-  std::vector<int> seen;
-  for (int r : part) {
-    const int k = h.key(d, r);
-    if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
-    seen.push_back(k);
-    std::vector<int> child;
-    for (int q : part)
-      if (h.key(d, q) == k) child.push_back(q);
-    out.push_back(leader(child, root));
-  }
+  for (const std::vector<int>* child : h.children(d, rank)) out.push_back(leader(*child, root));
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -73,11 +84,11 @@ struct phase_group {
 };
 phase_group group_at(const hierarchy& h, int d, int rank, int root) {
   phase_group g;
-  const std::vector<int> p = h.part(d, rank);
+  const std::vector<int>& p = h.part(d, rank);
   g.lead = leader(p, root);
   if (d == h.levels()) g.members = p;
   else {
-    g.members = child_leaders(h, d, p, root);
+    g.members = child_leaders(h, d, rank, root);
     if (!holds(g.members, rank)) g.members.clear();
   }
   return g;
@@ -165,7 +176,7 @@ schedule build_hier_reduce(const hierarchy& h, int rank, const void* sendbuf, vo
     // Only a leader of some sub-group below the root's needs an accumulator.
     bool leads = false;
     for (int d = 0; d <= h.levels() && !leads; ++d) {
-      const auto p = h.part(d, rank);
+      const auto& p = h.part(d, rank);
       leads = p.size() > 1 && leader(p, root) == rank;
     }
     out = leads ? s.temp(bytes) : nullptr;

@@ -51,12 +51,22 @@ class hierarchy {
   // differs from the flat one.
   bool splits() const;
   // Ranks (ascending) of the part at `depth` (0..levels()) holding `rank`.
-  std::vector<int> part(int depth, int rank) const;
+  const std::vector<int>& part(int depth, int rank) const {
+    return _parts[depth][_part_of[depth][rank]];
+  }
+  // The children (parts at depth + 1) of the part at `depth` holding `rank`.
+  std::vector<const std::vector<int>*> children(int depth, int rank) const;
   int key(int level, int rank) const { return _keys[level][rank]; }
 
  private:
   std::vector<std::vector<int>> _keys;
   int _n = 0;
+  // Per depth 0..levels(): each rank's part, and the parts' members; per
+  // depth < levels(): each part's children (indexes at depth + 1). Made
+  // once, so building a schedule does not regroup the ranks.
+  std::vector<std::vector<int>> _part_of;
+  std::vector<std::vector<std::vector<int>>> _parts;
+  std::vector<std::vector<std::vector<int>>> _children;
 };
 
 inline constexpr std::uint32_t kBlocksPerPhase = 4;
