@@ -52,6 +52,7 @@
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
+#include "mpi_layer/coll_args.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/op/op.hpp"
 #include "mpi_layer/topo.hpp"
@@ -191,19 +192,7 @@ struct mpi_reducer final : coll::reducer {
 
 std::byte g_dummy[1];  // a non-null address for empty buffers (null = in place for the builders)
 
-// buf + off computed on addresses: buf may be null (MPI_BOTTOM with a
-// datatype of absolute displacements).
-std::byte* at(const void* buf, Aint off) {
-  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(off));
-}
-
-struct tinfo {
-  Datatype t;
-  MPI_Datatype h = MPI_DATATYPE_NULL;
-  bool contig = true;
-  Aint true_lb = 0, extent = 0;
-  std::size_t size = 0;
-};
+std::byte* at(const void* buf, Aint off) { return addr_at(buf, off); }
 
 class call_error : public std::runtime_error {
  public:
@@ -243,12 +232,7 @@ struct call {
   tinfo type(MPI_Datatype h, const char* what) {
     tinfo ti;
     std::string detail;
-    if (int e = check_datatype(h, ti.t, detail)) fail(e, std::string(what) + ": " + detail);
-    ti.h = h;
-    ti.contig = ti.t.is_contiguous();
-    ti.true_lb = ti.t.true_lb();
-    ti.extent = ti.t.extent();
-    ti.size = static_cast<std::size_t>(ti.t.size());
+    if (int e = describe_type(h, ti, detail)) fail(e, std::string(what) + ": " + detail);
     return ti;
   }
   void count(int n, const char* what) {

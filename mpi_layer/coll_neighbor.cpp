@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mpi_layer/coll/schedule.hpp"
+#include "mpi_layer/coll_args.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/topo.hpp"
 
@@ -39,27 +40,12 @@ struct neighbor_error : std::runtime_error {
 };
 [[noreturn]] void fail(int code, const std::string& detail) { throw neighbor_error(code, detail); }
 
-std::byte* at(const void* buf, Aint off) {
-  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(off));
-}
-
-struct tinfo {
-  Datatype t;
-  MPI_Datatype h = MPI_DATATYPE_NULL;
-  bool contig = true;
-  Aint true_lb = 0, extent = 0;
-  std::size_t size = 0;
-};
+std::byte* at(const void* buf, Aint off) { return addr_at(buf, off); }
 
 tinfo type_info(MPI_Datatype h, const std::string& what) {
   tinfo ti;
   std::string detail;
-  if (int e = check_datatype(h, ti.t, detail)) fail(e, what + ": " + detail);
-  ti.h = h;
-  ti.contig = ti.t.is_contiguous();
-  ti.true_lb = ti.t.true_lb();
-  ti.extent = ti.t.extent();
-  ti.size = static_cast<std::size_t>(ti.t.size());
+  if (int e = describe_type(h, ti, detail)) fail(e, what + ": " + detail);
   return ti;
 }
 

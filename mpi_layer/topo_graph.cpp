@@ -61,6 +61,16 @@ int need(const char* fn, MPI_Comm comm, topology::kind k, comm_obj*& c, std::sha
   return MPI_SUCCESS;
 }
 
+// A graph communicator and one of its nodes (MPI_ERR_RANK otherwise).
+int need_graph_node(const char* fn, MPI_Comm comm, int rank, comm_obj*& c, std::shared_ptr<const topology>& t) {
+  if (int e = need(fn, comm, topology::kind::graph, c, t)) return e;
+  const int n = static_cast<int>(t->index.size());
+  if (rank < 0 || rank >= n)
+    return mpi_raise(fn, c, MPI_ERR_RANK,
+                     "rank " + std::to_string(rank) + " is not a node (0.." + std::to_string(n - 1) + ")");
+  return MPI_SUCCESS;
+}
+
 // The graph of MPI_Graph_create/MPI_Graph_map, checked against a group of
 // `size` processes.
 int check_graph(const char* fn, comm_obj* c, int nnodes, const int* index, const int* edges) {
@@ -207,10 +217,7 @@ int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
   const char* fn = "MPI_Graph_neighbors_count";
   comm_obj* c;
   std::shared_ptr<const topology> t;
-  if (int e = need(fn, comm, topology::kind::graph, c, t)) return e;
-  const int n = static_cast<int>(t->index.size());
-  if (rank < 0 || rank >= n)
-    return mpi_raise(fn, c, MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not a node (0.." + std::to_string(n - 1) + ")");
+  if (int e = need_graph_node(fn, comm, rank, c, t)) return e;
   if (!nneighbors) return mpi_raise(fn, c, MPI_ERR_ARG, "null nneighbors");
   *nneighbors = t->index[rank] - (rank == 0 ? 0 : t->index[rank - 1]);
   return MPI_SUCCESS;
@@ -220,10 +227,7 @@ int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbor
   const char* fn = "MPI_Graph_neighbors";
   comm_obj* c;
   std::shared_ptr<const topology> t;
-  if (int e = need(fn, comm, topology::kind::graph, c, t)) return e;
-  const int n = static_cast<int>(t->index.size());
-  if (rank < 0 || rank >= n)
-    return mpi_raise(fn, c, MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not a node (0.." + std::to_string(n - 1) + ")");
+  if (int e = need_graph_node(fn, comm, rank, c, t)) return e;
   if (maxneighbors < 0) return mpi_raise(fn, c, MPI_ERR_ARG, "negative maxneighbors " + std::to_string(maxneighbors));
   const int begin = rank == 0 ? 0 : t->index[rank - 1];
   const int k = std::min(maxneighbors, t->index[rank] - begin);
