@@ -627,7 +627,7 @@ void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
-    if (const coll::hierarchy* h = comm_hierarchy(x.c)) x.sch = coll::build_hier_barrier(*h, x.rank);
+    if (const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier)) x.sch = coll::build_hier_barrier(*h, x.rank);
     else x.sch = coll::build_barrier(x.rank, x.size);
   });
 }
@@ -644,7 +644,7 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_C
     x.root(root);
     x.buffer(buf, count, t, "buffer");
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
-    if (const coll::hierarchy* h = comm_hierarchy(x.c)) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
+    if (const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast)) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
     else x.sch = coll::build_bcast(x.rank, x.size, p, sz(count, t), root);
   });
 }
@@ -679,7 +679,11 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
-    const coll::hierarchy* h = x.red->commutative() ? comm_hierarchy(x.c) : nullptr;
+    const bool hier_kind = k == red_kind::reduce || k == red_kind::allreduce;
+    const coll::hierarchy* h =
+        hier_kind && x.red->commutative()
+            ? comm_hierarchy(x.c, k == red_kind::reduce ? hier_coll::reduce : hier_coll::allreduce)
+            : nullptr;
     switch (k) {
       case red_kind::reduce:
         if (h) x.sch = coll::build_hier_reduce(*h, x.rank, s, r, n, t.size, *x.red, root);

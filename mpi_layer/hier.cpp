@@ -2,17 +2,31 @@
 // and their levels (mpi_layer/coll/hierarchy.hpp builds the schedules).
 //
 // Levels: the hosts of the communicator's ranks (host name and boot id, or
-// NMAD_EMULATED_HOSTS), learnt once in MPI_Init by an allgather over
-// MPI_COMM_WORLD of a 64-bit hash of each identity (two hosts whose hashes
-// collide would only be treated as one host: the algorithms stay correct).
-// NMAD_COLL_HIER: `auto` (default) uses hierarchical barrier, bcast,
-// reduce and allreduce (and their non-blocking forms) on a communicator
-// whose ranks span several hosts with more than one rank on one of them;
-// `off` keeps the flat algorithms everywhere. Reductions with
-// non-commutative ops always stay flat.
+// NMAD_EMULATED_HOSTS), then inside a host the package and the NUMA node
+// each rank's binding lies in (the rules of MPI_COMM_TYPE_HW_GUIDED:
+// NMAD_HW_BINDING, synthetic topologies). They are learnt once in MPI_Init
+// by an allgather over MPI_COMM_WORLD of a 64-bit hash of each host
+// identity and the two object labels (two hosts whose hashes collide would
+// only be treated as one host: the algorithms stay correct). A level is
+// used on a communicator when it divides its ranks (coll::choose_levels):
+// every rank lies in one object of it (a rank bound to no single package
+// leaves the package and NUMA levels out) and some part gets split into
+// parts of which one holds several ranks.
+// NMAD_COLL_HIER selects per collective (docs/CONFIGURATION.md):
+//   auto (default)  hierarchical bcast, reduce and allreduce (and their
+//                   non-blocking forms); barrier flat: its messages carry
+//                   no data, so the hierarchy saves no link bytes and only
+//                   adds sequential phases (measured slower, BENCHMARKS.md
+//                   "Hierarchical collectives on an emulated cluster");
+//   on              all four hierarchical, barrier too;
+//   off             flat everywhere.
+// Reductions with non-commutative ops always stay flat.
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -27,8 +41,14 @@ std::mutex& hier_mu() {
   return m;
 }
 
-std::vector<int>& world_hosts() {
-  static std::vector<int> v;  // world rank -> host number; empty: unknown
+// Where each world rank is; empty: unknown (hierarchies off).
+struct place {
+  int host = 0;
+  int package = -1;  // object label, negative: none (spans or absent)
+  int numa = -1;
+};
+std::vector<place>& world_places() {
+  static std::vector<place> v;
   return v;
 }
 
@@ -41,22 +61,33 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-enum class hier_mode { automatic, off, invalid };
+enum class hier_mode { automatic, on, off, invalid };
 hier_mode mode() {
   static const hier_mode m = [] {
     const char* v = std::getenv("NMAD_COLL_HIER");
-    if (!v || !*v || std::strcmp(v, "auto") == 0 || std::strcmp(v, "on") == 0) return hier_mode::automatic;
+    if (!v || !*v || std::strcmp(v, "auto") == 0) return hier_mode::automatic;
+    if (std::strcmp(v, "on") == 0) return hier_mode::on;
     if (std::strcmp(v, "off") == 0) return hier_mode::off;
     return hier_mode::invalid;
   }();
   return m;
 }
 
+bool selected(hier_coll which) {
+  switch (mode()) {
+    case hier_mode::on: return true;
+    case hier_mode::automatic: return which != hier_coll::barrier;
+    default: return false;
+  }
+}
+
+const char* const kLevelNames[] = {"host", "package", "numa"};
+
 }  // namespace
 
 void init_world_hosts() {
   state& s = st();
-  world_hosts().clear();
+  world_places().clear();
   if (mode() == hier_mode::invalid) {
     std::fprintf(stderr, "nmad MPI: MPI_Init: NMAD_COLL_HIER=%s is not auto, on or off: collectives stay flat\n",
                  std::getenv("NMAD_COLL_HIER"));
@@ -64,44 +95,71 @@ void init_world_hosts() {
   }
   if (s.world_size < 2 || mode() == hier_mode::off) return;
   std::string id, detail;
-  // A bad NMAD_EMULATED_HOSTS is raised by the calls that use it; here every
-  // rank still takes part (with the real identity) so nobody waits.
+  // A bad NMAD_EMULATED_HOSTS or NMAD_HW_BINDING is raised by the calls
+  // that use it; here every rank still takes part (with the real identity,
+  // or located nowhere) so nobody waits.
   if (!host_identity(id, detail)) id = "unknown";
-  const std::uint64_t mine = fnv1a(id);
+  std::int64_t mine[3] = {static_cast<std::int64_t>(fnv1a(id)), -1, -1};
+  int package = -1, numa = -1;
+  if (hw_locate_self(package, numa, detail)) mine[1] = package, mine[2] = numa;
   comm_obj* world = lookup_comm(MPI_COMM_WORLD);
   std::vector<std::byte> all;
-  if (!world || comm_allgather(*world, &mine, sizeof mine, all, detail) != MPI_SUCCESS) {
+  if (!world || comm_allgather(*world, mine, sizeof mine, all, detail) != MPI_SUCCESS) {
     log_write(log_level::warn, "mpi", "could not learn the ranks' hosts (" + detail + "): collectives stay flat");
     return;
   }
-  std::map<std::uint64_t, int> number;
-  std::vector<int> hosts(static_cast<std::size_t>(s.world_size));
+  std::map<std::int64_t, int> number;
+  std::vector<place> places(static_cast<std::size_t>(s.world_size));
   for (int r = 0; r < s.world_size; ++r) {
-    std::uint64_t h;
-    std::memcpy(&h, all.data() + static_cast<std::size_t>(r) * sizeof h, sizeof h);
-    hosts[r] = number.emplace(h, static_cast<int>(number.size())).first->second;
+    std::int64_t v[3];
+    std::memcpy(v, all.data() + static_cast<std::size_t>(r) * sizeof v, sizeof v);
+    place& p = places[static_cast<std::size_t>(r)];
+    p.host = number.emplace(v[0], static_cast<int>(number.size())).first->second;
+    p.package = v[1] < 0 ? -1 : static_cast<int>(v[1]);
+    p.numa = v[2] < 0 ? -1 : static_cast<int>(v[2]);
   }
-  world_hosts() = std::move(hosts);
+  world_places() = std::move(places);
 }
 
-const coll::hierarchy* comm_hierarchy(comm_obj* c) {
-  std::lock_guard g(hier_mu());
-  if (c->hier_known) return c->hier.get();
-  c->hier_known = true;
-  const std::vector<int>& wh = world_hosts();
-  if (c->inter || wh.empty()) return nullptr;
-  std::vector<int> keys(c->world_of.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = wh[static_cast<std::size_t>(c->world_of[i])];
-  const int n = static_cast<int>(keys.size());
-  std::vector<std::vector<int>> levels;
-  levels.push_back(std::move(keys));
-  auto h = std::make_shared<const coll::hierarchy>(n, std::move(levels));
+namespace {
+
+// The levels of c's ranks (null: flat), computed once.
+std::shared_ptr<const coll::hierarchy> make_hierarchy(const comm_obj* c) {
+  const std::vector<place>& wp = world_places();
+  if (c->inter || wp.empty()) return nullptr;
+  const int n = static_cast<int>(c->world_of.size());
+  std::vector<std::vector<int>> candidates(3, std::vector<int>(static_cast<std::size_t>(n)));
+  for (int i = 0; i < n; ++i) {
+    const place& p = wp[static_cast<std::size_t>(c->world_of[static_cast<std::size_t>(i)])];
+    candidates[0][i] = p.host;
+    candidates[1][i] = p.package;
+    candidates[2][i] = p.numa;
+  }
+  coll::chosen_levels chosen = coll::choose_levels(n, candidates);
+  auto h = std::make_shared<const coll::hierarchy>(n, std::move(chosen.keys));
   if (!h->splits()) return nullptr;
-  if (log_enabled(log_level::info))
+  if (log_enabled(log_level::info)) {
+    std::string names;
+    for (int l : chosen.index) names += std::string(names.empty() ? "" : ", ") + kLevelNames[l];
     log_write(log_level::info, "mpi",
-              "communicator " + std::to_string(c->handle) + " (" + std::to_string(c->size()) +
-                  " ranks): hierarchical barrier, bcast, reduce and allreduce over its hosts");
-  c->hier = std::move(h);
+              "communicator " + std::to_string(c->handle) + " (" + std::to_string(c->size()) + " ranks): hierarchical " +
+                  (mode() == hier_mode::on ? "barrier, bcast, reduce and allreduce" : "bcast, reduce and allreduce") +
+                  " over levels " + names);
+  }
+  return h;
+}
+
+}  // namespace
+
+const coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which) {
+  if (!selected(which)) return nullptr;
+  if (!c->hier_known.load(std::memory_order_acquire)) {
+    std::lock_guard g(hier_mu());
+    if (!c->hier_known.load(std::memory_order_relaxed)) {
+      c->hier = make_hierarchy(c);
+      c->hier_known.store(true, std::memory_order_release);
+    }
+  }
   return c->hier.get();
 }
 

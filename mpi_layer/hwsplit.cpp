@@ -471,6 +471,22 @@ bool host_identity(std::string& id, std::string& detail) {
   return true;
 }
 
+bool hw_locate_self(int& package, int& numa, std::string& detail) {
+  package = numa = topo::hw_spans;
+  try {
+    const auto& t = topo::shared_from_env();
+    std::vector<int> cpus;
+    if (!hw_binding(t, cpus, detail)) return false;
+    const auto where = topo::locate(t, cpus);
+    package = where[static_cast<std::size_t>(topo::hw_level::package)];
+    numa = where[static_cast<std::size_t>(topo::hw_level::numa)];
+    return true;
+  } catch (const std::exception& e) {
+    detail = std::string("cannot read the hardware topology: ") + e.what();
+    return false;
+  }
+}
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;

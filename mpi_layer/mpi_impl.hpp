@@ -67,9 +67,10 @@ struct comm_obj {
   // finds it only once its context is agreed (ready, set with release).
   std::atomic<bool> ready{true};
   int nb_seq = 0;                // idups started on this communicator (mu)
-  // comm_hierarchy()'s answer, made on first use (hier.cpp's mutex).
+  // comm_hierarchy()'s levels, made on first use under hier.cpp's mutex;
+  // hier_known (set with release after hier) lets later calls skip it.
   std::shared_ptr<const nmad::coll::hierarchy> hier;
-  bool hier_known = false;
+  std::atomic<bool> hier_known{false};
   // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
   int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }
@@ -254,6 +255,16 @@ extern int g_predefined_type_size[kLastPredefinedType + 1];  // [0] = -1; filled
 inline int type_size(MPI_Datatype t) {
   return (t >= 1 && t <= kLastPredefinedType) ? g_predefined_type_size[t] : -1;
 }
+// Bytes of one element of a predefined datatype whose elements are
+// contiguous (size == extent), so count of them are count * size bytes
+// straight from the buffer; -1 for any other handle, including the padded
+// MINLOC/MAXLOC pairs (MPI_SHORT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
+// MPI_LONG_DOUBLE_INT), which are packed like derived types. The point-to-
+// point fast paths use this, not type_size.
+extern int g_plain_type_size[kLastPredefinedType + 1];  // [0] = -1; filled at load time
+inline int plain_size(MPI_Datatype t) {
+  return (t >= 1 && t <= kLastPredefinedType) ? g_plain_type_size[t] : -1;
+}
 // Derived handle table (datatype.cpp): registers a type under a new (or
 // recycled) handle >= kFirstDerivedType.
 MPI_Datatype register_type(Datatype d);
@@ -349,14 +360,22 @@ int comm_allgather(const comm_obj& c, const void* mine, std::size_t n, std::vect
 // This process's host identity (hwsplit.cpp): host name and boot id, or
 // its NMAD_EMULATED_HOSTS name. False (detail set) when that knob is bad.
 bool host_identity(std::string& id, std::string& detail);
+// The package and NUMA node (labels of the machine's objects, or
+// topology::hw_spans / hw_absent) this process's binding lies in, with the
+// binding rules of MPI_Comm_split_type (NMAD_HW_BINDING, synthetic
+// topologies). False (detail set) when the topology or the knob is bad.
+bool hw_locate_self(int& package, int& numa, std::string& detail);
 // Hierarchical collectives (hier.cpp). init_world_hosts() runs once in
-// MPI_Init (an allgather of every world rank's host identity over
-// MPI_COMM_WORLD); comm_hierarchy() is the levels (hosts) of an
-// intracommunicator's ranks when NMAD_COLL_HIER allows hierarchical
-// algorithms and the ranks span several hosts with more than one rank on
-// some host, else null (flat algorithms). Computed once per communicator.
+// MPI_Init (an allgather over MPI_COMM_WORLD of every world rank's host
+// identity, package and NUMA node); comm_hierarchy() is the levels of an
+// intracommunicator's ranks (hosts, then packages and NUMA nodes inside a
+// host, each kept when it divides the group: coll::choose_levels) when
+// NMAD_COLL_HIER selects the hierarchical algorithm for that collective,
+// else null (flat algorithms). The levels are computed once per
+// communicator; later calls read them without a lock.
+enum class hier_coll { barrier, bcast, reduce, allreduce };
 void init_world_hosts();
-const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c);
+const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which);
 // A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
 // it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
 inline bool empty_proc_null(int count, MPI_Datatype t, int peer) {

@@ -638,6 +638,45 @@ TEST_CASE("hierarchy: parts, leaders' sub-groups, splits()") {
   (void)sum;
 }
 
+TEST_CASE("choose_levels: hosts, packages, NUMA nodes kept only where they divide the group") {
+  // 2 hosts x 2 packages x 2 NUMA nodes, 2 ranks per NUMA node (16 ranks):
+  // every level divides. Package and NUMA labels repeat on both hosts.
+  std::vector<int> host(16), pack(16), numa(16);
+  for (int r = 0; r < 16; ++r) host[r] = r / 8, pack[r] = (r / 4) % 2, numa[r] = (r / 2) % 4;
+  auto c = choose_levels(16, {host, pack, numa});
+  CHECK(c.index == std::vector<int>{0, 1, 2});
+  REQUIRE(c.keys.size() == 3);
+  const hierarchy h(16, c.keys);
+  CHECK(h.part(1, 9) == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK(h.part(2, 9) == std::vector<int>{8, 9, 10, 11});  // not ranks 0-3, which share its package label
+  CHECK(h.part(3, 9) == std::vector<int>{8, 9});
+  CHECK(h.splits());
+  // One rank per NUMA node: that level only separates single ranks.
+  std::vector<int> h8(8), p8(8), n8(8);
+  for (int r = 0; r < 8; ++r) h8[r] = r / 4, p8[r] = (r / 2) % 2, n8[r] = r % 4;
+  CHECK(choose_levels(8, {h8, p8, n8}).index == std::vector<int>{0, 1});
+  // One host (a single node with 2 packages x 2 NUMA, 2 ranks each).
+  std::vector<int> one(8, 0), p1(8), n1(8);
+  for (int r = 0; r < 8; ++r) p1[r] = r / 4, n1[r] = r / 2;
+  c = choose_levels(8, {one, p1, n1});
+  CHECK(c.index == std::vector<int>{1, 2});
+  CHECK(hierarchy(8, c.keys).part(2, 5) == std::vector<int>{4, 5});
+  // A rank bound to no single package (negative key) leaves that level out,
+  // and the NUMA level too when it spans NUMA nodes.
+  std::vector<int> p_span = p1, n_span = n1;
+  p_span[3] = -1;
+  n_span[3] = -1;
+  CHECK(choose_levels(8, {one, p_span, n1}).index == std::vector<int>{2});
+  CHECK(choose_levels(8, {one, p_span, n_span}).index.empty());
+  // A package per host (package level divides nothing more), NUMA pairs.
+  std::vector<int> hh(8), pp(8, 0), nn(8);
+  for (int r = 0; r < 8; ++r) hh[r] = r / 4, nn[r] = (r / 2) % 2;
+  CHECK(choose_levels(8, {hh, pp, nn}).index == std::vector<int>{0, 2});
+  // Every rank on its own host: nothing to keep.
+  CHECK(choose_levels(4, {{0, 1, 2, 3}, {0, 0, 0, 0}, {0, 0, 0, 0}}).index.empty());
+  CHECK_THROWS_AS(choose_levels(4, {{0, 1, 2}}), std::invalid_argument);
+}
+
 TEST_CASE("simulated: hierarchical bcast, reduce, allreduce (in place too) and barrier on several hierarchies") {
   sum_i32 sum;
   for (int n : kSizes) {

@@ -85,14 +85,19 @@ TEST_CASE("mpi progress_background: non-blocking collectives advance while a ran
 
 TEST_CASE("coll_hier: hierarchical collectives over emulated hosts") {
   // Uneven hosts, hosts whose ranks are not contiguous, and one rank alone.
-  expect_pass("coll_hier", {4}, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}});
-  expect_pass("coll_hier", {5}, {{"NMAD_EMULATED_HOSTS", "a,b,a,b,c"}});
-  expect_pass("coll_hier", {6}, {{"NMAD_EMULATED_HOSTS", "a*3,b*2,c"}});
-  // The log names the communicators that went hierarchical; off keeps
-  // every collective flat (same results).
+  // NMAD_COLL_HIER=on: the barrier too.
+  expect_pass("coll_hier", {4}, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}, {"NMAD_COLL_HIER", "on"}});
+  expect_pass("coll_hier", {5}, {{"NMAD_EMULATED_HOSTS", "a,b,a,b,c"}, {"NMAD_COLL_HIER", "on"}});
+  expect_pass("coll_hier", {6}, {{"NMAD_EMULATED_HOSTS", "a*3,b*2,c"}, {"NMAD_COLL_HIER", "on"}});
+  // The log names the communicators that went hierarchical and their
+  // levels; auto keeps the barrier flat; off keeps every collective flat
+  // (same results).
   auto r = run_mpi("coll_hier", 4, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}, {"NMAD_LOG", "info"}});
   CHECK(r.status == 0);
-  CHECK(contains(r.err, "hierarchical barrier, bcast, reduce and allreduce"));
+  CHECK(contains(r.err, "hierarchical bcast, reduce and allreduce over levels host\n"));
+  r = run_mpi("coll_hier", 4, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}, {"NMAD_LOG", "info"}, {"NMAD_COLL_HIER", "on"}});
+  CHECK(r.status == 0);
+  CHECK(contains(r.err, "hierarchical barrier, bcast, reduce and allreduce over levels host\n"));
   r = run_mpi("coll_hier", 4, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}, {"NMAD_LOG", "info"}, {"NMAD_COLL_HIER", "off"}});
   CHECK(r.status == 0);
   CHECK_FALSE(contains(r.err, "hierarchical"));
@@ -105,4 +110,40 @@ TEST_CASE("coll_hier: hierarchical collectives over emulated hosts") {
   r = run_mpi("coll_hier", 2, {{"NMAD_COLL_HIER", "sometimes"}});
   CHECK(r.status == 0);
   CHECK(contains(r.err, "NMAD_COLL_HIER=sometimes is not auto, on or off"));
+}
+
+TEST_CASE("coll_hier: levels inside a node (packages, NUMA nodes) from the ranks' bindings") {
+  // A synthetic node of 2 packages x 2 NUMA nodes x 2 cores (CPUs 0-1 NUMA
+  // node 0, 2-3 node 1 in package 0; 4-5, 6-7 in package 1), bindings
+  // emulated per rank. Results are checked by the program; the log gives
+  // the levels each communicator got.
+  const std::string topo = "pack:2 numa:2 core:2 pu:1";
+  auto levels = [&](int np, const std::string& binding, const std::string& hosts) {
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"NMAD_TOPOLOGY", topo}, {"NMAD_HW_BINDING", binding}, {"NMAD_LOG", "info"}, {"NMAD_COLL_HIER", "on"}};
+    if (!hosts.empty()) env.push_back({"NMAD_EMULATED_HOSTS", hosts});
+    auto r = run_mpi("coll_hier", np, env);
+    CHECK_MESSAGE(r.status == 0, r.err);
+    CHECK(count(r.out, "PASS coll_hier rank") == np);
+    return r.err;
+  };
+  // 2 ranks per NUMA node: both levels divide.
+  auto err = levels(8, "0;1;2;3;4;5;6;7", "");
+  CHECK(contains(err, "(8 ranks): hierarchical barrier, bcast, reduce and allreduce over levels package, numa\n"));
+  // Bindings out of rank order (parts that are not rank ranges).
+  err = levels(8, "0;4;2;6;1;5;3;7", "");
+  CHECK(contains(err, "(8 ranks): hierarchical barrier, bcast, reduce and allreduce over levels package, numa\n"));
+  // One rank per NUMA node: the NUMA level separates single ranks only.
+  err = levels(4, "0;2;4;6", "");
+  CHECK(contains(err, "over levels package\n"));
+  // Two emulated hosts of that node, 2 ranks per package: host, package.
+  err = levels(8, "0;1;4;5;0;1;4;5", "a*4,b*4");
+  CHECK(contains(err, "(8 ranks): hierarchical barrier, bcast, reduce and allreduce over levels host, package\n"));
+  // A rank bound across both packages: no package or NUMA level, and with
+  // one host nothing divides the group (flat).
+  err = levels(4, "0;1;4;0-7", "");
+  CHECK_FALSE(contains(err, "hierarchical"));
+  // The other collective programs over the intra-node levels.
+  for (const char* p : {"coll_basic", "coll_nonblocking", "coll_inplace"})
+    expect_pass(p, {8}, {{"NMAD_TOPOLOGY", topo}, {"NMAD_HW_BINDING", "0;2;4;6;1;3;5;7"}});
 }

@@ -102,6 +102,7 @@ void print_config() {
       {"NMAD_PROGRESS_PLACEMENT", "auto", "progress threads: bind, numa, dedicated, smt, odd-even, split-tree, float, auto"},
       {"NMAD_PROGRESS_CORES", "0", "dedicated placement: size of the progress core pool (0 = every free core)"},
       {"NMAD_THREAD_PRIORITIES", "", "priorities 0-20 per thread kind, e.g. progress=18,internal=2"},
+      {"NMAD_COLL_HIER", "auto", "MPI hierarchical collectives (hosts, packages, NUMA nodes): auto (bcast, reduce, allreduce), on (barrier too), off"},
       {"NMAD_EMULATED_HOSTS", "", "testing: host names of the world ranks for MPI splits, e.g. n0*8,n1*8"},
       {"NMAD_HW_BINDING", "", "testing: bindings MPI hardware splits see: affinity, placement, none, 0-3;4-7"},
   };

@@ -55,6 +55,34 @@ bool hierarchy::splits() const {
   return false;
 }
 
+chosen_levels choose_levels(int n, const std::vector<std::vector<int>>& candidates) {
+  chosen_levels out;
+  for (const auto& c : candidates)
+    if (static_cast<int>(c.size()) != n)
+      throw std::invalid_argument("coll::choose_levels: every level needs one key per rank");
+  std::vector<int> nested(n, 0), kept(n, 0);  // parts over all usable candidates / over the kept ones
+  for (std::size_t l = 0; l < candidates.size(); ++l) {
+    const auto& key = candidates[l];
+    if (std::any_of(key.begin(), key.end(), [](int k) { return k < 0; })) continue;
+    std::map<std::pair<int, int>, int> id;
+    std::vector<int> next(n);
+    for (int r = 0; r < n; ++r) next[r] = id.emplace(std::make_pair(nested[r], key[r]), static_cast<int>(id.size())).first->second;
+    // Per kept part: its distinct new parts, and whether one has two ranks.
+    std::map<int, std::map<int, int>> sizes;  // kept part -> new part -> ranks
+    for (int r = 0; r < n; ++r) ++sizes[kept[r]][next[r]];
+    bool divides = false;
+    for (const auto& [part, children] : sizes)
+      if (children.size() > 1)
+        for (const auto& [child, count] : children) divides = divides || count > 1;
+    nested = next;
+    if (!divides) continue;
+    out.index.push_back(static_cast<int>(l));
+    out.keys.push_back(next);
+    kept = next;
+  }
+  return out;
+}
+
 namespace {
 
 using byte = std::byte;

@@ -69,6 +69,24 @@ class hierarchy {
   std::vector<std::vector<std::vector<int>>> _children;
 };
 
+// Choosing levels. `candidates` are levels a group might be split along,
+// outermost first (e.g. host, package, NUMA node), one key per rank; a
+// negative key means the rank lies in no single object of that level (an
+// unbound process spans the packages of its node). Keys are nested here: a
+// rank's part at candidate level l is its part at l - 1 together with its
+// key at l, so equal package numbers on two hosts stay two parts. A
+// candidate is kept when every rank has a key at it and it divides some
+// part of the levels kept so far into several parts, one of which holds
+// more than one rank (a level that only separates single ranks changes no
+// schedule). `index`: the kept candidates, in order; `keys`: their nested
+// keys, ready for hierarchy(n, keys). Throws std::invalid_argument unless
+// every candidate has n keys.
+struct chosen_levels {
+  std::vector<int> index;
+  std::vector<std::vector<int>> keys;
+};
+chosen_levels choose_levels(int n, const std::vector<std::vector<int>>& candidates);
+
 inline constexpr std::uint32_t kBlocksPerPhase = 4;
 
 schedule build_hier_barrier(const hierarchy& h, int rank);
