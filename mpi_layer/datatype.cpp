@@ -23,15 +23,19 @@
 namespace nmad::mpi {
 
 int g_predefined_type_size[kLastPredefinedType + 1];
+int g_plain_type_size[kLastPredefinedType + 1];
 
 namespace {
 
 // Fills g_predefined_type_size when the library is loaded.
 struct size_table_filler {
   size_table_filler() {
-    g_predefined_type_size[0] = -1;
-    for (int h = 1; h <= kLastPredefinedType; ++h)
-      g_predefined_type_size[h] = static_cast<int>(basic_type_info(static_cast<BasicType>(h - 1)).size);
+    g_predefined_type_size[0] = g_plain_type_size[0] = -1;
+    for (int h = 1; h <= kLastPredefinedType; ++h) {
+      const BasicTypeInfo& b = basic_type_info(static_cast<BasicType>(h - 1));
+      g_predefined_type_size[h] = static_cast<int>(b.size);
+      g_plain_type_size[h] = b.size == b.extent ? static_cast<int>(b.size) : -1;
+    }
   }
 } const fill_sizes;
 

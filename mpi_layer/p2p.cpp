@@ -230,7 +230,8 @@ void received_status(MPI_Status* status, comm_obj* c, const nmad::recv_status& r
   status->MPI_ERROR = keep;
 }
 
-std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t>(count) * type_size(t); }
+// Bytes of count plain elements (plain_size(t) >= 0).
+std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t>(count) * plain_size(t); }
 
 // After a blocking receive completed with err: unpacks a staged receive,
 // fills the status, raises the error if any.
@@ -269,7 +270,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
 [[gnu::always_inline]] inline int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t,
                                             void*& ptr, std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
   ptr = buf;
-  if (type_size(t) >= 0) {
+  if (plain_size(t) >= 0) {
     bytes = bytes_of(count, t);
     return MPI_SUCCESS;
   }
@@ -279,7 +280,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
                                             const void*& ptr, std::size_t& bytes,
                                             std::shared_ptr<send_stage>& stage) {
   ptr = buf;
-  if (type_size(t) >= 0) {
+  if (plain_size(t) >= 0) {
     bytes = bytes_of(count, t);
     return MPI_SUCCESS;
   }
@@ -298,7 +299,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   state& s = st();
   const nmad::tag_t etag = engine_tag(c->p2p_ctx, tag);
-  const bool predefined = type_size(datatype) >= 0;
+  const bool predefined = plain_size(datatype) >= 0;  // and contiguous
   const nmad::send_flags flags =
       mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none;
   if (predefined && mode != send_mode::buffered) {  // the plain case, as below without staging
@@ -358,7 +359,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   r->rbuf = const_cast<void*>(buf);
   r->count = count;
   r->type_handle = datatype;
-  if (type_size(datatype) >= 0) r->bytes = bytes_of(count, datatype);
+  if (plain_size(datatype) >= 0) r->bytes = bytes_of(count, datatype);
   else hold_type(*r, datatype);
   r->peer = peer;
   r->tag = tag;
@@ -523,7 +524,7 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   // buf (predefined types: a plain copy).
   std::vector<std::byte> copy;
   if (dest != MPI_PROC_NULL) {
-    if (type_size(datatype) >= 0) {
+    if (plain_size(datatype) >= 0) {
       const std::size_t n = bytes_of(count, datatype);
       copy.resize(n);
       if (n) std::memcpy(copy.data(), buf, n);

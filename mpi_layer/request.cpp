@@ -269,7 +269,7 @@ int start_request(request_obj& r) {
   state& s = st();
   r.active = true;
   r.local_done = false;
-  auto* typed = type_size(r.type_handle) >= 0 ? nullptr : static_cast<typed_request*>(r.extra.get());
+  auto* typed = plain_size(r.type_handle) >= 0 ? nullptr : static_cast<typed_request*>(r.extra.get());
   if (typed) r.on_complete = nullptr;  // a persistent receive's hook of the previous start
   if (r.peer == MPI_PROC_NULL) {
     start_proc_null(r);
@@ -721,8 +721,8 @@ static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, 
   r->rbuf = const_cast<void*>(buf);
   r->count = count;
   r->type_handle = datatype;
-  if (type_size(datatype) >= 0) {
-    r->bytes = static_cast<std::size_t>(count) * type_size(datatype);
+  if (plain_size(datatype) >= 0) {
+    r->bytes = static_cast<std::size_t>(count) * plain_size(datatype);
   } else {
     auto tr = std::make_shared<typed_request>();  // the type outlives its handle
     tr->type = type_of(datatype);

@@ -57,6 +57,11 @@ TEST_CASE("mpi cancel_send: a cancelled send is withdrawn (and never received) o
   expect_pass("cancel_send", {2}, {{"NMAD_PROGRESS", "thread"}});
 }
 
+TEST_CASE("mpi p2p_pair_types: padded MINLOC/MAXLOC pair types arrive member by member, padding untouched") {
+  expect_pass("p2p_pair_types", {1, 2, 3});
+  expect_pass_all_drivers("p2p_pair_types", {2});
+}
+
 TEST_CASE("mpi grequest: generalized requests in every completion call, callbacks, cancel, free, other threads") {
   expect_pass("grequest", {1, 2});
   expect_pass("grequest", {1}, {{"NMAD_PROGRESS", "thread"}});
