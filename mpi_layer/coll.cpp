@@ -682,7 +682,7 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
     const bool hier_kind = k == red_kind::reduce || k == red_kind::allreduce;
     const coll::hierarchy* h =
         hier_kind && x.red->commutative()
-            ? comm_hierarchy(x.c, k == red_kind::reduce ? hier_coll::reduce : hier_coll::allreduce)
+            ? comm_hierarchy(x.c, k == red_kind::reduce ? hier_coll::reduce : hier_coll::allreduce, root)
             : nullptr;
     switch (k) {
       case red_kind::reduce:

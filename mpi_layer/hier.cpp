@@ -13,11 +13,16 @@
 // leaves the package and NUMA levels out) and some part gets split into
 // parts of which one holds several ranks.
 // NMAD_COLL_HIER selects per collective (docs/CONFIGURATION.md):
-//   auto (default)  hierarchical bcast, reduce and allreduce (and their
-//                   non-blocking forms); barrier flat: its messages carry
-//                   no data, so the hierarchy saves no link bytes and only
-//                   adds sequential phases (measured slower, BENCHMARKS.md
-//                   "Hierarchical collectives on an emulated cluster");
+//   auto (default)  hierarchical bcast and allreduce (and their
+//                   non-blocking forms), and reduce when the flat binomial
+//                   tree to its root would cross the outermost level more
+//                   often than once per part but one (ranks dealt round
+//                   robin over hosts; in blocks it already crosses that
+//                   little); barrier flat: its messages carry no data, so
+//                   the hierarchy saves no link bytes and only adds
+//                   sequential phases. Measured on the emulated cluster
+//                   (BENCHMARKS.md "Hierarchical collectives on an
+//                   emulated cluster");
 //   on              all four hierarchical, barrier too;
 //   off             flat everywhere.
 // Reductions with non-commutative ops always stay flat.
@@ -151,7 +156,23 @@ std::shared_ptr<const coll::hierarchy> make_hierarchy(const comm_obj* c) {
 
 }  // namespace
 
-const coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which) {
+namespace {
+
+// Messages of the flat binomial reduce to `root` that cross between the
+// parts of the outermost level (hosts, or the first level that divides).
+int binomial_crossings(const coll::hierarchy& h, int root) {
+  const int n = h.size();
+  int crossings = 0;
+  for (int i = 1; i < n; ++i) {  // relative rank i sends to i minus its lowest set bit
+    const int from = (i + root) % n, to = ((i & (i - 1)) + root) % n;
+    if (h.key(0, from) != h.key(0, to)) ++crossings;
+  }
+  return crossings;
+}
+
+}  // namespace
+
+const coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which, int root) {
   if (!selected(which)) return nullptr;
   if (!c->hier_known.load(std::memory_order_acquire)) {
     std::lock_guard g(hier_mu());
@@ -160,7 +181,15 @@ const coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which) {
       c->hier_known.store(true, std::memory_order_release);
     }
   }
-  return c->hier.get();
+  const coll::hierarchy* h = c->hier.get();
+  // auto: a flat binomial reduce whose tree already crosses the outermost
+  // level no more often than the hierarchy would (once per part but one:
+  // ranks grouped in blocks, the usual placement) stays flat; the
+  // hierarchy only adds phases there (measured, BENCHMARKS.md).
+  if (h && which == hier_coll::reduce && mode() == hier_mode::automatic &&
+      binomial_crossings(*h, root) <= static_cast<int>(h->children(0, 0).size()) - 1)
+    return nullptr;
+  return h;
 }
 
 }  // namespace nmad::mpi

@@ -375,7 +375,8 @@ bool hw_locate_self(int& package, int& numa, std::string& detail);
 // communicator; later calls read them without a lock.
 enum class hier_coll { barrier, bcast, reduce, allreduce };
 void init_world_hosts();
-const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which);
+// root: the reduce's root (its selection depends on it), else ignored.
+const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which, int root = 0);
 // A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
 // it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
 inline bool empty_proc_null(int count, MPI_Datatype t, int peer) {

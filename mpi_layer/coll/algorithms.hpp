@@ -63,7 +63,7 @@ struct tunables {
   std::size_t bcast_small = 12 * 1024;        // bcast: < this (or <= 2 procs) -> binomial
   std::size_t bcast_large = 512 * 1024;       // bcast: >= this -> pipelined chain, between -> scatter_allgather
   std::size_t chain_segment = 64 * 1024;      // bcast chain segment size
-  std::size_t allreduce_small = 2048;         // allreduce: < this (or non-commutative) -> recursive_doubling, else rabenseifner
+  std::size_t allreduce_small = 4096;         // allreduce: < this (or non-commutative) -> recursive_doubling, else rabenseifner (4 ranks: equal at 4 KiB, RD 2x faster at 2 KiB oversubscribed)
   std::size_t allreduce_pair_large = 512 * 1024;  // allreduce on 2 processes: rabenseifner from this size
   std::size_t gather_large = 512 * 1024;      // gather/scatter total bytes >= this -> linear, else binomial
   std::size_t allgather_small = 80 * 1024;    // allgather total bytes < this -> recursive_doubling (2^k procs) / bruck, else ring
