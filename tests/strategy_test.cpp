@@ -314,3 +314,23 @@ TEST_CASE("the default rendezvous choice cuts big ranges in equal pieces, in tur
   len = 100;
   CHECK(s->choose_rdv_track({}, tracks, len) == 1);
 }
+
+TEST_CASE("prio: a priority chunk submitted behind a deep queue of bulk leaves in the next packet") {
+  std::vector<std::size_t> sizes(300, 1000);
+  sizes.push_back(8);
+  window w(sizes);
+  for (std::size_t i = 0; i < 300; ++i) {
+    w.entries[i].tag = 1;
+    w.entries[i].seq = static_cast<std::uint32_t>(i);
+  }
+  w.entries[300].tag = 2;
+  w.entries[300].priority = 9;
+  auto s = find_strategy("prio")->create();
+  for (auto& e : w.entries) s->on_submit(w.list, e);
+  const driver_caps c = caps_of(1, 1000);
+  const track_view t = view(0, c);
+  packet p;
+  REQUIRE(build_one(*s, w.list, t, std::span<const track_view>(&t, 1), p));
+  CHECK(p.chunks[0] == &w.entries[300]);
+  CHECK(p.chunks[1] == &w.entries[0]);  // then the bulk, in order
+}

@@ -15,9 +15,20 @@ class strategy_prio final : public strategy {
   bool allow_inline(const track_view& t) const override {
     return t.outstanding == 0 && !t.just_sent && !t.backlog();
   }
-  bool build_packet(collect_list& queue, packet_builder& out) override {
-    return tactics::aggregate_by_priority(queue, out);
+  // A chunk above priority 0 was queued: the picks look at the whole
+  // queue (however deep the bulk in front of it) until none is left;
+  // otherwise at its first 64 entries.
+  void on_submit(collect_list&, chunk_entry& e) override {
+    if (e.priority > 0) _urgent = true;
   }
+  bool build_packet(collect_list& queue, packet_builder& out) override {
+    const bool added = tactics::aggregate_by_priority(queue, out, _urgent ? ~std::size_t{0} : 64);
+    if (_urgent) _urgent = tactics::any_priority(queue);
+    return added;
+  }
+
+ private:
+  bool _urgent = false;
 };
 
 }  // namespace

@@ -32,12 +32,12 @@ bool aggregate(collect_list& q, packet_builder& out) {
 
 bool aggregate_by_priority(collect_list& q, packet_builder& out, std::size_t scan) {
   bool added = false;
-  std::array<std::uint64_t, 64> seen{};  // tags met so far in this pass
-  scan = std::min(scan, seen.size());
+  std::array<std::uint64_t, 256> seen{};  // tags met so far in this pass (the scan
+                                          // stops when it is full: conservative)
   while (!q.empty()) {
     chunk_entry* best = nullptr;
     std::size_t nseen = 0, i = 0;
-    for (auto it = q.begin(); it != q.end() && i < scan; ++it, ++i) {
+    for (auto it = q.begin(); it != q.end() && i < scan && nseen < seen.size(); ++it, ++i) {
       chunk_entry& e = *it;
       if (is_control(e)) {
         best = &e;
@@ -60,6 +60,12 @@ bool aggregate_by_priority(collect_list& q, packet_builder& out, std::size_t sca
     if (best->hook.is_linked()) break;  // cut: the packet is full
   }
   return added;
+}
+
+bool any_priority(const collect_list& q) {
+  for (const chunk_entry& e : q)
+    if (e.priority > 0 && !is_control(e)) return true;
+  return false;
 }
 
 window_summary summarize(const collect_list& q, std::uint64_t small_limit) {

@@ -31,7 +31,11 @@ bool aggregate(collect_list& q, packet_builder& out);
 // among those that are first of their (peer, tag) flow in the first
 // `scan` entries (control first, then priority, then age): a chunk may
 // overtake chunks of other tags, never an earlier chunk of its own tag.
+// Each pick walks up to `scan` entries (and 256 distinct tags).
 bool aggregate_by_priority(collect_list& q, packet_builder& out, std::size_t scan = 64);
+
+// Whether a chunk of priority above 0 waits in q.
+bool any_priority(const collect_list& q);
 
 // What waits in the queue, for holding decisions.
 struct window_summary {

@@ -10,8 +10,9 @@
 //       inside each (peer, tag) flow.
 //   strategy_worker threads SEED N   the same with two threads per rank, each
 //       on its own tags (session at thread level multiple).
-//   strategy_worker overtake BULK    rank 0 sends BULK 16 KiB messages on tag 1
-//       while rank 1 is not receiving, then one of priority 9 on tag 2; rank 1
+//   strategy_worker overtake BULK SIZE  rank 0 sends BULK eager messages of SIZE
+//       bytes on tag 1 while rank 1 is not receiving (more than the driver can
+//       buffer: the rest waits in rank 0's queue), then one of priority 9 on tag 2; rank 1
 //       receives them all with any-tag receives and prints the arrival position
 //       of the priority message ("priority message arrived at P of BULK+1").
 #include <unistd.h>
@@ -170,9 +171,8 @@ void barrier(session& s) {
   }
 }
 
-int overtake(session& s, int bulk) {
+int overtake(session& s, int bulk, std::size_t kBulk) {
   const int me = s.rank();
-  constexpr std::size_t kBulk = 16 * 1024;
   if (me == 0) {
     std::vector<std::uint8_t> data(kBulk, 0xab);
     std::vector<request> reqs(static_cast<std::size_t>(bulk) + 1);
@@ -236,9 +236,9 @@ int main(int argc, char** argv) {
       std::printf("rank %d: threads ok with strategy %s (%zu bytes checked)\n", s->rank(),
                   std::string(s->strategy_name()).c_str(), bytes[0] + bytes[1]);
     } else if (scenario == "overtake") {
-      overtake(*s, static_cast<int>(a));
+      overtake(*s, static_cast<int>(a), static_cast<std::size_t>(b));
     } else {
-      std::fprintf(stderr, "usage: strategy_worker flows|threads SEED N | overtake BULK\n");
+      std::fprintf(stderr, "usage: strategy_worker flows|threads SEED N | overtake BULK SIZE\n");
       return 2;
     }
     std::fflush(stdout);
