@@ -61,6 +61,11 @@ errc session::isend(int dest, tag_t tag, const void* buf, std::size_t len, reque
   return _impl->isend(dest, tag, buf, len, state_of(req), flags);
 }
 
+errc session::isend(int dest, tag_t tag, const void* buf, std::size_t len, request& req,
+                    const send_options& opts) {
+  return _impl->isend(dest, tag, buf, len, state_of(req), opts.flags, opts.priority);
+}
+
 errc session::irecv(int source, tag_t tag, void* buf, std::size_t len, request& req, tag_t mask) {
   return _impl->irecv(source, tag, mask, buf, len, state_of(req));
 }
@@ -121,6 +126,11 @@ std::string session::driver_name() const { return _impl->driver_name(); }
 
 pack_connection::pack_connection(session& s, int dest, tag_t tag) : _session(s) {
   errc e = s.impl().pack_begin(dest, tag, state_of(_req));
+  if (e == errc::invalid_argument) throw std::invalid_argument(state_of(_req).error_message);
+}
+
+pack_connection::pack_connection(session& s, int dest, tag_t tag, const send_options& opts) : _session(s) {
+  errc e = s.impl().pack_begin(dest, tag, state_of(_req), opts.priority);
   if (e == errc::invalid_argument) throw std::invalid_argument(state_of(_req).error_message);
 }
 

@@ -58,6 +58,7 @@ struct rdv_recv {
   std::uint64_t len;
   std::vector<iovec> iov;
   bool pulled = false;            // post_get: tell the sender once it is in
+  std::uint32_t rail = 0;         // track it was asked for on (pushed data)
   std::uint64_t sender_cookie = 0;
 };
 
@@ -126,7 +127,6 @@ class gate {
   std::unordered_map<std::uint64_t, chunk_entry*> rdv_out;     // cookie -> entry
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
-  std::uint32_t next_rail = 0;  // rendezvous rail choice: the next track in turn
   // Copy offload: a progress task will schedule this gate (see
   // session_impl::offload_schedule); `owner` is the session it belongs to.
   std::atomic<bool> offload_queued{false};

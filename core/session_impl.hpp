@@ -96,8 +96,8 @@ class session_impl final : private wait_engine {
 
   // Send side.
   errc isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r,
-             send_flags flags = send_flags::none);
-  errc pack_begin(int dest, tag_t tag, request_state& r);
+             send_flags flags = send_flags::none, std::uint8_t priority = 0);
+  errc pack_begin(int dest, tag_t tag, request_state& r, std::uint8_t priority = 0);
   errc pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode);
   errc pack_end(request_state& r);
 
@@ -207,12 +207,20 @@ class session_impl final : private wait_engine {
   void offload_schedule(gate& g);  // no lock held
   static task_result offload_task(void* g);
   // What a strategy is told about track t.
+  // (Track lock held; other_track_view: no lock of that track, its figures are hints.)
   track_view view_of(track& t) const {
-    return {t.rail, t.caps, t.outstanding, t.inline_round == _rounds.load(std::memory_order_relaxed),
-            t.slot->drv.get(), t.conn};
+    const unsigned round = _rounds.load(std::memory_order_relaxed);
+    return {t.rail, t.caps, t.outstanding, t.inline_round == round, t.slot->drv.get(), t.conn,
+            t.bytes_in_flight, t.incoming.load(std::memory_order_relaxed), t.window, true, round};
   }
-  void schedule_track(gate& g, track& t);  // gate and track locks held
-  packet_wrapper* next_wrapper(gate& g, track& t);
+  track_view other_track_view(track& t) const {
+    return {t.rail, t.caps, t.outstanding_hint.load(std::memory_order_relaxed), false, nullptr, t.conn,
+            t.bytes_hint.load(std::memory_order_relaxed), t.incoming.load(std::memory_order_relaxed), t.window,
+            t.connected.load(std::memory_order_acquire), _rounds.load(std::memory_order_relaxed)};
+  }
+  // Gate and track locks held; returns whether t has something outstanding.
+  bool schedule_track(gate& g, track& t, bool force = false);
+  packet_wrapper* next_wrapper(gate& g, track& t, bool force);
   packet_wrapper* get_wrapper(gate& g, track& t);
   void put_wrapper(packet_wrapper* pw);
 
@@ -240,7 +248,7 @@ class session_impl final : private wait_engine {
   void note_unpack_waiting(gate& g, request_state& r, bool waiting);  // matching lock held
   void queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, std::uint64_t offset, std::uint64_t len,
                  std::uint64_t sender_cookie, std::uint64_t recv_cookie);
-  track& pick_rail(gate& g, std::uint64_t& n);
+  track& pick_rail(gate& g, std::uint64_t& n, const message_state& m, std::uint64_t offset);
   void note_arrivals(gate& g, message_state& m);
   void finish_recv_if_done(request_state& r);
   unexpected_message* find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st);
@@ -309,6 +317,7 @@ class session_impl final : private wait_engine {
   int _rank = 0;
   int _size = 1;
   std::string _strategy_name;
+  std::shared_ptr<const strategy_source> _strategy_source;  // creates each gate's instance
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
   std::size_t _copy_offload_min = 0;          // NMAD_COPY_OFFLOAD (0: off), with a progress thread only

@@ -1,5 +1,6 @@
 // Progress, the NIC-driven scheduler, driver events and failure handling.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -284,7 +285,7 @@ packet_wrapper* session_impl::get_wrapper(gate& g, track& t) {
 void session_impl::put_wrapper(packet_wrapper* pw) { pw->owner->wrapper_pool.put(pw); }
 
 // Gate and track locks held.
-packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
+packet_wrapper* session_impl::next_wrapper(gate& g, track& t, bool force) {
   // Bulk data already negotiated goes first: its receiver is waiting.
   for (auto it = g.data_out.begin(); it != g.data_out.end(); ++it) {
     if (it->rail != t.rail) continue;
@@ -304,8 +305,19 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
   packet_wrapper* pw = get_wrapper(g, t);
   const driver_caps& caps = *t.caps;
   packet_builder pb(*pw, caps.max_packet_size, caps.gather_scatter ? caps.max_iov : 1, _copy_threshold);
-  if (!g.strat->build_packet(g.collect, pb, view_of(t)) || pb.empty()) {
-    if (!pb.empty()) log_write(log_level::error, "strategy", "build_packet added chunks but returned false");
+  // The strategy sees this track exactly and the gate's others as hints.
+  constexpr std::size_t kViews = 8;
+  std::array<track_view, kViews> views;
+  const std::size_t nviews = std::min(g.tracks.size(), kViews);
+  for (std::size_t i = 0; i < nviews; ++i)
+    views[i] = &g.tracks[i] == &t ? view_of(t) : other_track_view(g.tracks[i]);
+  const track_view& mine = t.rail < nviews ? views[t.rail] : (views[0] = view_of(t));
+  const bool built = g.strat->build_packet(g.collect, pb, mine, std::span<const track_view>(views.data(), nviews));
+  if (!built && !pb.empty())
+    log_write(log_level::error, "strategy", "build_packet added chunks but returned false");
+  // A hold the engine overrules (every track idle): the oldest chunk goes.
+  if (pb.empty() && force && !g.collect.empty()) pb.add(g.collect, g.collect.front());
+  if (pb.empty()) {
     put_wrapper(pw);
     return nullptr;
   }
@@ -317,33 +329,50 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t) {
 // next packet from the collect list and the driver takes it. Any lock
 // above the gate's may be held. A driver that another thread holds is not
 // waited for: the gate is scheduled again once it is free.
+// A strategy may hold queued chunks while a track is busy (its completion
+// schedules again); if after a pass every connected track is idle and
+// chunks are still queued, a second pass overrules the holds.
 void session_impl::schedule(gate& g) {
   if (g.failed.load(std::memory_order_acquire)) return;
   std::lock_guard gl(g.lock);
-  for (track& t : g.tracks) {
-    if (!t.connected.load(std::memory_order_acquire)) continue;
-    std::lock_guard tl(t.lock);
-    if (t.outstanding >= t.window) continue;
-    if (!t.retry && g.collect.empty() && g.data_out.empty()) continue;
-    driver_slot& slot = *t.slot;
-    if (!slot.lock.try_lock()) {
-      // Its holder (or this thread's next lock-free point) schedules us.
-      defer_schedule(g);
-      if (!slot.lock.try_lock()) continue;
+  for (int pass = 0; pass < 2; ++pass) {
+    bool busy = false, any = false;
+    for (track& t : g.tracks) {
+      if (!t.connected.load(std::memory_order_acquire)) continue;
+      any = true;
+      std::lock_guard tl(t.lock);
+      if (t.outstanding >= t.window) {
+        busy = true;
+        continue;
+      }
+      if (!t.retry && g.collect.empty() && g.data_out.empty()) {
+        busy |= t.outstanding > 0;
+        continue;
+      }
+      driver_slot& slot = *t.slot;
+      if (!slot.lock.try_lock()) {
+        // Its holder (or this thread's next lock-free point) schedules us.
+        defer_schedule(g);
+        if (!slot.lock.try_lock()) {
+          busy = true;
+          continue;
+        }
+      }
+      busy |= schedule_track(g, t, pass == 1);
+      slot.lock.unlock();
+      if (g.failed.load(std::memory_order_relaxed)) return;
     }
-    schedule_track(g, t);
-    slot.lock.unlock();
-    if (g.failed.load(std::memory_order_relaxed)) return;
+    if (busy || !any || g.collect.empty()) return;
   }
 }
 
 // Gate and track locks and the track's driver lock held.
-void session_impl::schedule_track(gate& g, track& t) {
+bool session_impl::schedule_track(gate& g, track& t, bool force) {
   driver& d = *t.slot->drv;
   while (t.outstanding < t.window) {
     packet_wrapper* pw = t.retry;
     t.retry = nullptr;
-    if (!pw) pw = next_wrapper(g, t);
+    if (!pw) pw = next_wrapper(g, t, force);
     if (!pw) break;
     const post_result res =
         pw->type == packet_wrapper::kind::packet
@@ -358,9 +387,12 @@ void session_impl::schedule_track(gate& g, track& t) {
     if (res == post_result::failed) {
       t.retry = pw;  // reclaimed by the gate's clean-up
       fail_gate(g, "the driver refused a send");
-      return;
+      return true;
     }
     t.outstanding++;
+    t.bytes_in_flight += pw->length;
+    t.outstanding_hint.store(t.outstanding, std::memory_order_relaxed);
+    t.bytes_hint.store(t.bytes_in_flight, std::memory_order_relaxed);
     t.in_flight.push_back(*pw);
     count(_stats.rail_sends[std::min<std::size_t>(t.rail, 3)]);
     _waiter.kick();  // the driver may have queued it: sleepers re-arm
@@ -372,6 +404,7 @@ void session_impl::schedule_track(gate& g, track& t) {
       count(_stats.rdv_data_sent);
     }
   }
+  return t.outstanding > 0 || t.retry;
 }
 
 // From poll (the driver's lock held): the track first, then the gate.
@@ -383,6 +416,9 @@ void session_impl::send_done(packet_wrapper* pw) {
     if (!pw->track_hook.is_linked()) return;  // reclaimed by a failure meanwhile
     t.in_flight.erase(t.in_flight.iterator_to(*pw));
     t.outstanding--;
+    t.bytes_in_flight -= pw->length;
+    t.outstanding_hint.store(t.outstanding, std::memory_order_relaxed);
+    t.bytes_hint.store(t.bytes_in_flight, std::memory_order_relaxed);
   }
   {
     std::lock_guard gl(g.lock);
@@ -518,6 +554,9 @@ void session_impl::clean_up_failed(gate& g, bool close) {
       if (t.retry) reclaim(t.retry);
       t.retry = nullptr;
       t.outstanding = 0;
+      t.bytes_in_flight = 0;
+      t.outstanding_hint.store(0, std::memory_order_relaxed);
+      t.bytes_hint.store(0, std::memory_order_relaxed);
     }
     while (!g.collect.empty()) {
       chunk_entry& e = g.collect.front();

@@ -1,6 +1,7 @@
 // Receive side: packet parsing, in-order matching per ordering domain,
 // unexpected messages, placement into receive segments, rendezvous answers.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/common/log.hpp"
@@ -280,23 +281,31 @@ void session_impl::drain_buffered(request_state& r) {
   }
 }
 
-// The rail choice of this step (the drivers work weighs rails by what they
-// can do): a range of at least kSplitMin bytes is cut in equal pieces over
-// the connected tracks, each piece going to the next track in turn; a
-// smaller one goes whole to the next track in turn. Shrinks n to the piece.
-track& session_impl::pick_rail(gate& g, std::uint64_t& n) {
-  constexpr std::uint64_t kSplitMin = 256 * 1024, kAlign = 4096;
-  if (g.tracks.size() == 1) return g.tracks[0];  // (matching lock held)
-  std::uint64_t connected = 0;
-  for (const track& t : g.tracks) connected += t.connected ? 1 : 0;
-  if (connected > 1 && n >= kSplitMin) {
-    const std::uint64_t piece = ((n + connected - 1) / connected + kAlign - 1) / kAlign * kAlign;
-    n = std::min(n, piece);
+// The rail choice for a rendezvous range is the gate's strategy's
+// (strategy::choose_rdv_track: by default equal pieces over the connected
+// tracks for ranges of 256 KiB and up, in turn). Shrinks n to the piece.
+// Matching lock held; takes the gate lock (the strategy's), then each
+// track's to read its figures.
+track& session_impl::pick_rail(gate& g, std::uint64_t& n, const message_state& m, std::uint64_t offset) {
+  if (g.tracks.size() == 1) return g.tracks[0];
+  constexpr std::size_t kViews = 8;
+  std::array<track_view, kViews> views;
+  const std::size_t nviews = std::min(g.tracks.size(), kViews);
+  std::lock_guard gl(g.lock);
+  for (std::size_t i = 0; i < nviews; ++i) {
+    track& t = g.tracks[i];
+    std::lock_guard tl(t.lock);
+    views[i] = view_of(t);
+    views[i].drv = nullptr;  // (no driver question from here: its lock is not held)
+    views[i].connected = t.connected.load(std::memory_order_acquire);
   }
-  for (std::size_t k = 0; k < g.tracks.size(); ++k) {
-    track& t = g.tracks[g.next_rail++ % g.tracks.size()];
-    if (t.connected) return t;
-  }
+  const rdv_range range{m.tag, m.seq, offset, n};
+  std::uint64_t len = n;
+  std::uint32_t rail = g.strat->choose_rdv_track(range, std::span<const track_view>(views.data(), nviews), len);
+  if (len > 0 && len <= n) n = len;
+  if (rail < nviews && views[rail].connected) return g.tracks[rail];
+  for (std::size_t i = 0; i < nviews; ++i)
+    if (views[i].connected) return g.tracks[i];
   return g.tracks[0];  // none connected: the gate is failing
 }
 
@@ -341,7 +350,7 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         // pushed on the track the rail choice gives (it may cut n).
         const bool pull = p.pullable && g.tracks[0].connected.load(std::memory_order_acquire) &&
                           g.tracks[0].caps->rdma_get;
-        track& t = pull ? g.tracks[0] : pick_rail(g, n);
+        track& t = pull ? g.tracks[0] : pick_rail(g, n, m, p.offset);
         driver_slot& slot = *t.slot;
         if (!slot.lock.try_lock()) {
           defer_ask(g, r);
@@ -375,9 +384,14 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           m.rdv_in_flight--;
           rr->pulled = false;
         }
+        // Counted before posting (its completion subtracts it): the
+        // strategies' view of the bytes still to come on each track.
+        rr->rail = t.rail;
+        t.incoming.fetch_add(n, std::memory_order_relaxed);
         const post_result res = slot.drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
         slot.lock.unlock();
         if (res != post_result::posted) {
+          t.incoming.fetch_sub(n, std::memory_order_relaxed);
           // (A connection the driver already knows broken: its failure is
           // reported from poll; this receive is not on any list the gate's
           // clean-up walks, so it fails here.)
@@ -424,6 +438,7 @@ void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
   std::lock_guard ml(_match_lock);
   request_state& r = *rr->req;
   g.rdv_in.erase(rr->cookie);
+  if (!rr->pulled && rr->rail < g.tracks.size()) g.tracks[rr->rail].incoming.fetch_sub(rr->len, std::memory_order_relaxed);
   message_state& m = r.msg;
   m.rdv_in_flight--;
   m.accounted += rr->len;

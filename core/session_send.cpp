@@ -28,7 +28,9 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
     }
   }
   r.pending_chunks++;
+  e.queued_round = _rounds.load(std::memory_order_relaxed);
   g.collect.push_back(e);
+  g.strat->on_submit(g.collect, e);
 }
 
 static bool start_request(request_state& r, request_state::kind k) {
@@ -44,7 +46,7 @@ static bool start_request(request_state& r, request_state::kind k) {
 }
 
 errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, request_state& r,
-                         send_flags flags) {
+                         send_flags flags, std::uint8_t priority) {
   engine_scope scope(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size || (!buf && len > 0)) {
@@ -87,6 +89,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.kind = (sync || len >= g.rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
   e.awaiting_ack = sync && len == 0;
   e.flags = chunk_flag::last;
+  e.priority = priority;
   e.tag = tag;
   e.seq = next_send_seq(g, tag);
   e.ptr = static_cast<const std::byte*>(buf);
@@ -176,7 +179,7 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   return true;
 }
 
-errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
+errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_t priority) {
   engine_scope scope(*this);
   if (!r.is_complete()) return errc::invalid_argument;
   if (dest < 0 || dest >= _size) {
@@ -197,6 +200,7 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r) {
   r.packed_bytes = 0;
   r.first_piece = chunk_entry{};
   r.first_piece.tag = tag;
+  r.first_piece.priority = priority;  // every piece's (express ones at least 1)
   std::lock_guard gl(g.lock);
   r.first_piece.seq = next_send_seq(g, tag);  // the whole packed message's
   if (g.failed.load(std::memory_order_acquire))
@@ -220,7 +224,9 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
   *e = chunk_entry{};
   e->pooled = true;
   e->kind = len >= g.rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
-  e->priority = mode == pack_mode::express ? 1 : 0;
+  e->priority = mode == pack_mode::express ? std::max<std::uint8_t>(r.first_piece.priority, 1)
+                                           : r.first_piece.priority;
+  e->hints = mode == pack_mode::express ? chunk_hint::express : chunk_hint::cheaper;
   e->tag = r.first_piece.tag;
   e->seq = r.first_piece.seq;
   e->ptr = static_cast<const std::byte*>(buf);
@@ -247,6 +253,7 @@ errc session_impl::pack_end(request_state& r) {
         *e = chunk_entry{};
         e->pooled = true;
         e->kind = chunk_kind::data;
+        e->priority = r.first_piece.priority;
         e->tag = r.first_piece.tag;
         e->seq = r.first_piece.seq;
         e->offset = 0;
@@ -256,6 +263,7 @@ errc session_impl::pack_end(request_state& r) {
       r.held_piece = nullptr;
       r.sealed = true;
       queue_piece(g, r, *e);
+      g.strat->flush();  // the message is whole: nothing of it may be held
       gl.unlock();
       schedule(g);
     } else {

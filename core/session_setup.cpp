@@ -164,10 +164,10 @@ session_impl::session_impl(const session_options& opts)
   _ordering_mask = opts.ordering_mask;
   _copy_threshold = t.copy_threshold;
 
-  _strategy_name = opts.strategy.empty() ? t.strategy : opts.strategy;
-  if (!find_strategy(_strategy_name))
-    throw std::runtime_error("nmad: unknown strategy '" + _strategy_name +
-                             "' (available: " + list_names(strategy_registry()) + ")");
+  // A built-in, registered or plugin strategy (throws naming what is wrong:
+  // unknown name, file, symbol, interface versions).
+  _strategy_source = resolve_strategy(opts.strategy.empty() ? t.strategy : opts.strategy);
+  _strategy_name = std::string(_strategy_source->name());
 
   session_options o = opts;
   if (o.driver.empty()) o.driver = t.driver;
@@ -197,7 +197,7 @@ session_impl::session_impl(const session_options& opts)
     g->owner = this;
     g->rank = r;
     g->lock.enable(_threaded);
-    g->strat = find_strategy(_strategy_name)->create();
+    g->strat = _strategy_source->create();
     const std::vector<driver_slot*> slots =
         r == _rank ? std::vector<driver_slot*>{_slots[0].get()} : reaching_slots(r);
     g->tracks.resize(slots.size());  // never resized again: tracks stay put
@@ -599,18 +599,31 @@ bool session_impl::peer_alive(int rank) const {
 // Strategies are per gate: each is replaced under its gate's lock, so a
 // send racing with the change sees the old one or the new one.
 errc session_impl::set_strategy(std::string_view name) {
-  const strategy_descriptor* d = find_strategy(name);
-  if (!d) return errc::invalid_argument;
+  std::shared_ptr<const strategy_source> d;
+  try {
+    d = resolve_strategy(name);
+  } catch (const std::exception& e) {
+    log_write(log_level::warn, "session", e.what());
+    return errc::invalid_argument;
+  }
   for (auto& g : _gates) {
     std::lock_guard gl(g->lock);
     if (!g->collect.empty()) return errc::no_resource;
   }
-  for (auto& g : _gates) {
-    std::lock_guard gl(g->lock);
-    g->strat = d->create();
+  std::vector<std::unique_ptr<strategy>> made;
+  try {
+    for (std::size_t i = 0; i < _gates.size(); ++i) made.push_back(d->create());
+  } catch (const std::exception& e) {
+    log_write(log_level::warn, "session", e.what());
+    return errc::invalid_argument;
+  }
+  for (std::size_t i = 0; i < _gates.size(); ++i) {
+    std::lock_guard gl(_gates[i]->lock);
+    _gates[i]->strat = std::move(made[i]);
   }
   std::lock_guard pl(_pending_lock);
-  _strategy_name = std::string(name);
+  _strategy_source = d;
+  _strategy_name = std::string(d->name());
   return errc::ok;
 }
 

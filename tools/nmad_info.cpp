@@ -58,10 +58,22 @@ void print_drivers() {
   }
 }
 
+// Built-ins (C++ interface), then the plugins of NMAD_STRATEGY_PATH and
+// the installed plugin directory with their interface version.
 void print_strategies() {
-  std::printf("Strategies:\n");
-  for (const auto& s : nmad::strategy_registry())
-    std::printf("  %-8s %s\n", std::string(s.name).c_str(), std::string(s.description).c_str());
+  std::printf("Strategies (NMAD_STRATEGY):\n");
+  for (const auto& s : nmad::list_strategies()) {
+    if (s.interface_version == 0)
+      std::printf("  %-20s %-10s %s\n", s.name.c_str(), s.origin.c_str(), s.description.c_str());
+    else if (s.ok)
+      std::printf("  %-20s plugin v%u  %s (%s)\n", s.name.c_str(), s.interface_version, s.description.c_str(),
+                  s.origin.c_str());
+    else
+      std::printf("  %-20s unusable   %s\n", s.name.c_str(), s.description.c_str());
+  }
+  std::string dirs;
+  for (const auto& d : nmad::strategy_plugin_dirs()) dirs += (dirs.empty() ? "" : ":") + d;
+  std::printf("  plugin directories: %s\n", dirs.c_str());
 }
 
 void print_config() {
@@ -73,7 +85,8 @@ void print_config() {
   static const knob knobs[] = {
       {"NMAD_DRIVER", "auto", "network driver, or auto: per peer (shm here, tcp elsewhere)"},
       {"NMAD_DRIVERS", "", "several rails, e.g. shm+tcp or tcp+tcp: one track per listed driver"},
-      {"NMAD_STRATEGY", "default", "packet scheduling strategy"},
+      {"NMAD_STRATEGY", "default", "packet scheduling strategy: a name (built-in or plugin) or a plugin's path"},
+      {"NMAD_STRATEGY_PATH", "", "colon-separated directories searched for libnmad_strategy_<name>.so"},
       {"NMAD_RDV_THRESHOLD", "driver's/32768", "bytes from which messages go by rendezvous (unset: the driver's preference)"},
       {"NMAD_COPY_THRESHOLD", "256", "payloads up to this size are copied into the packet"},
       {"NMAD_CONNECT_TIMEOUT_MS", "30000", "time allowed to connect to every peer"},

@@ -65,6 +65,16 @@ enum class send_flags : unsigned {
   synchronous = 1,
 };
 
+// Options of a send, for the overloads of isend and pack_connection that
+// take them. `priority` is a hint for the strategy: 0 (normal) to 255;
+// under `prio` a message of higher priority overtakes queued messages of
+// other tags (never an earlier message of its own tag); strategies that
+// do not order by priority ignore it. It travels in the chunk header.
+struct send_options {
+  send_flags flags = send_flags::none;
+  std::uint8_t priority = 0;
+};
+
 // A message taken off the unexpected queue by session::improbe (matched
 // probe, MPI_Mprobe): no other receive or probe can see it any more; it
 // must be received with session::imrecv (exactly once).
@@ -183,6 +193,9 @@ class session {
   // waits at once) nothing is offloaded.
   errc isend(int dest, tag_t tag, const void* buf, std::size_t len,
              request& req, send_flags flags = send_flags::none);
+  // The same with options (a priority for the strategy).
+  errc isend(int dest, tag_t tag, const void* buf, std::size_t len,
+             request& req, const send_options& opts);
   // Starts receiving into buf (capacity len) a message from `source` (or
   // any_source) whose tag matches `tag` on the bits of `mask`.
   errc irecv(int source, tag_t tag, void* buf, std::size_t len, request& req,
@@ -306,6 +319,9 @@ enum class pack_mode { express, cheaper };
 class pack_connection {
  public:
   pack_connection(session& s, int dest, tag_t tag);
+  // With options: every piece carries opts.priority (an express piece at
+  // least 1, so it may overtake cheaper pieces of other messages).
+  pack_connection(session& s, int dest, tag_t tag, const send_options& opts);
   pack_connection(pack_connection&&) = delete;
   ~pack_connection();  // ends the message if end() was not called
   errc pack(const void* buf, std::size_t len, pack_mode mode = pack_mode::cheaper);

@@ -37,6 +37,13 @@ constexpr std::uint8_t pulled = 16;   // rtr: the receiver pulled the range itse
                                       // (the sender's part is done)
 }  // namespace chunk_flag
 
+// What the application said about a chunk (strategies read them; they do
+// not travel).
+namespace chunk_hint {
+constexpr std::uint8_t express = 1;  // pack_mode::express: the receiver waits for it
+constexpr std::uint8_t cheaper = 2;  // pack_mode::cheaper: may be delayed or reordered
+}  // namespace chunk_hint
+
 using collect_hook = boost::intrusive::list_member_hook<
     boost::intrusive::link_mode<boost::intrusive::safe_link>>;
 
@@ -46,6 +53,7 @@ struct chunk_entry {
   std::uint8_t flags = 0;
   std::uint8_t priority = 0;      // 0 = normal; higher may overtake
   bool pooled = false;            // returned to the session pool when done
+  std::uint8_t hints = 0;         // chunk_hint bits
   request_state* req = nullptr;   // owning send request (null for control)
   std::uint64_t tag = 0;
   std::uint32_t seq = 0;
@@ -61,6 +69,7 @@ struct chunk_entry {
   std::uint32_t wrappers = 0;     // packet/data wrappers still carrying it
   bool awaiting_ack = false;      // rdv_req of an empty synchronous send:
                                   // done only once the receiver's rtr came
+  std::uint32_t queued_round = 0; // the engine's progress round when queued (age)
 
   static constexpr std::uint64_t unknown_length = ~std::uint64_t{0};
 };

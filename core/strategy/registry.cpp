@@ -4,9 +4,14 @@
 
 namespace nmad {
 namespace {
-constexpr std::array<strategy_descriptor, 2> kStrategies{{
+constexpr std::array<strategy_descriptor, 5> kStrategies{{
     {"default", "one chunk per packet, submission order", &make_strategy_default},
     {"aggreg", "aggregate queued chunks up to the packet limit", &make_strategy_aggreg},
+    {"aggreg_autoextended", "aggreg that keeps the aggregate open while small packs arrive on a busy track",
+     &make_strategy_aggreg_autoextended},
+    {"prio", "highest priority first across tags, submission order within a tag", &make_strategy_prio},
+    {"split_balance", "small messages on the fastest track, rendezvous split by bandwidth",
+     &make_strategy_split_balance},
 }};
 }  // namespace
 

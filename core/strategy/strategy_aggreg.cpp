@@ -15,19 +15,7 @@ class strategy_aggreg final : public strategy {
   bool allow_inline(const track_view& t) const override {
     return t.outstanding == 0 && !t.just_sent && !t.backlog();
   }
-
-  bool build_packet(collect_list& queue, packet_builder& out) override {
-    bool added = false;
-    while (!queue.empty()) {
-      chunk_entry& e = queue.front();
-      // Take a data entry whole, or start a packet with it; never split a
-      // message just to fill the tail of a packet.
-      if (added && packet_builder::wire_size(e) > out.room() + sizeof(wire::chunk_header)) break;
-      if (!out.add(queue, e)) break;
-      added = true;
-    }
-    return added;
-  }
+  bool build_packet(collect_list& queue, packet_builder& out) override { return tactics::aggregate(queue, out); }
 };
 
 }  // namespace

@@ -18,6 +18,7 @@ class packet_builder {
                  std::size_t copy_threshold);
 
   bool empty() const { return _pw.nchunks == 0; }
+  std::size_t chunks() const { return _pw.nchunks; }
   // True if one more chunk header fits (packet size, gather list, chunks).
   bool header_fits() const;
   // Payload bytes one more chunk could carry (0 if not even a header fits).

@@ -29,6 +29,14 @@ struct track {
   std::size_t max_inline = 0;          // caps->max_inline
   domain_mutex lock;                   // the track lock (see above)
   std::uint32_t outstanding = 0;       // posted, not yet completed
+  std::uint64_t bytes_in_flight = 0;   // their bytes
+  // Copies of the two above for the strategy asking about the gate's other
+  // tracks (read without their lock: hints), and the rendezvous bytes this
+  // side asked the peer to send on this track and has not received yet
+  // (updated under the matching lock).
+  copyable_atomic<std::uint32_t> outstanding_hint{0};
+  copyable_atomic<std::uint64_t> bytes_hint{0};
+  copyable_atomic<std::uint64_t> incoming{0};
   copyable_atomic<bool> connected{false};
   unsigned inline_round = ~0u;         // progress round of the last inline send
   packet_wrapper* retry = nullptr;     // refused with `retry`, posted first

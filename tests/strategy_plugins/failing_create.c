@@ -1,0 +1,11 @@
+/* A version 2 plugin whose create function fails. */
+#include "api/nmad/strategy_plugin.h"
+
+static void* create(const nmad_strategy_engine_v2* engine, nmad_strategy_ops_v2* ops) {
+  (void)engine;
+  (void)ops;
+  return 0;
+}
+
+NMAD_STRATEGY_EXPORT const nmad_strategy_descriptor_v2 nmad_strategy_plugin = {
+    NMAD_STRATEGY_INTERFACE_VERSION, sizeof(nmad_strategy_descriptor_v2), "failing_create", "create fails", &create};
