@@ -501,3 +501,18 @@ TEST_CASE("--bind none is --bind-to none; --report-bindings and NMAD_RUN_REPORT_
   CHECK(bad.status == 2);
   CHECK(bad.err.find("NMAD_RUN_REPORT_BINDINGS") != std::string::npos);
 }
+
+TEST_CASE("--pmi-port: an impostor connecting first with a guessed pmiid does not take the rank") {
+  temp_dir d;
+  auto r = launch({"-n", "3", "--pmi-port", "--timeout", "60", worker(), "impostor", d.path});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(lines_with(r.out, "IMPOSTORS_REFUSED").size() == 1);
+  for (int i = 0; i < 3; ++i)
+    CHECK(r.out.find("IMPOSTOR_JOB_OK rank=" + std::to_string(i) + " size=3\n") != std::string::npos);
+  // Each refusal is reported (4 of them: under the rate limit's burst).
+  CHECK(lines_with(r.err, "nmad-run: PMI port: refused a connection from 127.0.0.1:").size() == 4);
+  CHECK(r.err.find("wrong authentication token for pmiid=1") != std::string::npos);
+  CHECK(r.err.find("no authentication token for pmiid=1") != std::string::npos);
+  CHECK(r.err.find("'init' before initack") != std::string::npos);
+}

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/common/log.hpp"
 #include "core/common/random.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "tools/launcher/binding.hpp"
@@ -160,11 +161,7 @@ class job {
  private:
   void report(const std::string& text) {
     if (_o.report) _o.report(text);
-    else {
-      std::string line = "nmad-run: " + text + "\n";
-      ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
-      (void)r;
-    }
+    else log_emit("nmad-run: " + text + "\n");  // never blocks the job on a full stderr pipe
   }
   std::vector<std::string> build_env(int rank, const std::string& pmi_fd_or_port,
                                      const rank_binding* binding = nullptr) const;
@@ -183,6 +180,7 @@ class job {
   const job_options& _o;
   std::vector<rank_state> _ranks;
   std::unique_ptr<pmi_server> _server;
+  std::vector<std::string> _auth;  // per rank: the PMI_PORT authentication token
   std::string _port_spec;
   std::string _remote_port_spec;  // PMI address for ranks on other hosts
   phase _phase = phase::running;
@@ -206,8 +204,9 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
     std::erase_if(env, [&](const std::string& e) { return name_of(e) == n; });
     env.push_back(entry);
   };
-  static const char* const dropped[] = {"PMI_FD", "PMI_PORT", "PMI_ID", "PMI_RANK", "PMI_SIZE", "PMI_DEBUG",
-                                        "PMI_SPAWNED", "PMI_TOTALVIEW"};
+  static const char* const dropped[] = {"PMI_FD",      "PMI_PORT",      "PMI_ID",       "PMI_RANK",
+                                        "PMI_SIZE",    "PMI_DEBUG",     "PMI_SPAWNED",  "PMI_TOTALVIEW",
+                                        "NMAD_PMI_AUTH"};
   for (char** e = environ; e && *e; ++e) {
     std::string_view n = name_of(*e);
     if (std::find(std::begin(dropped), std::end(dropped), n) != std::end(dropped)) continue;
@@ -229,6 +228,7 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
   if (_o.pmi_port) {
     set("PMI_PORT=" + pmi);
     set("PMI_ID=" + std::to_string(rank));
+    set("NMAD_PMI_AUTH=" + _auth[static_cast<std::size_t>(rank)]);
   } else {
     set("PMI_FD=" + pmi);
   }
@@ -374,7 +374,8 @@ std::string job::remote_command(int rank, const std::string& path) const {
   // The launcher's NMAD_* settings travel with the job, as do -x variables.
   for (char** e = environ; e && *e; ++e) {
     std::string_view v = *e;
-    if (v.rfind("NMAD_", 0) == 0 && v.rfind("NMAD_JOB_KEY=", 0) != 0 && v.rfind("NMAD_RUN_", 0) != 0)
+    if (v.rfind("NMAD_", 0) == 0 && v.rfind("NMAD_JOB_KEY=", 0) != 0 && v.rfind("NMAD_RUN_", 0) != 0 &&
+        v.rfind("NMAD_PMI_AUTH=", 0) != 0)
       add(std::string(v));
   }
   for (const auto& e : _o.env_set) add(e);
@@ -392,7 +393,9 @@ std::string job::remote_command(int rank, const std::string& path) const {
   // Run by sh whatever the remote login shell is (bash would print job
   // status lines for a killed rank).
   const std::string script =
-      "cd " + dir + " 2>/dev/null; IFS= read -r NMAD_JOB_KEY || exit 126; export NMAD_JOB_KEY; exec 3<&0; env " +
+      "cd " + dir +
+      " 2>/dev/null; IFS= read -r NMAD_JOB_KEY || exit 126; IFS= read -r NMAD_PMI_AUTH || exit 126; "
+      "export NMAD_JOB_KEY NMAD_PMI_AUTH; exec 3<&0; env " +
       env + prog + " </dev/null 3<&- & p=$!; (cat <&3 >/dev/null; kill -TERM $p 2>/dev/null) & w=$!; "
       "exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s";
   return "exec sh -c " + shell_quote(script);
@@ -438,7 +441,7 @@ void job::spawn_remote(int rank, const std::string& path) {
     kill_started(SIGKILL);
     sys_fail("nmad-run: fork", fork_errno);
   }
-  const std::string key_line = _o.job_key + "\n";
+  const std::string key_line = _o.job_key + "\n" + _auth[static_cast<std::size_t>(rank)] + "\n";
   ssize_t n = ::write(in[1], key_line.data(), key_line.size());  // fits in the pipe buffer
   (void)n;
   _ranks[rank].res.pid = pid;
@@ -543,6 +546,12 @@ job_result job::run() {
   _server = std::make_unique<pmi_server>(_o.nprocs, kvsname, lim);
   _server->on_abort = [this](int rank, int code, const std::string& msg) { on_abort(rank, code, msg); };
   _server->on_report = [this](const std::string& text) { report(text); };
+  _auth.clear();
+  {
+    const std::string all = random_hex(32 * static_cast<std::size_t>(_o.nprocs));
+    for (int i = 0; i < _o.nprocs; ++i) _auth.push_back(all.substr(32 * static_cast<std::size_t>(i), 32));
+  }
+  _server->set_auth_tokens(_auth);
 
   if (_o.pmi_port) {
     int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -678,6 +687,8 @@ job_result job::run() {
     }
   }
   _server->close_all();
+  // What a slow stderr reader has not taken yet: a bounded wait for it.
+  log_flush(2000);
 
   job_result res;
   res.timed_out = _timed_out;
