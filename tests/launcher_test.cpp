@@ -516,3 +516,18 @@ TEST_CASE("--pmi-port: an impostor connecting first with a guessed pmiid does no
   CHECK(r.err.find("no authentication token for pmiid=1") != std::string::npos);
   CHECK(r.err.find("'init' before initack") != std::string::npos);
 }
+
+TEST_CASE("a rank that initialised PMI and exits 0 without finalize fails the job, named; programs without PMI do not") {
+  auto r = launch({"-n", "3", "--timeout", "60", worker(), "no_finalize", "2"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 1);
+  CHECK(lines_with(r.out, "NO_FINALIZE rank=").size() == 3);
+  CHECK(has_rank_line(r.err, 2,
+                      " exited with status 0 without calling MPI_Finalize (nor closing its nmad session) after "
+                      "initialising: the job fails"));
+  CHECK(r.err.find("rank 0 (pid") == std::string::npos);
+  CHECK(r.err.find("rank 1 (pid") == std::string::npos);
+  // Everyone finalizes: status 0; never initialised (no PMI at all): status 0.
+  CHECK(launch({"-n", "2", "--timeout", "60", worker(), "no_finalize", "7"}).status == 0);
+  CHECK(launch({"-n", "2", "--timeout", "60", worker(), "plain_exit", "0"}).status == 0);
+}

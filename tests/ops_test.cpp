@@ -148,3 +148,29 @@ TEST_CASE("3000 held connections during a message stream: every message correct,
   CHECK(r.err.find("handshakes already pending from that address (NMAD_TCP_PENDING_PER_HOST)") != std::string::npos);
   CHECK(count(r.err, "handshakes already pending") <= 10);
 }
+
+TEST_CASE("exit without finalize: an MPI rank returning 0 without MPI_Finalize, a native rank not closing its session") {
+  SUBCASE("MPI") {
+    std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", "3", "--timeout", "60",
+                                     nmad_test::runfile("tests/mpi/no_finalize")};
+    auto r = run_with_stderr(argv, {}, stderr_mode::unread, 90);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 1);
+    CHECK(count(r.out, "NO_FINALIZE_STARTED rank ") == 3);
+    CHECK(r.err.find("nmad-run: rank 1 (pid ") != std::string::npos);
+    CHECK(r.err.find("exited with status 0 without calling MPI_Finalize") != std::string::npos);
+    CHECK(count(r.err, "without calling MPI_Finalize") == 1);
+  }
+  SUBCASE("native session") {
+    auto r = run_with_stderr(job(2, {"no_finalize", "1"}), {}, stderr_mode::unread, 90);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("nmad-run: rank 1 (pid ") != std::string::npos);
+    CHECK(r.err.find("without calling MPI_Finalize (nor closing its nmad session)") != std::string::npos);
+  }
+  SUBCASE("every session closed: status 0") {
+    auto r = run_with_stderr(job(2, {"no_finalize", "5"}), {}, stderr_mode::unread, 90);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 0);
+  }
+}

@@ -182,6 +182,12 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (scenario == "exchange") return exchange(*b);
+  if (scenario == "no_finalize") {  // no_finalize TARGET: TARGET exits 0 without PMI finalize
+    const int target = arg_int(argc, argv, 2, 1);
+    say("NO_FINALIZE rank=" + rs);
+    if (r != target) b->finalize();
+    return 0;
+  }
   if (scenario == "jobkey") {
     std::string k = b->job_key();
     if (b->job_key() != k) throw std::runtime_error("job_key() changed between calls");

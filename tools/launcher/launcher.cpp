@@ -495,7 +495,22 @@ void job::on_exit(rank_state& r, int status) {
     r.stdin_fd = -1;
   }
   if (r.host.empty()) remove_shm_leftovers(_o.job_key, r.res.pid);
-  if (r.res.ended_by_launcher || r.res.code() == 0) {
+  if (r.res.ended_by_launcher) {
+    _server->rank_exited(r.res.rank);
+    return;
+  }
+  if (r.res.code() == 0) {
+    // A PMI client that initialised must say goodbye: exiting 0 without it
+    // (exit() before MPI_Finalize) is an error, as with other MPI launchers.
+    _server->drain(r.res.rank);
+    if (_server->initialised(r.res.rank) && !_server->finalized(r.res.rank) && !r.res.aborted) {
+      r.res.exited_without_finalize = true;
+      if (!r.failure_reported && _phase == phase::running)  // not the consequence of another failure
+        report(who(r) + " exited with status 0 without calling MPI_Finalize (nor closing its nmad session) "
+                        "after initialising: the job fails");
+      r.failure_reported = true;
+      failure();
+    }
     _server->rank_exited(r.res.rank);
     return;
   }
@@ -697,6 +712,7 @@ job_result job::run() {
   for (const auto& r : _ranks) {
     res.ranks.push_back(r.res);
     if (!r.res.ended_by_launcher) worst = std::max(worst, r.res.code());
+    if (r.res.exited_without_finalize) worst = std::max(worst, 1);
     if (r.res.aborted) worst = std::max(worst, r.res.abort_code > 0 && r.res.abort_code < 256 ? r.res.abort_code : 1);
   }
   if (_timed_out) res.exit_code = 124;

@@ -8,8 +8,9 @@
 // the -x variables, and PMI_FD (or PMI_PORT + PMI_ID), PMI_RANK, PMI_SIZE.
 // Rank 0 inherits stdin; the others read /dev/null. stdout/stderr are shared.
 //
-// Failure handling: when a rank exits non-zero, is killed by a signal or
-// calls PMI abort, a line is reported, the other ranks get kill_grace_s to end
+// Failure handling: when a rank exits non-zero, is killed by a signal,
+// calls PMI abort, or exits 0 without the PMI finalize that MPI_Finalize
+// (or closing an nmad session) sends after having initialised, a line is reported, the other ranks get kill_grace_s to end
 // on their own, then SIGTERM, then SIGKILL kill_escalation_s later. On
 // timeout the ranks still running get SIGTERM at once (then SIGKILL).
 // Children carry PR_SET_PDEATHSIG=SIGKILL so they die with the launcher.
@@ -74,6 +75,9 @@ struct rank_result {
   bool aborted = false;          // called PMI abort
   int abort_code = 0;
   bool ended_by_launcher = false;  // it was still running when we sent SIGTERM/SIGKILL
+  // Exited 0 after PMI init without PMI finalize (MPI_Finalize, or closing
+  // its nmad session): a failure, the job exits 1 at least.
+  bool exited_without_finalize = false;
   // Exit code, or 128+signal.
   int code() const;
 };

@@ -63,6 +63,7 @@ pmi_server::pmi_server(int size, std::string kvsname, limits lim)
       _in_barrier(size, 0),
       _gone(size, 0),
       _finalized(size, 0),
+      _initialised(size, 0),
       _connected(size, 0) {}
 
 pmi_server::~pmi_server() { close_all(); }
@@ -84,6 +85,16 @@ void pmi_server::add_listener(int fd) {
 void pmi_server::set_auth_tokens(std::vector<std::string> tokens) { _auth = std::move(tokens); }
 
 bool pmi_server::finalized(int rank) const { return rank >= 0 && rank < _size && _finalized[rank]; }
+
+bool pmi_server::initialised(int rank) const { return rank >= 0 && rank < _size && _initialised[rank]; }
+
+void pmi_server::drain(int rank) {
+  if (rank < 0 || rank >= _size) return;
+  for (std::size_t i = 0; i < _conns.size(); ++i) {
+    conn& c = *_conns[i];  // handle_conn never adds connections
+    if (c.fd >= 0 && c.rank == rank) handle_conn(c, POLLIN);
+  }
+}
 
 void pmi_server::fill_pollfds(std::vector<pollfd>& fds) {
   // Drop closed connections first so indices match handle().
@@ -234,9 +245,7 @@ void pmi_server::close_conn(conn& c) {
 
 void pmi_server::rank_exited(int rank) {
   if (rank < 0 || rank >= _size) return;
-  // Drain what the rank wrote before it died, then forget it.
-  for (auto& c : _conns)
-    if (c->fd >= 0 && c->rank == rank) handle_conn(*c, POLLIN);
+  drain(rank);  // what the rank wrote before it died, then forget it
   _gone[rank] = 1;
   check_barrier();
 }
@@ -335,6 +344,7 @@ void pmi_server::process_line(conn& c, const std::string& line) {
   const int rank = c.rank;
 
   if (cmd == "init") {
+    _initialised[rank] = 1;
     const std::string* v = m.find("pmi_version");
     if (v && *v != "1") {
       reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=unsupported_pmi_version\n");

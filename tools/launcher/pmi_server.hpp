@@ -76,6 +76,10 @@ class pmi_server {
   int size() const { return _size; }
   const std::string& kvsname() const { return _kvsname; }
   bool finalized(int rank) const;
+  // The rank sent `cmd=init`: it is a PMI client that owes a finalize.
+  bool initialised(int rank) const;
+  // Reads what the rank wrote before it ended (a finalize in flight counts).
+  void drain(int rank);
 
  private:
   struct conn;
@@ -103,6 +107,7 @@ class pmi_server {
   std::vector<char> _in_barrier;   // per rank
   std::vector<char> _gone;         // per rank: finalized, aborted or exited
   std::vector<char> _finalized;    // per rank
+  std::vector<char> _initialised;  // per rank: sent cmd=init
   std::vector<char> _connected;    // per rank: has (had) a connection
   int _barrier_count = 0;
   bool _barrier_failure_reported = false;
