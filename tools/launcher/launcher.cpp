@@ -261,6 +261,13 @@ void job::spawn_all(const std::string& path) {
   int local_ranks = 0;
   for (int rank = 0; rank < _o.nprocs; ++rank) local_ranks += _ranks[rank].host.empty() ? 1 : 0;
   std::vector<rank_binding> bindings(static_cast<std::size_t>(local_ranks));
+  if (_o.warn_oversubscribed)
+    if (const auto cpus = topology::allowed_cpus(); !cpus.empty() && local_ranks > static_cast<int>(cpus.size()))
+      report("warning: " + std::to_string(local_ranks) + " ranks on this host for " + std::to_string(cpus.size()) +
+             " CPUs (oversubscribed): a waiting rank polls for at most 20 us (NMAD_WAIT_SPIN_US), giving its CPU "
+             "away on every idle round (NMAD_WAIT_YIELD=auto), then sleeps until woken (NMAD_WAIT=fixed-spin), so "
+             "the ranks it waits for get to run; latency is higher than with a core each. --oversubscribe or "
+             "NMAD_RUN_OVERSUBSCRIBE=1 silences this");
   if (const auto allowed = topology::allowed_cpus(); !allowed.empty() && (_o.bind != "none" || _o.report_bindings))
     bindings = plan_bindings(local_ranks, _o.bind, launcher_topology(allowed), _o.progress_placement);
   else
@@ -516,7 +523,14 @@ void job::on_exit(rank_state& r, int status) {
   }
   if (!r.failure_reported) {
     const std::string who = this->who(r);
-    if (WIFSIGNALED(status)) {
+    if (!r.host.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 255) {
+      // ssh's own failures exit 255 (its message is on stderr already).
+      if (!_server->connected(r.res.rank))
+        report("rank " + std::to_string(r.res.rank) + ": ssh to " + r.host +
+               " failed (ssh exit status 255, see its message above): the rank was not started there");
+      else
+        report(who + " exited with status 255: the program's status, or ssh lost its connection to " + r.host);
+    } else if (WIFSIGNALED(status)) {
       int sig = WTERMSIG(status);
       report(who + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")" +
              (WCOREDUMP(status) ? " (core dumped)" : ""));
@@ -791,6 +805,8 @@ std::string usage_text() {
          "                        total; hosts other than this machine are started with $NMAD_RUN_SSH\n"
          "                        (default 'ssh -o BatchMode=yes'); their PMI address is $NMAD_RUN_PMI_HOST\n"
          "  --hostfile FILE       the same from a file: 'host', 'host:N' or 'host slots=N' per line\n"
+         "  --oversubscribe       no warning when this host gets more ranks than CPUs (also\n"
+         "                        $NMAD_RUN_OVERSUBSCRIBE=1)\n"
          "  -h, --help            this help\n";
 }
 
@@ -818,6 +834,12 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
     o.report_bindings = r == "1";
   }
   if (const char* v = std::getenv("NMAD_PROGRESS_PLACEMENT"); v && *v) o.progress_placement = v;
+  o.warn_oversubscribed = true;
+  if (const char* v = std::getenv("NMAD_RUN_OVERSUBSCRIBE"); v && *v) {
+    const std::string_view r = v;
+    if (r != "0" && r != "1") throw usage_error("NMAD_RUN_OVERSUBSCRIBE must be 0 or 1, got '" + std::string(r) + "'");
+    o.warn_oversubscribed = r == "0";
+  }
   if (const char* v = std::getenv("NMAD_RUN_PMI_HOST"); v && *v) o.pmi_host = v;
   int i = 1;
   auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
@@ -877,6 +899,8 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
       o.bind = value_of("--bind", a, 6);
     } else if (a == "--report-bindings") {
       o.report_bindings = true;
+    } else if (a == "--oversubscribe") {
+      o.warn_oversubscribed = false;
     } else if (a == "--pmi-port") {
       o.pmi_port = true;
     } else if (a == "--host" || a.starts_with("--host=") || a == "-H") {

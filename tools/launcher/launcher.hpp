@@ -62,6 +62,10 @@ struct job_options {
   std::size_t keylen_max = 256;       // PMI limits advertised by get_maxes
   std::size_t vallen_max = 1024;
   std::string job_key;                // empty: 32 random hex chars
+  // One warning when this host gets more ranks than CPUs the launcher may
+  // use, saying what the wait policy does about it. nmad-run turns it on
+  // unless --oversubscribe or NMAD_RUN_OVERSUBSCRIBE=1.
+  bool warn_oversubscribed = false;
   bool handle_signals = false;        // SIGINT/SIGTERM to the launcher: end the ranks, exit 128+sig
   // Receives each diagnostic line (without "nmad-run: " prefix or newline).
   // Default: "nmad-run: <text>\n" on stderr.

@@ -76,6 +76,8 @@ class pmi_server {
   int size() const { return _size; }
   const std::string& kvsname() const { return _kvsname; }
   bool finalized(int rank) const;
+  // The rank has (had) a PMI connection.
+  bool connected(int rank) const { return rank >= 0 && rank < _size && _connected[rank]; }
   // The rank sent `cmd=init`: it is a PMI client that owes a finalize.
   bool initialised(int rank) const;
   // Reads what the rank wrote before it ended (a finalize in flight counts).
