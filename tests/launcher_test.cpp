@@ -22,6 +22,7 @@
 #include "core/topology/topology.hpp"
 #include "tests/test_paths.hpp"
 #include "tools/launcher/binding.hpp"
+#include "tools/launcher/hosts.hpp"
 #include "tools/launcher/launcher.hpp"
 #include "tools/launcher/pmi_server.hpp"
 
@@ -103,7 +104,7 @@ void check_no_survivors(const temp_dir& d, int min_files) {
 
 TEST_CASE("jobs of 1 and of 4 ranks") {
   for (int n : {1, 4}) {
-    auto r = launch({"-n", std::to_string(n), "--timeout", "60", worker(), "hello"});
+    auto r = launch({"-n", std::to_string(n), "--timeout", "60", "--oversubscribe", worker(), "hello"});
     INFO("n=" << n << "\nstdout: " << r.out << "\nstderr: " << r.err);
     CHECK(r.status == 0);
     CHECK(r.err.empty());
@@ -500,4 +501,110 @@ TEST_CASE("--bind none is --bind-to none; --report-bindings and NMAD_RUN_REPORT_
   auto bad = launch({"-n", "1", "/bin/true"}, nmad_test::run_options().set("NMAD_RUN_REPORT_BINDINGS", "yes"));
   CHECK(bad.status == 2);
   CHECK(bad.err.find("NMAD_RUN_REPORT_BINDINGS") != std::string::npos);
+}
+
+TEST_CASE("--pmi-port: an impostor connecting first with a guessed pmiid does not take the rank") {
+  temp_dir d;
+  auto r = launch({"-n", "3", "--pmi-port", "--timeout", "60", worker(), "impostor", d.path});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(lines_with(r.out, "IMPOSTORS_REFUSED").size() == 1);
+  for (int i = 0; i < 3; ++i)
+    CHECK(r.out.find("IMPOSTOR_JOB_OK rank=" + std::to_string(i) + " size=3\n") != std::string::npos);
+  // Each refusal is reported (4 of them: under the rate limit's burst).
+  CHECK(lines_with(r.err, "nmad-run: PMI port: refused a connection from 127.0.0.1:").size() == 4);
+  CHECK(r.err.find("wrong authentication token for pmiid=1") != std::string::npos);
+  CHECK(r.err.find("no authentication token for pmiid=1") != std::string::npos);
+  CHECK(r.err.find("'init' before initack") != std::string::npos);
+}
+
+TEST_CASE("a rank that initialised PMI and exits 0 without finalize fails the job, named; programs without PMI do not") {
+  auto r = launch({"-n", "3", "--timeout", "60", worker(), "no_finalize", "2"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 1);
+  CHECK(lines_with(r.out, "NO_FINALIZE rank=").size() == 3);
+  CHECK(has_rank_line(r.err, 2,
+                      " exited with status 0 without calling MPI_Finalize (nor closing its nmad session) after "
+                      "initialising: the job fails"));
+  CHECK(r.err.find("rank 0 (pid") == std::string::npos);
+  CHECK(r.err.find("rank 1 (pid") == std::string::npos);
+  // Everyone finalizes: status 0; never initialised (no PMI at all): status 0.
+  CHECK(launch({"-n", "2", "--timeout", "60", worker(), "no_finalize", "7"}).status == 0);
+  CHECK(launch({"-n", "2", "--timeout", "60", worker(), "plain_exit", "0"}).status == 0);
+}
+
+TEST_CASE("more ranks than CPUs: one warning saying what the wait policy does, silenced by the knob") {
+  const int cpus = static_cast<int>(nmad::topology::allowed_cpus().size());
+  REQUIRE(cpus >= 1);
+  const std::string n = std::to_string(cpus + 2);
+  auto r = launch({"-n", n, "--timeout", "60", worker(), "hello"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(lines_with(r.err, "nmad-run: warning: " + n + " ranks on this host for " + std::to_string(cpus) +
+                              " CPUs (oversubscribed): a waiting rank polls for at most 20 us")
+            .size() == 1);
+  CHECK(r.err.find("NMAD_RUN_OVERSUBSCRIBE=1 silences this") != std::string::npos);
+  CHECK(launch({"-n", n, "--timeout", "60", "--oversubscribe", worker(), "hello"}).err.empty());
+  CHECK(launch({"-n", n, "--timeout", "60", worker(), "hello"}, nmad_test::run_options().set("NMAD_RUN_OVERSUBSCRIBE", "1"))
+            .err.empty());
+  auto bad = launch({"-n", "1", worker(), "hello"}, nmad_test::run_options().set("NMAD_RUN_OVERSUBSCRIBE", "yes"));
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("NMAD_RUN_OVERSUBSCRIBE must be 0 or 1") != std::string::npos);
+  // As many ranks as CPUs: no warning.
+  CHECK(launch({"-n", std::to_string(cpus), "--timeout", "60", worker(), "hello"}).err.empty());
+}
+
+TEST_CASE("hostfile lines are validated: FILE:LINE and the reason") {
+  temp_dir d;
+  struct bad_case {
+    std::string line, message;
+  };
+  const std::vector<bad_case> cases = {
+      {"node1 slots=2 max_slots=4", "got more after the host"},
+      {"node1 slot=2", "expected 'slots=N' after the host"},
+      {"node1:", "bad slot count '' for node1"},
+      {"node1:0", "bad slot count '0' for node1"},
+      {"node1 slots=-3", "bad slot count '-3'"},
+      {"node1:99999999999999999999", "bad slot count"},
+      {"node1:2x", "bad slot count '2x'"},
+      {"-oProxyCommand=touch", "is not a host name"},
+      {"no$de", "'no$de' is not a host name"},
+      {":4", "empty host name"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = d.path + "/hosts";
+    std::ofstream(path) << "# a comment\n\ngood1 slots=2\n" << c.line << "\ngood2\n";
+    INFO("line: " << c.line);
+    try {
+      nmad::launcher::parse_hostfile(path);
+      FAIL("accepted");
+    } catch (const nmad::launcher::usage_error& e) {
+      const std::string what = e.what();
+      CHECK(what.find(path + ":4: ") == 0);
+      CHECK(what.find(c.message) != std::string::npos);
+    }
+    auto r = launch({"--hostfile", path, "true"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(path + ":4: ") != std::string::npos);
+  }
+  const std::string path = d.path + "/ok";
+  std::ofstream(path) << "a.example-1_x slots=3  # three\nb:2\n  c\t\n";
+  auto hosts = nmad::launcher::parse_hostfile(path);
+  REQUIRE(hosts.size() == 3);
+  CHECK(hosts[0].name == "a.example-1_x");
+  CHECK(hosts[0].slots == 3);
+  CHECK(hosts[1].slots == 2);
+  CHECK(hosts[2].name == "c");
+  CHECK_THROWS_AS(nmad::launcher::parse_host_list("a,-oX=y"), nmad::launcher::usage_error);
+}
+
+TEST_CASE("an ssh failure is reported as such, not as the program's exit status") {
+  // Nothing listens on port 1: ssh exits 255 with "connect to host ... refused".
+  auto r = launch({"--host", "127.0.0.9", "--timeout", "60", worker(), "hello"},
+                  nmad_test::run_options().set("NMAD_RUN_SSH", "ssh -o BatchMode=yes -o ConnectTimeout=10 -p 1"));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 255);
+  CHECK(r.err.find("nmad-run: rank 0: ssh to 127.0.0.9 failed (ssh exit status 255, see its message above): the rank "
+                   "was not started there") != std::string::npos);
+  CHECK(r.err.find("exited with status 255") == std::string::npos);
 }

@@ -10,6 +10,7 @@
 // Environment:
 //   PMI_FD / PMI_PORT (+ PMI_ID) / PMI_RANK / PMI_SIZE   set by the launcher
 //   NMAD_JOB_KEY        job secret (set by nmad-run)
+//   NMAD_PMI_AUTH       this rank's token for nmad-run's PMI port (PMI_PORT)
 //   NMAD_PMI_TIMEOUT    seconds to wait for any PMI reply (default 300)
 #include <fcntl.h>
 #include <netdb.h>
@@ -264,7 +265,12 @@ class pmi_bootstrap final : public bootstrap {
   }
 
   void handshake_port(int pmi_id, int env_rank, int env_size) {
-    auto r = transact("cmd=initack pmiid=" + std::to_string(pmi_id) + "\n", "initack", "initack", false);
+    // nmad-run's PMI port takes a rank only with its token (NMAD_PMI_AUTH);
+    // other PMI-1 servers ignore the extra key.
+    std::string line = "cmd=initack pmiid=" + std::to_string(pmi_id);
+    if (auto token = env_string("NMAD_PMI_AUTH"); token && token->find_first_of(" \t\n=") == std::string::npos)
+      line += " auth=" + *token;
+    auto r = transact(line + "\n", "initack", "initack", false);
     (void)r;
     int size = -1, rank = -1;
     bool debug_seen = false;

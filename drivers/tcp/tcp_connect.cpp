@@ -52,17 +52,93 @@ int tcp_driver::accept_all() {
       return work;
     }
     accept_error_logged_ = false;
-    set_nodelay(fd);
-    set_liveness(fd, tun_.user_timeout);
-    conn& c = add_conn();
-    c.fd = fd;
-    c.incoming = true;
-    c.st = state::await_hello;
-    c.peer_addr = format_addr(sa);
-    c.deadline = steady::now() + tun_.handshake_timeout;
-    c.hs_in.resize(sizeof(wire::hello));
     ++work;
+    const std::uint32_t src = sa.sin_addr.s_addr;
+    unsigned& held = pending_per_source_[src];
+    if (held >= tun_.pending_per_source) {
+      ::close(fd);
+      refusal_log_.write(log_level::warn, "tcp",
+                         "refused connection from " + format_addr(sa) + ": " + std::to_string(held) +
+                             " handshakes already pending from that address (NMAD_TCP_PENDING_PER_HOST)");
+      continue;
+    }
+    auto c = std::make_unique<conn>();
+    c->id = next_id_++;
+    c->fd = fd;
+    c->incoming = true;
+    c->source = src;
+    c->st = state::await_hello;
+    c->peer_addr = format_addr(sa);
+    c->deadline = steady::now() + tun_.handshake_timeout;
+    c->hs_in.resize(sizeof(wire::hello));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(pending_epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      refusal_log_.write(log_level::warn, "tcp",
+                         "refused connection from " + c->peer_addr + ": epoll: " + errno_text(errno));
+      close_fd(*c);
+      if (held == 0) pending_per_source_.erase(src);
+      continue;
+    }
+    ++held;
+    pending_deadlines_.emplace_back(c->deadline, c->id);
+    pending_.emplace(c->id, std::move(c));
   }
+}
+
+// Handshakes that made progress (readable), then the ones whose deadline
+// passed. Nothing here looks at an idle pending connection.
+int tcp_driver::progress_pending() {
+  int work = 0;
+  epoll_event evs[64];
+  int n;
+  do n = ::epoll_wait(pending_epoll_, evs, 64, 0);
+  while (n < 0 && errno == EINTR);
+  for (int i = 0; i < n; ++i) {
+    const connection_id id = evs[i].data.u64;
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    conn& c = *it->second;
+    work += read_hello(c);  // on success moves c to conns_ (promote)
+    if (c.st == state::established) work += flush_out(c);  // the ack
+    else if (c.st == state::failed) drop_pending(id);
+  }
+  if (!pending_deadlines_.empty()) {
+    const steady::time_point now = steady::now();
+    while (!pending_deadlines_.empty() && pending_deadlines_.front().first <= now) {
+      const connection_id id = pending_deadlines_.front().second;
+      pending_deadlines_.pop_front();
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;  // done or refused since
+      fail(*it->second, "no complete hello in time");
+      drop_pending(id);
+      ++work;
+    }
+  }
+  return work;
+}
+
+void tcp_driver::drop_pending(connection_id id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  conn& c = *it->second;
+  if (auto s = pending_per_source_.find(c.source); s != pending_per_source_.end() && --s->second == 0)
+    pending_per_source_.erase(s);
+  close_fd(c);  // also leaves the epoll set
+  pending_.erase(it);
+}
+
+// A pending connection presented the job key: it becomes a connection the
+// engine knows (same id, same object).
+void tcp_driver::promote(conn& c) {
+  auto it = pending_.find(c.id);
+  if (it == pending_.end()) return;
+  ::epoll_ctl(pending_epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+  if (auto s = pending_per_source_.find(c.source); s != pending_per_source_.end() && --s->second == 0)
+    pending_per_source_.erase(s);
+  conns_.emplace(c.id, std::move(it->second));
+  pending_.erase(it);
 }
 
 // Reads into hs_in until it is full. False on EOF/error (the connection has
@@ -135,6 +211,7 @@ int tcp_driver::read_hello(conn& c) {
     c.hs_out.assign(reinterpret_cast<const char*>(&a), sizeof a);
     c.hs_sent = 0;
     c.peer_rank = h.rank;
+    promote(c);
     c.visible = true;
     become_established(c);
     cfg_.events->on_connected(c.id, c.peer_rank);

@@ -9,6 +9,9 @@
 //   NMAD_TCP_CONNECT_TIMEOUT_MS    time an outgoing connection has to connect
 //                                  and receive the ack (default 30000: the
 //                                  peer may still be starting up)
+//   NMAD_TCP_PENDING_PER_HOST      incoming connections one address may hold
+//                                  in their handshake; more are refused
+//                                  (default 256)
 //   NMAD_TCP_USER_TIMEOUT_MS       a connection whose data stays unacknowledged
 //                                  this long, or whose idle peer host stops
 //                                  answering keepalive probes, fails
@@ -28,7 +31,11 @@
 // post_* may already write to the socket, but every callback is made from
 // poll(). Callbacks may re-enter post_* and close_connection (a closed
 // connection is kept alive in graveyard_ until the outermost poll returns);
-// a nested poll() from a callback does nothing. With no connection at all,
+// a nested poll() from a callback does nothing. Incoming connections still
+// in their handshake are not in that poll(2): they sit in an epoll set (one
+// fd in the poll) and a deadline queue, so a few thousand idle ones held by
+// a stranger cost nothing per round; each source address may hold
+// NMAD_TCP_PENDING_PER_HOST of them. With no connection at all,
 // only one call in 256 polls the listening socket (see kIdlePollEvery).
 #include "drivers/tcp/tcp_driver.hpp"
 #include "drivers/tcp/tcp_internal.hpp"
@@ -82,6 +89,12 @@ void tcp_driver::open(const driver_config& config) {
   }
   socklen_t len = sizeof sa;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  pending_epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (pending_epoll_ < 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error("tcp driver: epoll_create1: " + errno_text(err));
+  }
   listen_fd_ = fd;
   local_addr_ = format_addr(sa);
   log_write(log_level::info, "tcp", "listening on " + local_addr_);
@@ -199,8 +212,7 @@ void tcp_driver::fail(conn& c, std::string reason) {
               "connection to rank " + std::to_string(c.peer_rank) + " (" +
                   c.peer_addr + ") failed: " + reason);
   else
-    log_write(log_level::warn, "tcp",
-              "refused connection from " + c.peer_addr + ": " + reason);
+    refusal_log_.write(log_level::warn, "tcp", "refused connection from " + c.peer_addr + ": " + reason);
   close_fd(c);
   c.st = state::failed;
   c.fail_reason = std::move(reason);
@@ -221,12 +233,14 @@ void tcp_driver::close_connection(connection_id id) {
 
 int tcp_driver::poll() {
   if (listen_fd_ < 0 || depth_ > 0) return 0;
-  if (conns_.empty() && (++idle_polls_ % kIdlePollEvery) != 0) return 0;
+  if (conns_.empty() && pending_.empty() && (++idle_polls_ % kIdlePollEvery) != 0) return 0;
   ++depth_;
   int work = 0;
   pfds_.clear();
   pids_.clear();
   pfds_.push_back({listen_fd_, POLLIN, 0});
+  const bool had_pending = !pending_.empty();
+  pfds_.push_back({had_pending ? pending_epoll_ : -1, POLLIN, 0});
   bool handshaking = false;
   for (auto& [id, c] : conns_) {
     short ev = 0;
@@ -241,12 +255,14 @@ int tcp_driver::poll() {
   }
   if (::poll(pfds_.data(), pfds_.size(), 0) < 0)
     for (pollfd& p : pfds_) p.revents = 0;  // EINTR: try again next time
-  if (pfds_[0].revents) work += accept_all();
+  const bool accepted = pfds_[0].revents && accept_all() > 0;
+  work += accepted ? 1 : 0;
+  if (had_pending || accepted) work += progress_pending();
   const steady::time_point now = handshaking ? steady::now() : steady::time_point{};
   for (std::size_t i = 0; i < pids_.size(); ++i) {
     conn* c = find(pids_[i]);
     if (!c) continue;  // closed by a callback
-    work += progress(*c, pfds_[i + 1].revents);
+    work += progress(*c, pfds_[i + 2].revents);
     if (handshaking && now > c->deadline &&
         (c->st == state::connecting || c->st == state::await_ack ||
          c->st == state::await_hello))
@@ -266,6 +282,14 @@ int tcp_driver::poll() {
 arm_result tcp_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
   if (listen_fd_ < 0) return arm_result::armed;
   fds.push_back({listen_fd_, POLLIN, 0});
+  if (!pending_.empty()) {
+    fds.push_back({pending_epoll_, POLLIN, 0});
+    // Wake for the earliest handshake deadline.
+    if (!pending_deadlines_.empty()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(pending_deadlines_.front().first - steady::now());
+      limit_sleep(timeout_ms, static_cast<int>(std::clamp<long long>(left.count(), 0, 1 << 30)));
+    }
+  }
   bool handshaking = false;
   for (auto& [id, c] : conns_) {
     if (!c->done.empty() || c->st == state::failed) return arm_result::busy;

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -45,6 +46,8 @@ struct tunables {
   // 0: the kernel's defaults (a dead peer host or link is noticed after
   // about 15 minutes of retransmissions, an idle connection never).
   std::chrono::milliseconds user_timeout{0};
+  // Incoming connections one source address may hold in their handshake.
+  unsigned pending_per_source = 256;
 };
 
 inline long env_number(const char* name, long def, long lo, long hi) {
@@ -69,6 +72,8 @@ inline tunables read_tunables() {
       env_number("NMAD_TCP_CONNECT_TIMEOUT_MS", 30000, 1, 3600000));
   t.user_timeout = std::chrono::milliseconds(
       env_number("NMAD_TCP_USER_TIMEOUT_MS", 0, 0, 3600000));
+  t.pending_per_source = static_cast<unsigned>(
+      env_number("NMAD_TCP_PENDING_PER_HOST", 256, 1, 1000000));
   return t;
 }
 
@@ -202,6 +207,7 @@ struct conn {
   state st = state::connecting;
   bool incoming = false;
   bool visible = false;  // the engine knows this id
+  std::uint32_t source = 0;  // incoming: the peer's IPv4 address (network order)
   int peer_rank = -1;
   std::string peer_addr;
   steady::time_point deadline;
@@ -235,8 +241,10 @@ class tcp_driver final : public driver {
  public:
   ~tcp_driver() override {
     for (auto& [id, c] : conns_) close_fd(*c);
+    for (auto& [id, c] : pending_) close_fd(*c);
     for (auto& c : graveyard_) close_fd(*c);
     if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (pending_epoll_ >= 0) ::close(pending_epoll_);
   }
 
   void open(const driver_config& config) override;
@@ -290,6 +298,9 @@ class tcp_driver final : public driver {
                std::span<const iovec> iov, void* token);
   void fail(conn& c, std::string reason);
   int accept_all();
+  int progress_pending();
+  void promote(conn& c);
+  void drop_pending(connection_id id);
   int progress(conn& c, short revents);
   int flush_out(conn& c);
   int read_ack(conn& c);
@@ -311,6 +322,16 @@ class tcp_driver final : public driver {
   std::map<connection_id, std::unique_ptr<conn>> conns_;
   std::vector<std::unique_ptr<conn>> graveyard_;
   int depth_ = 0;
+  // Incoming connections still in their handshake, kept apart so that idle
+  // ones cost nothing: watched through one epoll set (a single fd in the
+  // per-round poll), their deadlines in accept order (one timeout for all,
+  // so the front is the earliest; ids no longer pending are skipped).
+  std::unordered_map<connection_id, std::unique_ptr<conn>> pending_;
+  std::deque<std::pair<steady::time_point, connection_id>> pending_deadlines_;
+  std::unordered_map<std::uint32_t, unsigned> pending_per_source_;
+  int pending_epoll_ = -1;
+  // Refusals are for strangers to trigger at will: rate-limited.
+  log_limiter refusal_log_{5, std::chrono::seconds(10)};
   // With no connection at all (every peer reached over another driver, the
   // usual case for a single-host job), only the listening socket is watched:
   // one poll(2) in kIdlePollEvery calls keeps a system call off every round

@@ -4,7 +4,10 @@
 //
 // If $WORKER_PID_DIR is set, writes its pid to $WORKER_PID_DIR/pid.<PMI_RANK>
 // first (tests use it to check that no rank outlives the job).
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -83,6 +86,71 @@ int exchange(nmad::bootstrap& b) {
   return 0;
 }
 
+// Connects to $PMI_PORT as an impostor, sends `line`, and returns what the
+// launcher answered before closing ("" when it just closed).
+std::string knock_pmi(const std::string& line) {
+  const std::string spec = std::getenv("PMI_PORT") ? std::getenv("PMI_PORT") : "";
+  const auto colon = spec.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error("impostor: no PMI_PORT");
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(spec.substr(0, colon).c_str(), spec.substr(colon + 1).c_str(), &hints, &res) != 0 || !res)
+    throw std::runtime_error("impostor: cannot resolve PMI_PORT");
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0) throw std::runtime_error("impostor: connect");
+  ::freeaddrinfo(res);
+  if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error("impostor: send");
+  std::string got;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10000) != 1) throw std::runtime_error("impostor: the launcher neither answered nor closed");
+    char buf[256];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// `impostor DIR`: rank 0 first tries to take rank 1's place on the PMI port
+// (a guessed token, no token, junk), then lets rank 1 start (DIR/go); every
+// rank must then get its own rank and the job complete.
+int impostor(int argc, char** argv) {
+  const std::string dir = argc > 2 ? argv[2] : ".";
+  const std::string rank_env = std::getenv("PMI_RANK") ? std::getenv("PMI_RANK") : "?";
+  if (rank_env == "0") {
+    const char* tries[] = {"cmd=initack pmiid=1 auth=0123456789abcdef0123456789abcdef\n", "cmd=initack pmiid=1\n",
+                           "cmd=init pmi_version=1 pmi_subversion=1\n", "cmd=initack pmiid=0\n"};
+    for (const char* t : tries) {
+      std::string got = knock_pmi(t);
+      if (got.find("cmd=set rank=") != std::string::npos) {
+        say("IMPOSTOR_ACCEPTED: " + std::string(t));
+        return 1;
+      }
+    }
+    say("IMPOSTORS_REFUSED");
+    std::ofstream(dir + "/go") << "go\n";
+  } else if (rank_env == "1") {
+    for (int i = 0; i < 3000 && !std::ifstream(dir + "/go"); ++i) sleep_s(0.01);
+  }
+  auto b = nmad::bootstrap::from_environment();
+  const std::string rs = std::to_string(b->rank());
+  if (rs != rank_env) {
+    say("WRONG_RANK env=" + rank_env + " got=" + rs);
+    return 1;
+  }
+  b->put("who." + rs, "pid " + std::to_string(::getpid()));
+  b->fence();
+  for (int q = 0; q < b->size(); ++q) (void)b->get("who." + std::to_string(q));
+  b->finalize();
+  say("IMPOSTOR_JOB_OK rank=" + rs + " size=" + std::to_string(b->size()));
+  return 0;
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: pmi_worker SCENARIO [args]\n");
@@ -102,6 +170,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (scenario == "plain_exit") return arg_int(argc, argv, 2, 0);
+  if (scenario == "impostor") return impostor(argc, argv);
 
   auto b = nmad::bootstrap::from_environment();
   const int r = b->rank();
@@ -113,6 +182,12 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (scenario == "exchange") return exchange(*b);
+  if (scenario == "no_finalize") {  // no_finalize TARGET: TARGET exits 0 without PMI finalize
+    const int target = arg_int(argc, argv, 2, 1);
+    say("NO_FINALIZE rank=" + rs);
+    if (r != target) b->finalize();
+    return 0;
+  }
   if (scenario == "jobkey") {
     std::string k = b->job_key();
     if (b->job_key() != k) throw std::runtime_error("job_key() changed between calls");

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -23,21 +24,34 @@ host_slot parse_one(std::string item, const std::string& where) {
   };
   item = trim(item);
   std::string count;
+  bool has_count = false;
   if (auto sp = item.find_first_of(" \t"); sp != std::string::npos) {
     std::string rest = trim(item.substr(sp));
     item = item.substr(0, sp);
-    if (rest.rfind("slots=", 0) != 0) throw usage_error(where + ": expected 'slots=N' after the host, got '" + rest + "'");
+    if (rest.find_first_of(" \t") != std::string::npos)
+      throw usage_error(where + ": expected 'HOST slots=N', got more after the host: '" + rest + "'");
+    if (rest.rfind("slots=", 0) != 0)
+      throw usage_error(where + ": expected 'slots=N' after the host, got '" + rest + "'");
     count = rest.substr(6);
+    has_count = true;
   } else if (auto colon = item.rfind(':'); colon != std::string::npos) {
     count = item.substr(colon + 1);
     item = item.substr(0, colon);
+    has_count = true;
   }
   if (item.empty()) throw usage_error(where + ": empty host name");
+  // A name ssh gets on its command line: letters, digits, '.', '-', '_'
+  // only, and no leading '-' (it would be read as an ssh option).
+  if (item.front() == '-' || item.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                                 std::string::npos)
+    throw usage_error(where + ": '" + item + "' is not a host name (letters, digits, '.', '-', '_')");
   h.name = item;
-  if (!count.empty()) {
+  if (has_count) {
     char* end = nullptr;
-    long n = std::strtol(count.c_str(), &end, 10);
-    if (*end || n < 1 || n > 100000) throw usage_error(where + ": bad slot count '" + count + "' for " + item);
+    errno = 0;
+    long n = count.empty() ? 0 : std::strtol(count.c_str(), &end, 10);
+    if (count.empty() || errno || *end || n < 1 || n > 100000)
+      throw usage_error(where + ": bad slot count '" + count + "' for " + item + " (want a number from 1 to 100000)");
     h.slots = static_cast<int>(n);
   }
   return h;

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/common/log.hpp"
 #include "core/common/random.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "tools/launcher/binding.hpp"
@@ -160,11 +161,7 @@ class job {
  private:
   void report(const std::string& text) {
     if (_o.report) _o.report(text);
-    else {
-      std::string line = "nmad-run: " + text + "\n";
-      ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
-      (void)r;
-    }
+    else log_emit("nmad-run: " + text + "\n");  // never blocks the job on a full stderr pipe
   }
   std::vector<std::string> build_env(int rank, const std::string& pmi_fd_or_port,
                                      const rank_binding* binding = nullptr) const;
@@ -183,6 +180,7 @@ class job {
   const job_options& _o;
   std::vector<rank_state> _ranks;
   std::unique_ptr<pmi_server> _server;
+  std::vector<std::string> _auth;  // per rank: the PMI_PORT authentication token
   std::string _port_spec;
   std::string _remote_port_spec;  // PMI address for ranks on other hosts
   phase _phase = phase::running;
@@ -206,8 +204,9 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
     std::erase_if(env, [&](const std::string& e) { return name_of(e) == n; });
     env.push_back(entry);
   };
-  static const char* const dropped[] = {"PMI_FD", "PMI_PORT", "PMI_ID", "PMI_RANK", "PMI_SIZE", "PMI_DEBUG",
-                                        "PMI_SPAWNED", "PMI_TOTALVIEW"};
+  static const char* const dropped[] = {"PMI_FD",      "PMI_PORT",      "PMI_ID",       "PMI_RANK",
+                                        "PMI_SIZE",    "PMI_DEBUG",     "PMI_SPAWNED",  "PMI_TOTALVIEW",
+                                        "NMAD_PMI_AUTH"};
   for (char** e = environ; e && *e; ++e) {
     std::string_view n = name_of(*e);
     if (std::find(std::begin(dropped), std::end(dropped), n) != std::end(dropped)) continue;
@@ -229,6 +228,7 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
   if (_o.pmi_port) {
     set("PMI_PORT=" + pmi);
     set("PMI_ID=" + std::to_string(rank));
+    set("NMAD_PMI_AUTH=" + _auth[static_cast<std::size_t>(rank)]);
   } else {
     set("PMI_FD=" + pmi);
   }
@@ -261,6 +261,13 @@ void job::spawn_all(const std::string& path) {
   int local_ranks = 0;
   for (int rank = 0; rank < _o.nprocs; ++rank) local_ranks += _ranks[rank].host.empty() ? 1 : 0;
   std::vector<rank_binding> bindings(static_cast<std::size_t>(local_ranks));
+  if (_o.warn_oversubscribed)
+    if (const auto cpus = topology::allowed_cpus(); !cpus.empty() && local_ranks > static_cast<int>(cpus.size()))
+      report("warning: " + std::to_string(local_ranks) + " ranks on this host for " + std::to_string(cpus.size()) +
+             " CPUs (oversubscribed): a waiting rank polls for at most 20 us (NMAD_WAIT_SPIN_US), giving its CPU "
+             "away on every idle round (NMAD_WAIT_YIELD=auto), then sleeps until woken (NMAD_WAIT=fixed-spin), so "
+             "the ranks it waits for get to run; latency is higher than with a core each. --oversubscribe or "
+             "NMAD_RUN_OVERSUBSCRIBE=1 silences this");
   if (const auto allowed = topology::allowed_cpus(); !allowed.empty() && (_o.bind != "none" || _o.report_bindings))
     bindings = plan_bindings(local_ranks, _o.bind, launcher_topology(allowed), _o.progress_placement);
   else
@@ -374,7 +381,8 @@ std::string job::remote_command(int rank, const std::string& path) const {
   // The launcher's NMAD_* settings travel with the job, as do -x variables.
   for (char** e = environ; e && *e; ++e) {
     std::string_view v = *e;
-    if (v.rfind("NMAD_", 0) == 0 && v.rfind("NMAD_JOB_KEY=", 0) != 0 && v.rfind("NMAD_RUN_", 0) != 0)
+    if (v.rfind("NMAD_", 0) == 0 && v.rfind("NMAD_JOB_KEY=", 0) != 0 && v.rfind("NMAD_RUN_", 0) != 0 &&
+        v.rfind("NMAD_PMI_AUTH=", 0) != 0)
       add(std::string(v));
   }
   for (const auto& e : _o.env_set) add(e);
@@ -392,7 +400,9 @@ std::string job::remote_command(int rank, const std::string& path) const {
   // Run by sh whatever the remote login shell is (bash would print job
   // status lines for a killed rank).
   const std::string script =
-      "cd " + dir + " 2>/dev/null; IFS= read -r NMAD_JOB_KEY || exit 126; export NMAD_JOB_KEY; exec 3<&0; env " +
+      "cd " + dir +
+      " 2>/dev/null; IFS= read -r NMAD_JOB_KEY || exit 126; IFS= read -r NMAD_PMI_AUTH || exit 126; "
+      "export NMAD_JOB_KEY NMAD_PMI_AUTH; exec 3<&0; env " +
       env + prog + " </dev/null 3<&- & p=$!; (cat <&3 >/dev/null; kill -TERM $p 2>/dev/null) & w=$!; "
       "exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s";
   return "exec sh -c " + shell_quote(script);
@@ -438,7 +448,7 @@ void job::spawn_remote(int rank, const std::string& path) {
     kill_started(SIGKILL);
     sys_fail("nmad-run: fork", fork_errno);
   }
-  const std::string key_line = _o.job_key + "\n";
+  const std::string key_line = _o.job_key + "\n" + _auth[static_cast<std::size_t>(rank)] + "\n";
   ssize_t n = ::write(in[1], key_line.data(), key_line.size());  // fits in the pipe buffer
   (void)n;
   _ranks[rank].res.pid = pid;
@@ -492,13 +502,35 @@ void job::on_exit(rank_state& r, int status) {
     r.stdin_fd = -1;
   }
   if (r.host.empty()) remove_shm_leftovers(_o.job_key, r.res.pid);
-  if (r.res.ended_by_launcher || r.res.code() == 0) {
+  if (r.res.ended_by_launcher) {
+    _server->rank_exited(r.res.rank);
+    return;
+  }
+  if (r.res.code() == 0) {
+    // A PMI client that initialised must say goodbye: exiting 0 without it
+    // (exit() before MPI_Finalize) is an error, as with other MPI launchers.
+    _server->drain(r.res.rank);
+    if (_server->initialised(r.res.rank) && !_server->finalized(r.res.rank) && !r.res.aborted) {
+      r.res.exited_without_finalize = true;
+      if (!r.failure_reported && _phase == phase::running)  // not the consequence of another failure
+        report(who(r) + " exited with status 0 without calling MPI_Finalize (nor closing its nmad session) "
+                        "after initialising: the job fails");
+      r.failure_reported = true;
+      failure();
+    }
     _server->rank_exited(r.res.rank);
     return;
   }
   if (!r.failure_reported) {
     const std::string who = this->who(r);
-    if (WIFSIGNALED(status)) {
+    if (!r.host.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 255) {
+      // ssh's own failures exit 255 (its message is on stderr already).
+      if (!_server->connected(r.res.rank))
+        report("rank " + std::to_string(r.res.rank) + ": ssh to " + r.host +
+               " failed (ssh exit status 255, see its message above): the rank was not started there");
+      else
+        report(who + " exited with status 255: the program's status, or ssh lost its connection to " + r.host);
+    } else if (WIFSIGNALED(status)) {
       int sig = WTERMSIG(status);
       report(who + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")" +
              (WCOREDUMP(status) ? " (core dumped)" : ""));
@@ -543,6 +575,12 @@ job_result job::run() {
   _server = std::make_unique<pmi_server>(_o.nprocs, kvsname, lim);
   _server->on_abort = [this](int rank, int code, const std::string& msg) { on_abort(rank, code, msg); };
   _server->on_report = [this](const std::string& text) { report(text); };
+  _auth.clear();
+  {
+    const std::string all = random_hex(32 * static_cast<std::size_t>(_o.nprocs));
+    for (int i = 0; i < _o.nprocs; ++i) _auth.push_back(all.substr(32 * static_cast<std::size_t>(i), 32));
+  }
+  _server->set_auth_tokens(_auth);
 
   if (_o.pmi_port) {
     int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -678,6 +716,8 @@ job_result job::run() {
     }
   }
   _server->close_all();
+  // What a slow stderr reader has not taken yet: a bounded wait for it.
+  log_flush(2000);
 
   job_result res;
   res.timed_out = _timed_out;
@@ -686,6 +726,7 @@ job_result job::run() {
   for (const auto& r : _ranks) {
     res.ranks.push_back(r.res);
     if (!r.res.ended_by_launcher) worst = std::max(worst, r.res.code());
+    if (r.res.exited_without_finalize) worst = std::max(worst, 1);
     if (r.res.aborted) worst = std::max(worst, r.res.abort_code > 0 && r.res.abort_code < 256 ? r.res.abort_code : 1);
   }
   if (_timed_out) res.exit_code = 124;
@@ -764,6 +805,8 @@ std::string usage_text() {
          "                        total; hosts other than this machine are started with $NMAD_RUN_SSH\n"
          "                        (default 'ssh -o BatchMode=yes'); their PMI address is $NMAD_RUN_PMI_HOST\n"
          "  --hostfile FILE       the same from a file: 'host', 'host:N' or 'host slots=N' per line\n"
+         "  --oversubscribe       no warning when this host gets more ranks than CPUs (also\n"
+         "                        $NMAD_RUN_OVERSUBSCRIBE=1)\n"
          "  -h, --help            this help\n";
 }
 
@@ -791,6 +834,12 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
     o.report_bindings = r == "1";
   }
   if (const char* v = std::getenv("NMAD_PROGRESS_PLACEMENT"); v && *v) o.progress_placement = v;
+  o.warn_oversubscribed = true;
+  if (const char* v = std::getenv("NMAD_RUN_OVERSUBSCRIBE"); v && *v) {
+    const std::string_view r = v;
+    if (r != "0" && r != "1") throw usage_error("NMAD_RUN_OVERSUBSCRIBE must be 0 or 1, got '" + std::string(r) + "'");
+    o.warn_oversubscribed = r == "0";
+  }
   if (const char* v = std::getenv("NMAD_RUN_PMI_HOST"); v && *v) o.pmi_host = v;
   int i = 1;
   auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
@@ -850,6 +899,8 @@ job_options parse_command_line(int argc, const char* const* argv, bool* help) {
       o.bind = value_of("--bind", a, 6);
     } else if (a == "--report-bindings") {
       o.report_bindings = true;
+    } else if (a == "--oversubscribe") {
+      o.warn_oversubscribed = false;
     } else if (a == "--pmi-port") {
       o.pmi_port = true;
     } else if (a == "--host" || a.starts_with("--host=") || a == "-H") {

@@ -8,8 +8,9 @@
 // the -x variables, and PMI_FD (or PMI_PORT + PMI_ID), PMI_RANK, PMI_SIZE.
 // Rank 0 inherits stdin; the others read /dev/null. stdout/stderr are shared.
 //
-// Failure handling: when a rank exits non-zero, is killed by a signal or
-// calls PMI abort, a line is reported, the other ranks get kill_grace_s to end
+// Failure handling: when a rank exits non-zero, is killed by a signal,
+// calls PMI abort, or exits 0 without the PMI finalize that MPI_Finalize
+// (or closing an nmad session) sends after having initialised, a line is reported, the other ranks get kill_grace_s to end
 // on their own, then SIGTERM, then SIGKILL kill_escalation_s later. On
 // timeout the ranks still running get SIGTERM at once (then SIGKILL).
 // Children carry PR_SET_PDEATHSIG=SIGKILL so they die with the launcher.
@@ -61,6 +62,10 @@ struct job_options {
   std::size_t keylen_max = 256;       // PMI limits advertised by get_maxes
   std::size_t vallen_max = 1024;
   std::string job_key;                // empty: 32 random hex chars
+  // One warning when this host gets more ranks than CPUs the launcher may
+  // use, saying what the wait policy does about it. nmad-run turns it on
+  // unless --oversubscribe or NMAD_RUN_OVERSUBSCRIBE=1.
+  bool warn_oversubscribed = false;
   bool handle_signals = false;        // SIGINT/SIGTERM to the launcher: end the ranks, exit 128+sig
   // Receives each diagnostic line (without "nmad-run: " prefix or newline).
   // Default: "nmad-run: <text>\n" on stderr.
@@ -74,6 +79,9 @@ struct rank_result {
   bool aborted = false;          // called PMI abort
   int abort_code = 0;
   bool ended_by_launcher = false;  // it was still running when we sent SIGTERM/SIGKILL
+  // Exited 0 after PMI init without PMI finalize (MPI_Finalize, or closing
+  // its nmad session): a failure, the job exits 1 at least.
+  bool exited_without_finalize = false;
   // Exit code, or 128+signal.
   int code() const;
 };

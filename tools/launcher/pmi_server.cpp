@@ -1,10 +1,14 @@
 #include "tools/launcher/pmi_server.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +19,9 @@ namespace nmad::launcher {
 struct pmi_server::conn {
   int fd = -1;
   int rank = -1;
+  bool accepted = false;     // from a listening socket: must authenticate
+  std::uint64_t serial = 0;  // accept order (the oldest unidentified goes first)
+  std::string peer;          // accepted: the client's address
   std::string in;
   std::string out;
 };
@@ -24,6 +31,18 @@ void set_nonblocking(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl >= 0) ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+constexpr std::size_t kMaxUnidentified = 64;
+constexpr std::size_t kMaxLineBeforeAuth = 4096;
+
+// Compares in time independent of where the strings differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i)
+    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
 }
 
 bool parse_int(const std::string* s, long& out) {
@@ -44,6 +63,7 @@ pmi_server::pmi_server(int size, std::string kvsname, limits lim)
       _in_barrier(size, 0),
       _gone(size, 0),
       _finalized(size, 0),
+      _initialised(size, 0),
       _connected(size, 0) {}
 
 pmi_server::~pmi_server() { close_all(); }
@@ -59,15 +79,27 @@ void pmi_server::add_connection(int fd, int rank) {
 
 void pmi_server::add_listener(int fd) {
   set_nonblocking(fd);
-  _listen_fd = fd;
+  _listen_fds.push_back(fd);
 }
 
+void pmi_server::set_auth_tokens(std::vector<std::string> tokens) { _auth = std::move(tokens); }
+
 bool pmi_server::finalized(int rank) const { return rank >= 0 && rank < _size && _finalized[rank]; }
+
+bool pmi_server::initialised(int rank) const { return rank >= 0 && rank < _size && _initialised[rank]; }
+
+void pmi_server::drain(int rank) {
+  if (rank < 0 || rank >= _size) return;
+  for (std::size_t i = 0; i < _conns.size(); ++i) {
+    conn& c = *_conns[i];  // handle_conn never adds connections
+    if (c.fd >= 0 && c.rank == rank) handle_conn(c, POLLIN);
+  }
+}
 
 void pmi_server::fill_pollfds(std::vector<pollfd>& fds) {
   // Drop closed connections first so indices match handle().
   std::erase_if(_conns, [](const std::unique_ptr<conn>& c) { return c->fd < 0; });
-  fds.push_back(pollfd{_listen_fd, POLLIN, 0});  // fd -1 is ignored by poll
+  for (int lfd : _listen_fds) fds.push_back(pollfd{lfd, POLLIN, 0});
   _npolled = _conns.size();
   for (auto& c : _conns) {
     short ev = POLLIN;
@@ -76,19 +108,45 @@ void pmi_server::fill_pollfds(std::vector<pollfd>& fds) {
   }
 }
 
-void pmi_server::handle(const std::vector<pollfd>& fds, std::size_t first) {
-  if (fds[first].fd >= 0 && fds[first].revents & POLLIN) {
-    for (;;) {
-      int fd = ::accept4(_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) break;
-      add_connection(fd, -1);
+void pmi_server::accept_all(int listen_fd) {
+  for (;;) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      break;
     }
+    // Too many connections that have not said who they are: the oldest
+    // goes (a genuine rank identifies itself as soon as it connects).
+    std::size_t unidentified = 0;
+    conn* oldest = nullptr;
+    for (auto& c : _conns)
+      if (c->fd >= 0 && c->rank < 0) {
+        ++unidentified;
+        if (!oldest || c->serial < oldest->serial) oldest = c.get();
+      }
+    if (unidentified >= kMaxUnidentified && oldest)
+      refuse(*oldest, "more than " + std::to_string(kMaxUnidentified) + " unidentified connections");
+    add_connection(fd, -1);
+    conn& c = *_conns.back();
+    c.accepted = true;
+    c.serial = _next_serial++;
+    char ip[INET_ADDRSTRLEN] = "?";
+    if (sa.sin_family == AF_INET) ::inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+    c.peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
   }
+}
+
+void pmi_server::handle(const std::vector<pollfd>& fds, std::size_t first) {
+  for (std::size_t l = 0; l < _listen_fds.size(); ++l)
+    if (fds[first + l].revents & POLLIN) accept_all(_listen_fds[l]);
   // Connections added by accept() above come after the polled ones.
   std::vector<conn*> polled;
   for (std::size_t i = 0; i < _npolled && i < _conns.size(); ++i) polled.push_back(_conns[i].get());
+  const std::size_t base = first + _listen_fds.size();
   for (std::size_t i = 0; i < polled.size(); ++i) {
-    const pollfd& p = fds[first + 1 + i];
+    const pollfd& p = fds[base + i];
     conn* c = polled[i];
     if (c->fd >= 0 && c->fd == p.fd && p.revents) handle_conn(*c, p.revents);
   }
@@ -119,6 +177,10 @@ void pmi_server::handle_conn(conn& c, short revents) {
       process_line(c, line);
     }
     if (c.fd < 0) return;
+    if (c.rank < 0 && c.accepted && c.in.size() > kMaxLineBeforeAuth) {
+      refuse(c, "sent " + std::to_string(c.in.size()) + " bytes without a complete initack line");
+      return;
+    }
     if (c.in.size() > pmi::max_line_length) {
       protocol_error(c, "line longer than " + std::to_string(pmi::max_line_length) + " bytes");
       return;
@@ -131,7 +193,23 @@ std::string pmi_server::rank_name(const conn& c) const {
   return "an unidentified PMI client";
 }
 
+// A connection that did not identify itself as a rank of this job: closed,
+// reported within a rate limit (a flood of them must not flood stderr).
+void pmi_server::refuse(conn& c, const std::string& why) {
+  ++_refused;
+  std::string summary;
+  const bool now = _refusal_log->admit(&summary);
+  if (on_report && !summary.empty()) on_report("PMI port: " + summary + " (refused connections)");
+  if (on_report && now)
+    on_report("PMI port: refused a connection from " + (c.peer.empty() ? std::string("?") : c.peer) + ": " + why);
+  close_conn(c);
+}
+
 void pmi_server::protocol_error(conn& c, const std::string& what) {
+  if (c.rank < 0 && c.accepted) {
+    refuse(c, "PMI protocol error: " + what);
+    return;
+  }
   if (on_report) on_report(rank_name(c) + ": PMI protocol error: " + what + "; closing its PMI connection");
   close_conn(c);
 }
@@ -167,9 +245,7 @@ void pmi_server::close_conn(conn& c) {
 
 void pmi_server::rank_exited(int rank) {
   if (rank < 0 || rank >= _size) return;
-  // Drain what the rank wrote before it died, then forget it.
-  for (auto& c : _conns)
-    if (c->fd >= 0 && c->rank == rank) handle_conn(*c, POLLIN);
+  drain(rank);  // what the rank wrote before it died, then forget it
   _gone[rank] = 1;
   check_barrier();
 }
@@ -181,8 +257,12 @@ void pmi_server::close_all() {
       c->fd = -1;
     }
   _conns.clear();
-  if (_listen_fd >= 0) ::close(_listen_fd);
-  _listen_fd = -1;
+  for (int lfd : _listen_fds) ::close(lfd);
+  _listen_fds.clear();
+  if (on_report && _refusal_log) {
+    const std::string summary = _refusal_log->take_summary();
+    if (!summary.empty()) on_report("PMI port: " + summary + " (refused connections)");
+  }
 }
 
 void pmi_server::check_barrier() {
@@ -238,6 +318,13 @@ void pmi_server::process_line(conn& c, const std::string& line) {
       protocol_error(c, "initack pmiid=" + std::to_string(id) + " on the connection of rank " + std::to_string(c.rank));
       return;
     }
+    if (c.rank < 0 && c.accepted && !_auth.empty()) {
+      const std::string* token = m.find("auth");
+      if (!token || static_cast<std::size_t>(id) >= _auth.size() || !same_secret(*token, _auth[id])) {
+        refuse(c, std::string(token ? "wrong" : "no") + " authentication token for pmiid=" + std::to_string(id));
+        return;
+      }
+    }
     if (c.rank < 0) {
       if (_connected[id]) {
         protocol_error(c, "initack: rank " + std::to_string(id) + " is already connected");
@@ -257,6 +344,7 @@ void pmi_server::process_line(conn& c, const std::string& line) {
   const int rank = c.rank;
 
   if (cmd == "init") {
+    _initialised[rank] = 1;
     const std::string* v = m.find("pmi_version");
     if (v && *v != "1") {
       reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=unsupported_pmi_version\n");

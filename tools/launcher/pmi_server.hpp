@@ -4,17 +4,29 @@
 // ranks (PMI_FD socketpairs) or accepted from a listening socket (PMI_PORT),
 // whose rank is learnt from the `cmd=initack pmiid=N` handshake.
 //
+// Authentication of accepted connections: with set_auth_tokens(), a client
+// of the listening socket must present its rank's token in its first line,
+// `cmd=initack pmiid=N auth=TOKEN` (an extra key PMI-1 servers ignore, sent
+// by our client when NMAD_PMI_AUTH is set). Anything else before that (a
+// wrong or missing token, another command, a line over 4 KiB, more than 64
+// unidentified connections at once: the oldest goes) closes that
+// connection with a rate-limited report; the rank stays free for its
+// genuine process and the job goes on. PMI_FD socketpairs need no token.
+//
 // Supported commands: initack, init, get_maxes, get_my_kvsname,
 // get_universe_size, get_appnum, put, get, barrier_in, finalize, abort.
 // Not thread-safe; single poll loop.
 #include <poll.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "core/common/log.hpp"
 
 namespace nmad::launcher {
 
@@ -40,8 +52,14 @@ class pmi_server {
   // Takes ownership of a connected socket for `rank` (-1: unknown until
   // initack). The fd is made non-blocking.
   void add_connection(int fd, int rank);
-  // Takes ownership of a listening socket (PMI_PORT mode).
+  // Takes ownership of a listening socket (PMI_PORT mode). Several may be
+  // added (local and remote ranks).
   void add_listener(int fd);
+  // One secret per rank (tokens[r] for rank r) that accepted connections
+  // must present; without it (empty) any initack is taken.
+  void set_auth_tokens(std::vector<std::string> tokens);
+  // Connections refused so far (wrong token, junk, too many unidentified).
+  std::size_t refused() const { return _refused; }
 
   // Appends the pollfds to watch; then call handle() with the same vector
   // (after poll) starting at the same index.
@@ -58,6 +76,12 @@ class pmi_server {
   int size() const { return _size; }
   const std::string& kvsname() const { return _kvsname; }
   bool finalized(int rank) const;
+  // The rank has (had) a PMI connection.
+  bool connected(int rank) const { return rank >= 0 && rank < _size && _connected[rank]; }
+  // The rank sent `cmd=init`: it is a PMI client that owes a finalize.
+  bool initialised(int rank) const;
+  // Reads what the rank wrote before it ended (a finalize in flight counts).
+  void drain(int rank);
 
  private:
   struct conn;
@@ -67,18 +91,25 @@ class pmi_server {
   void flush(conn& c);
   void close_conn(conn& c);
   void protocol_error(conn& c, const std::string& what);
+  void refuse(conn& c, const std::string& why);
+  void accept_all(int listen_fd);
   void check_barrier();
   std::string rank_name(const conn& c) const;
 
   int _size;
   std::string _kvsname;
   limits _limits;
-  int _listen_fd = -1;
+  std::vector<int> _listen_fds;
+  std::vector<std::string> _auth;  // per rank; empty: no authentication
+  std::size_t _refused = 0;
+  std::uint64_t _next_serial = 0;
+  std::unique_ptr<log_limiter> _refusal_log = std::make_unique<log_limiter>(5, std::chrono::seconds(10));
   std::vector<std::unique_ptr<conn>> _conns;
   std::map<std::string, std::string> _kvs;
   std::vector<char> _in_barrier;   // per rank
   std::vector<char> _gone;         // per rank: finalized, aborted or exited
   std::vector<char> _finalized;    // per rank
+  std::vector<char> _initialised;  // per rank: sent cmd=init
   std::vector<char> _connected;    // per rank: has (had) a connection
   int _barrier_count = 0;
   bool _barrier_failure_reported = false;
