@@ -5,7 +5,8 @@
 NMAD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 NMAD_PACKAGES=(bazel-bootstrap bazel-rules-java bazel-platforms g++ pkg-config
   libfabric-dev libfabric-bin libhwloc-dev hwloc libboost-dev doctest-dev
-  python3 python3-matplotlib openssh-client openssh-server mpich)
+  python3 python3-matplotlib openssh-client openssh-server mpich
+  clang libclang-rt-14-dev)  # the last two: libFuzzer targets (tools/fuzz)
 
 nmad_install_packages() {
   local missing=() p
