@@ -476,6 +476,10 @@ void session_impl::connect_all(int timeout_ms) {
     if (g->failed)
       throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " failed to connect to " +
                                peer_name(*g) + ": " + g->fail_reason);
+  for (auto& slot : _slots) {
+    std::lock_guard dl(slot->lock);
+    slot->drv->wireup_complete();
+  }
   log_write(log_level::info, "session",
             "connected to " + std::to_string(_size - 1) + " peer(s) over " + driver_name() + ", strategy " +
                 _strategy_name);
