@@ -1,7 +1,7 @@
 // The shm driver leaves nothing in /dev/shm and unlinks only its own job's
 // names:
 //  * in one process: a doorbell slot naming a segment of another job (or
-//    any other file) is neither opened nor unlinked, while a malformed
+//    any other file) never gets it unlinked, while a malformed
 //    segment of this job is refused and removed; wireup_complete() unlinks
 //    the doorbell and the wake-up socket at once;
 //  * with real processes under nmad-run: after set-up no rank holds a name
@@ -96,7 +96,7 @@ std::string doorbell_name(const nmad::driver& drv) {
 
 }  // namespace
 
-TEST_CASE("a doorbell slot naming another job's segment: not opened, not unlinked") {
+TEST_CASE("a doorbell slot naming a segment that is not this job's: never unlinked") {
   const std::string key = "cleanup-test-key-" + std::to_string(::getpid());
   quiet_events ev;
   auto drv = open_shm(key, ev);
@@ -104,7 +104,9 @@ TEST_CASE("a doorbell slot naming another job's segment: not opened, not unlinke
   REQUIRE(shm_exists(db));
   const std::string stranger = "/nmad-other-job-pair-" + std::to_string(::getpid()) + "-0-victim";
   const std::string junk = "/" + nmad::shm::segment_prefix(key) + "pair-" + std::to_string(::getpid()) + "-9-junk";
+  const std::string other = "/victim-" + std::to_string(::getpid());  // not nmad's at all
   make_segment(stranger, 1 << 20);
+  make_segment(other, 1 << 20);
   make_segment(junk, 1 << 20);  // this job's name, but no nmad header in it
   int fd = ::shm_open(db.c_str(), O_RDWR, 0);
   REQUIRE(fd >= 0);
@@ -113,19 +115,21 @@ TEST_CASE("a doorbell slot naming another job's segment: not opened, not unlinke
   REQUIRE(p != MAP_FAILED);
   auto* bell = static_cast<doorbell_mirror*>(p);
   int slot = 0;
-  for (const std::string* name : {&stranger, &junk}) {
+  for (const std::string* name : {&stranger, &other, &junk}) {
     std::snprintf(bell->slots[slot].name, sizeof bell->slots[slot].name, "%s", name->c_str());
     bell->slots[slot].state.store(2);
     bell->pending.fetch_add(1);
     ++slot;
   }
   for (int i = 0; i < 100 && bell->pending.load() != 0; ++i) drv->poll();
-  CHECK(bell->pending.load() == 0);       // both slots were served
-  CHECK(shm_exists(stranger));            // ... the stranger's name left alone
+  CHECK(bell->pending.load() == 0);       // every slot was served
+  CHECK(shm_exists(stranger));            // ... another job's name left in place
+  CHECK(shm_exists(other));               // ... a name of nobody's job too
   CHECK_FALSE(shm_exists(junk));          // ... this job's bad segment refused and removed
   CHECK(ev.connected == 0);
   ::munmap(p, sizeof(doorbell_mirror));
   ::shm_unlink(stranger.c_str());
+  ::shm_unlink(other.c_str());
   ::shm_unlink(junk.c_str());
 }
 

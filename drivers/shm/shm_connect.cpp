@@ -87,9 +87,12 @@ void shm_driver::accept_requests() {
     std::memcpy(name, s.name, sizeof s.name);
     s.state.store(0, std::memory_order_release);
     _doorbell->pending.fetch_sub(1, std::memory_order_acq_rel);
-    if (!job_segment_name(name, sizeof name, _cfg.job_key)) {
-      // Never opened nor unlinked: it is not one of this job's segments.
-      log_write(log_level::warn, "shm", "refused a connection: segment name is not one of this job's");
+    // Only this job's names are ever unlinked here. Another nmad job's
+    // offer is opened only to answer "refused" in its header (its owner
+    // then unlinks it); any other name is not touched at all.
+    const bool ours = job_segment_name(name, sizeof name, _cfg.job_key);
+    if (!ours && (!valid_segment_name(name, sizeof name) || std::strncmp(name, "/nmad-", 6) != 0)) {
+      log_write(log_level::warn, "shm", "refused a connection: the offered segment is not an nmad segment");
       continue;
     }
     int fd = ::shm_open(name, O_RDWR, 0);
@@ -112,13 +115,15 @@ void shm_driver::accept_requests() {
       why = "bad segment geometry";
     else if (h->key_len > sizeof h->key || !same_key({h->key, h->key_len}, _cfg.job_key))
       why = "wrong job key";
+    else if (!ours)
+      why = "segment name is not one of this job's";
     else if (h->connector_rank < 0 || h->connector_rank >= _cfg.size || h->connector_rank == _cfg.rank)
       why = "invalid rank " + std::to_string(h->connector_rank);
     if (!why.empty()) {
       log_write(log_level::warn, "shm", "refused a connection from pid " + std::to_string(h->connector_pid) + ": " + why);
       if (h->magic == kMagic) h->state.store(2, std::memory_order_release);
       ::munmap(base, static_cast<std::size_t>(st.st_size));
-      ::shm_unlink(name);
+      if (ours) ::shm_unlink(name);
       continue;
     }
     ::shm_unlink(name);  // both sides have it mapped: nothing left behind
