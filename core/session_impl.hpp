@@ -74,6 +74,7 @@ struct driver_slot final : driver_events {
   session_impl* engine = nullptr;
   std::unique_ptr<driver> drv;
   int instance = 0;  // how many slots of the same driver come before it (tcp+tcp)
+  driver_caps caps;  // drv->caps() with the sampled profile's figures, if any (tracks point here)
   conn_table gates;  // established connections (under `lock`)
   engine_mutex lock; // the driver's poll lock (see LOCK ORDER)
 
@@ -181,6 +182,8 @@ class session_impl final : private wait_engine {
   driver_slot* choose_slot(int peer);
   std::vector<driver_slot*> reaching_slots(int peer);  // multi-rail: every one, in order
   void connect_all(int timeout_ms);
+  // NMAD_PROFILE: fills every slot's caps from the drivers' (sampled) profiles.
+  void apply_profiles();
   // NMAD_PROGRESS: decides and starts the progress thread (after connect_all).
   void start_progress(const std::string& mode);
   void enable_threads();  // progress threads force every lock on

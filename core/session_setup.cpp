@@ -13,6 +13,7 @@
 #include "core/topology/scheduling.hpp"
 #include "core/topology/topology.hpp"
 #include "core/transfer/driver.hpp"
+#include "core/transfer/profile.hpp"
 
 namespace nmad {
 namespace {
@@ -172,6 +173,7 @@ session_impl::session_impl(const session_options& opts)
   session_options o = opts;
   if (o.driver.empty()) o.driver = t.driver;
   open_drivers(o);
+  apply_profiles();
 
   // The rendezvous threshold must leave room for a chunk header in a packet
   // of every driver in use.
@@ -207,7 +209,7 @@ session_impl::session_impl(const session_options& opts)
       track& tr = g->tracks[i];
       tr.slot = slots[i];
       tr.rail = static_cast<std::uint32_t>(i);
-      tr.caps = &tr.slot->drv->caps();
+      tr.caps = &tr.slot->caps;
       tr.lock.enable(_threaded);
       tr.max_inline = tr.caps->max_inline;
       tr.window = static_cast<std::uint32_t>(
@@ -397,6 +399,24 @@ void session_impl::open_drivers(const session_options& opts) {
   });
 }
 
+// After the driver order is fixed (by the drivers' own estimates, which
+// every process of the job shares: profiles differ between hosts and must
+// not change which driver two peers pick), the tracks' caps take the
+// sampled figures (see core/transfer/profile.hpp for when sampling runs).
+void session_impl::apply_profiles() {
+  const profile_mode mode = profile_mode_from_env();
+  std::vector<std::string> names;
+  for (auto& s : _slots) {
+    s->caps = s->drv->caps();
+    if (s.get() != _slots[0].get()) names.push_back(s->caps.name);
+  }
+  if (mode == profile_mode::off || names.empty()) return;
+  const auto profiles = profiles_for(names, mode == profile_mode::sample || _multirail);
+  for (auto& s : _slots)
+    for (const auto& p : profiles)
+      if (p.driver == s->caps.name) apply_profile(s->caps, p);
+}
+
 std::string session_impl::address_key(const driver_slot& s, int rank) {
   return "nmad.addr." + std::string(s.drv->caps().name) + "." + std::to_string(s.instance) + "." +
          std::to_string(rank);
@@ -476,6 +496,10 @@ void session_impl::connect_all(int timeout_ms) {
     if (g->failed)
       throw std::runtime_error("nmad: rank " + std::to_string(_rank) + " failed to connect to " +
                                peer_name(*g) + ": " + g->fail_reason);
+  for (auto& slot : _slots) {
+    std::lock_guard dl(slot->lock);
+    slot->drv->wireup_complete();
+  }
   log_write(log_level::info, "session",
             "connected to " + std::to_string(_size - 1) + " peer(s) over " + driver_name() + ", strategy " +
                 _strategy_name);

@@ -1,10 +1,12 @@
 // nmad-info: what this build of nmad can do on this machine — drivers and
 // their capabilities, strategies, engine tunables, topology, placement.
 //   nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]
+//   nmad-info --sample    samples every network driver, caches and prints the profiles
 //   nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]
 //   nmad-info --split-tree-table [CORES [MAX_N]]
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "core/topology/scheduling.hpp"
 #include "core/topology/topology.hpp"
 #include "core/transfer/driver.hpp"
+#include "core/transfer/profile.hpp"
 #include "drivers/builtin.hpp"
 
 namespace {
@@ -26,11 +29,79 @@ struct null_events final : nmad::driver_events {
   void on_connection_failed(nmad::connection_id, std::string_view) override {}
 };
 
+std::string utc_date(std::int64_t t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+std::string size_text(std::size_t b) {
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+// The profile cache: what --sample wrote or a multirail job sampled.
+struct profile_cache {
+  std::string path, state;  // state: why nothing is used, when so
+  std::vector<nmad::driver_profile> profiles;
+};
+
+profile_cache read_profile_cache() {
+  profile_cache c;
+  c.path = nmad::profile_cache_path();
+  if (c.path.empty()) {
+    c.state = "no cache directory (set NMAD_PROFILE_CACHE, XDG_CACHE_HOME or HOME)";
+    return c;
+  }
+  std::string warning, note;
+  c.profiles = nmad::load_profiles(c.path, nmad::current_profile_key(), &warning, &note);
+  if (!warning.empty()) c.state = "ignored, corrupt: " + warning;
+  else if (!note.empty()) c.state = "ignored, stale: sampled on other hardware or another build";
+  return c;
+}
+
+// Samples every network driver of the build and rewrites the cache.
+int sample_all() {
+  nmad::register_builtin_drivers();
+  const std::string path = nmad::profile_cache_path();
+  std::vector<nmad::driver_profile> got;
+  int failures = 0;
+  for (const auto& d : nmad::driver_registry()) {
+    if (d.loopback) continue;
+    std::printf("sampling %s ...\n", std::string(d.name).c_str());
+    std::fflush(stdout);
+    try {
+      got.push_back(nmad::sample_driver(d));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "nmad-info: %s\n", e.what());
+      ++failures;
+    }
+  }
+  if (path.empty()) {
+    std::fprintf(stderr, "nmad-info: no cache directory (set NMAD_PROFILE_CACHE, XDG_CACHE_HOME or HOME): not saved\n");
+    return 1;
+  }
+  try {
+    nmad::save_profiles(path, nmad::current_profile_key(), got);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nmad-info: %s\n", e.what());
+    return 1;
+  }
+  std::printf("profiles cached in %s\n", path.c_str());
+  return failures ? 1 : 0;
+}
+
 // The drivers of this build, as libnmad's session::create registers them
 // (drivers/builtin.cpp), in registration order.
 void print_drivers() {
   nmad::register_builtin_drivers();
-  std::printf("Drivers:\n");
+  const profile_cache cache = read_profile_cache();
+  std::printf("Drivers (profile cache %s%s%s):\n", cache.path.empty() ? "none" : cache.path.c_str(),
+              cache.state.empty() ? "" : ": ", cache.state.c_str());
   for (const auto& d : nmad::driver_registry()) {
     std::printf("  %-8s %s%s\n", std::string(d.name).c_str(), std::string(d.description).c_str(),
                 d.loopback ? " [loopback: this process only]" : "");
@@ -49,8 +120,20 @@ void print_drivers() {
       std::printf("           gather/scatter %s, zero-copy data %s, rdma get %s\n", c.gather_scatter ? "yes" : "no",
                   c.zero_copy_data ? "yes" : "no", c.rdma_get ? "yes" : "no");
       if (c.rdv_threshold) std::printf("           rendezvous from %zu B\n", c.rdv_threshold);
-      std::printf("           latency %.2f us, bandwidth %.0f MB/s, overhead %.2f us (estimates)\n", c.latency_us,
-                  c.bandwidth_mbps, c.overhead_us);
+      const nmad::driver_profile* prof = nullptr;
+      for (const auto& p : cache.profiles)
+        if (p.driver == d.name) prof = &p;
+      if (!prof) {
+        std::printf("           latency %.2f us, bandwidth %.0f MB/s, overhead %.2f us (estimates)\n", c.latency_us,
+                    c.bandwidth_mbps, c.overhead_us);
+      } else {
+        std::printf("           latency %.2f us, bandwidth %.0f MB/s (sampled %s), overhead %.2f us (estimate)\n",
+                    prof->latency_us(), prof->bandwidth_mbps(), utc_date(prof->sampled_at).c_str(), c.overhead_us);
+        std::printf("           %-9s %12s %12s  %s\n", "size", "one-way us", "MB/s", "path");
+        for (const auto& pt : prof->points)
+          std::printf("           %-9s %12.2f %12.0f  %s\n", size_text(pt.bytes).c_str(), pt.one_way_us,
+                      pt.bandwidth_mbps, pt.bulk ? "bulk data" : "packet");
+      }
       std::printf("           address %s\n", drv->local_address().c_str());
     } catch (const std::exception& e) {
       std::printf("           unavailable: %s\n", e.what());
@@ -97,6 +180,8 @@ void print_config() {
       {"NMAD_ASYMMETRIC_FENCES", "1", "0: full fences on both sides of sleep/wake handshakes (no membarrier)"},
       {"NMAD_SHM_RING", "262144", "shm: bytes per ring (power of two)"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
+      {"NMAD_PROFILE", "auto", "driver profiles: auto (cached; sampled when a multirail job has none), sample, off"},
+      {"NMAD_PROFILE_CACHE", "~/.cache/nmad/profiles", "file of the sampled driver profiles (else $XDG_CACHE_HOME/nmad/profiles)"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
@@ -218,6 +303,7 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
 int usage() {
   std::fprintf(stderr,
                "usage: nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]\n"
+               "       nmad-info --sample   (measure every network driver, cache and print the profiles)\n"
                "       nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]\n"
                "       nmad-info --split-tree-table [CORES [MAX_N]]\n"
                "SPEC: a synthetic topology (\"pack:2 numa:2 core:12 pu:2\") or an hwloc XML file;\n"
@@ -235,6 +321,7 @@ bool parse_int(const char* s, int lo, int hi, int* out) {
 }
 
 int main(int argc, char** argv) {
+  bool sample = false;
   bool all = argc == 1, drivers = all, strategies = all, config = all, topology = all, placement = false;
   std::optional<std::string> spec;
   int nranks = 0, dedicated = 0, table_cores = -1, table_max = 64;
@@ -248,6 +335,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     auto has_value = [&] { return i + 1 < argc && argv[i + 1][0] != '-'; };
     if (a == "--drivers") drivers = true;
+    else if (a == "--sample") sample = true;
     else if (a == "--strategies") strategies = true;
     else if (a == "--config") config = true;
     else if (a == "--topology") {
@@ -286,6 +374,11 @@ int main(int argc, char** argv) {
       }
     }
   }
+  int sample_status = 0;
+  if (sample) {
+    sample_status = sample_all();
+    drivers = true;
+  }
   if (placement) return print_placement(*machine, nranks, policy.empty() ? "auto" : policy, dedicated);
   std::printf("nmad (protocol version 1)\n");
   if (drivers) print_drivers();
@@ -295,5 +388,5 @@ int main(int argc, char** argv) {
     if (machine) print_topology(*machine);
     else std::printf("Topology: unavailable\n");
   }
-  return 0;
+  return sample_status;
 }

@@ -185,6 +185,14 @@ class driver {
   // Closes one connection (e.g. after its peer sent garbage). No callback.
   virtual void close_connection(connection_id conn) = 0;
 
+  // Every connection this process makes or accepts over this driver is
+  // established (the session's start-up wire-up is over; nobody connects to
+  // it later). A driver may now withdraw what only newcomers need: the shm
+  // driver unlinks its doorbell and wake-up names, so a job killed from now
+  // on (even by SIGKILL, launcher included) leaves nothing in /dev/shm.
+  // Called once, with the poll lock held. Default: nothing.
+  virtual void wireup_complete() {}
+
   // ---- sleeping until there is work (the waiter's block policy) ----
   // Before a thread of this process sleeps, the engine arms every driver:
   // the driver appends the descriptors whose readiness means "poll me"

@@ -87,6 +87,14 @@ void shm_driver::accept_requests() {
     std::memcpy(name, s.name, sizeof s.name);
     s.state.store(0, std::memory_order_release);
     _doorbell->pending.fetch_sub(1, std::memory_order_acq_rel);
+    // Only this job's names are ever unlinked here. Another nmad job's
+    // offer is opened only to answer "refused" in its header (its owner
+    // then unlinks it); any other name is not touched at all.
+    const bool ours = job_segment_name(name, sizeof name, _cfg.job_key);
+    if (!ours && (!valid_segment_name(name, sizeof name) || std::strncmp(name, "/nmad-", 6) != 0)) {
+      log_write(log_level::warn, "shm", "refused a connection: the offered segment is not an nmad segment");
+      continue;
+    }
     int fd = ::shm_open(name, O_RDWR, 0);
     if (fd < 0) continue;  // the offer was withdrawn
     struct stat st{};
@@ -107,13 +115,15 @@ void shm_driver::accept_requests() {
       why = "bad segment geometry";
     else if (h->key_len > sizeof h->key || !same_key({h->key, h->key_len}, _cfg.job_key))
       why = "wrong job key";
+    else if (!ours)
+      why = "segment name is not one of this job's";
     else if (h->connector_rank < 0 || h->connector_rank >= _cfg.size || h->connector_rank == _cfg.rank)
       why = "invalid rank " + std::to_string(h->connector_rank);
     if (!why.empty()) {
       log_write(log_level::warn, "shm", "refused a connection from pid " + std::to_string(h->connector_pid) + ": " + why);
       if (h->magic == kMagic) h->state.store(2, std::memory_order_release);
       ::munmap(base, static_cast<std::size_t>(st.st_size));
-      ::shm_unlink(name);
+      if (ours) ::shm_unlink(name);
       continue;
     }
     ::shm_unlink(name);  // both sides have it mapped: nothing left behind
@@ -190,9 +200,7 @@ int shm_driver::progress_offer(conn& c) {
 // one of this job's.
 bool shm_driver::attach_peer(conn& c, const char* doorbell_name) {
   if (!c.peer_doorbell.addr) {
-    if (!valid_segment_name(doorbell_name, sizeof(pair_header::connector_doorbell)) ||
-        std::string_view(doorbell_name + 1).substr(0, shm::segment_prefix(_cfg.job_key).size()) !=
-            shm::segment_prefix(_cfg.job_key)) {
+    if (!job_segment_name(doorbell_name, sizeof(pair_header::connector_doorbell), _cfg.job_key)) {
       fail(c, "the peer's doorbell name is not one of this job's");
       return false;
     }
@@ -224,6 +232,17 @@ bool shm_driver::attach_peer(conn& c, const char* doorbell_name) {
   }
   c.pidfd.reset(open_pidfd(c.peer_pid));
   return true;
+}
+
+// Every peer has mapped our doorbell and connected to our wake-up socket
+// (see driver::wireup_complete): their names go now, so nothing of this
+// process stays in /dev/shm whatever way it ends. The mapping and the bound
+// socket live on (a connected datagram socket does not need the name).
+void shm_driver::wireup_complete() {
+  if (_names_withdrawn) return;
+  _names_withdrawn = true;
+  if (!_doorbell_name.empty()) ::shm_unlink(_doorbell_name.c_str());
+  if (!_wake_name.empty()) ::unlink(("/dev/shm" + _wake_name).c_str());
 }
 
 void shm_driver::check_liveness(conn& c, steady::time_point now, bool force) {

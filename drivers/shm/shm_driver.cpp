@@ -136,8 +136,7 @@ shm_driver::~shm_driver() {
     if (c->slot >= 0 && c->peer_doorbell.addr)
       static_cast<doorbell*>(c->peer_doorbell.addr)->slots[c->slot].state.store(0, std::memory_order_release);
   }
-  if (!_doorbell_name.empty()) ::shm_unlink(_doorbell_name.c_str());
-  if (!_wake_name.empty()) ::unlink(("/dev/shm" + _wake_name).c_str());
+  wireup_complete();  // the names go now if they are still there
 }
 
 shm_driver::conn& shm_driver::add_conn() {

@@ -157,6 +157,15 @@ inline std::size_t total_len(std::span<const iovec> iov) {
   return n;
 }
 
+// Whether `name` ("/<name>", from a doorbell slot or a pair header) names a
+// segment of the job with key `job_key`: the only names this driver ever
+// opens for a peer or unlinks (a stranger must not make it remove others').
+inline bool job_segment_name(const char* name, std::size_t cap, std::string_view job_key) {
+  if (!valid_segment_name(name, cap)) return false;
+  const std::string prefix = shm::segment_prefix(job_key);
+  return std::string_view(name + 1).substr(0, prefix.size()) == prefix;
+}
+
 // Copies `n` bytes of `src` into the scatter list `dst` starting `offset`
 // bytes into it. Returns false if the list is too short.
 inline bool scatter(std::span<const iovec> dst, std::size_t offset, const std::byte* src, std::size_t n) {
@@ -228,6 +237,7 @@ class shm_driver final : public driver {
                        std::span<const iovec> dst, void* token) override;
   int poll() override;
   void close_connection(connection_id c) override;
+  void wireup_complete() override;
   arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_wakeup(std::span<const pollfd> mine) override;
 
@@ -300,6 +310,7 @@ class shm_driver final : public driver {
   std::string _doorbell_name;
   mapping _doorbell_map;
   doorbell* _doorbell = nullptr;
+  bool _names_withdrawn = false;   // wireup_complete: doorbell and wake-up names unlinked
   std::string _wake_name;          // our wake-up socket ("/nmad-...-wake-...", under /dev/shm)
   fd_holder _wake;                 // bound to it; peers send a byte to wake us
   bool _liveness_due = false;      // a pidfd fired or a peer closed: check every peer now

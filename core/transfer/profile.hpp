@@ -1,0 +1,111 @@
+#pragma once
+// Sampled driver profiles: what a driver really achieves on this host.
+//
+// A driver's caps() carry fixed estimates of its latency and bandwidth.
+// A *profile* replaces them with figures measured over the real driver: a
+// ping-pong between two instances of it inside one process, each polled by
+// its own thread (so each side runs on its own core, as two ranks would),
+// over packets for sizes up to the driver's largest packet and over bulk
+// data (post_recv_data / post_send_data) above, at a handful of sizes from
+// 8 B to 4 MiB. Per size: one-way time (half the median round trip) and
+// bandwidth (size / one-way time).
+//
+// Profiles are cached per host in one text file:
+//   NMAD_PROFILE_CACHE, else $XDG_CACHE_HOME/nmad/profiles, else
+//   ~/.cache/nmad/profiles.
+// The file starts with a *key* (CPU model, core count, a digest of the hwloc
+// topology, and the library's build id): a file written under another key is
+// stale and ignored (and replaced when next sampled). A file that does not
+// parse is ignored with one warning, never trusted in part.
+//
+// When sampling happens (NMAD_PROFILE):
+//   auto (default)  a session uses cached profiles; it samples (and caches)
+//                   only when its figures matter and none are cached: a
+//                   multirail job (NMAD_DRIVERS with several tracks per
+//                   gate, whose rails are chosen and balanced by them).
+//                   Other jobs start without sampling and keep the
+//                   estimates.
+//   sample          sample at session start when nothing valid is cached
+//   off             estimates only; the cache is neither read nor written
+// `nmad-info --sample` samples every network driver and rewrites the cache;
+// `nmad-info --drivers` prints each driver's profile ("sampled <date>")
+// or "estimate". Several processes of one host that sample at once take a
+// lock on the file (flock on "<path>.lock"): one samples, the others wait
+// and read what it wrote.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/transfer/driver.hpp"
+
+namespace nmad {
+
+struct profile_point {
+  std::size_t bytes = 0;
+  double one_way_us = 0;     // half a median round trip
+  double bandwidth_mbps = 0; // bytes / one-way time, in MB/s (10^6 B/s)
+  bool bulk = false;         // measured over post_send_data (else packets)
+};
+
+struct driver_profile {
+  std::string driver;          // driver_descriptor::name
+  std::int64_t sampled_at = 0; // Unix time
+  std::vector<profile_point> points;  // ascending sizes
+
+  // One-way latency of the smallest size, and the best bandwidth seen.
+  double latency_us() const;
+  double bandwidth_mbps() const;
+};
+
+// What the cached figures depend on. Two keys equal -> figures reusable.
+struct profile_key {
+  std::string cpu_model;   // /proc/cpuinfo "model name"
+  unsigned cores = 0;      // online CPUs
+  std::string topology;    // digest of the hwloc topology (hex)
+  std::string library;     // build id of the object holding this code
+  std::string text() const;  // one line, no newline
+};
+
+profile_key current_profile_key();
+
+// Where the cache lives (see the top of this file).
+std::string profile_cache_path();
+
+enum class profile_mode { automatic, sample, off };
+// NMAD_PROFILE; throws std::runtime_error on an unknown value.
+profile_mode profile_mode_from_env();
+
+// Reads the cache at `path`. Profiles are returned only when the file's key
+// equals `key`. A missing file gives nothing silently; a stale key gives
+// nothing and sets *note; a corrupt file gives nothing and sets *warning
+// (what is wrong and where).
+std::vector<driver_profile> load_profiles(const std::string& path, const profile_key& key,
+                                          std::string* warning, std::string* note = nullptr);
+// Writes `profiles` under `key` (atomically: a temporary file renamed),
+// creating the directory. Throws std::runtime_error on failure.
+void save_profiles(const std::string& path, const profile_key& key, const std::vector<driver_profile>& profiles);
+
+struct sample_options {
+  std::vector<std::size_t> sizes = {8, 64, 1024, 8192, 65536, 262144, 1u << 20, 4u << 20};
+  int min_rounds = 5;          // round trips per size, at least...
+  double seconds_per_size = 0.05;  // ... and about this long
+};
+
+// Measures `d` (a network driver) over two instances in this process.
+// Throws std::runtime_error when the driver cannot be opened or connected
+// or a transfer fails (the message says which).
+driver_profile sample_driver(const driver_descriptor& d, const sample_options& o = {});
+
+// Fills caps' latency and bandwidth from the profile.
+void apply_profile(driver_caps& caps, const driver_profile& p);
+
+// A session's start: for every driver name in `names`, the cached profile
+// if valid; if some are missing and `sample_missing`, samples those (under
+// the file lock), rewrites the cache with everything valid and returns all.
+// Never throws: a failure to sample or write is logged and the estimates
+// stay.
+std::vector<driver_profile> profiles_for(const std::vector<std::string>& names, bool sample_missing);
+
+}  // namespace nmad

@@ -1,0 +1,69 @@
+// A rank that holds shared-memory connections to every peer, for
+// shm_cleanup_test. After session set-up and one message with each peer it
+// counts the /dev/shm entries that carry its own pid (none should remain:
+// the driver unlinks its names once every peer has opened them) and prints
+//   held <n> pid <pid> rank <rank>
+// then, by mode: `hold` sleeps (the test kills the launcher meanwhile),
+// `die` kills rank 1 with SIGKILL while the others wait for it to fail.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "api/nmad/nmad.hpp"
+
+using namespace nmad;
+
+namespace {
+
+int count_mine() {
+  const std::string infix = "-" + std::to_string(::getpid()) + "-";
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("nmad-", 0) == 0 && name.find(infix) != std::string::npos) {
+      std::printf("still in /dev/shm: %s\n", name.c_str());
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "hold";
+  auto s = session::create();
+  const int me = s->rank();
+  for (int p = 0; p < s->size(); ++p) {
+    if (p == me) continue;
+    request a, b;
+    int in = -1;
+    s->isend(p, 1, &me, sizeof me, a);
+    s->irecv(p, 1, &in, sizeof in, b);
+    if (s->wait(a) != errc::ok || s->wait(b) != errc::ok || in != p) {
+      std::fprintf(stderr, "shm_hold_worker rank %d: hello with rank %d failed\n", me, p);
+      return 1;
+    }
+  }
+  std::printf("held %d pid %d rank %d\n", count_mine(), static_cast<int>(::getpid()), me);
+  std::fflush(stdout);
+  if (mode == "die" && me == 1) ::raise(SIGKILL);
+  if (mode == "die") {
+    // Wait for the dead rank to be noticed: a receive from it fails.
+    int x = 0;
+    request r;
+    s->irecv(1, 2, &x, sizeof x, r);
+    const errc e = s->wait(r);
+    std::printf("rank %d: receive from the killed rank ended: %s\n", me, std::string(to_string(e)).c_str());
+    return e == errc::peer_failed ? 0 : 1;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  return 0;
+}
