@@ -15,6 +15,7 @@
 #include "core/topology/topology.hpp"
 #include "core/transfer/driver.hpp"
 #include "drivers/builtin.hpp"
+#include "drivers/ofi/ofi_driver.hpp"
 
 namespace {
 
@@ -55,6 +56,11 @@ void print_drivers() {
     } catch (const std::exception& e) {
       std::printf("           unavailable: %s\n", e.what());
     }
+    if (d.on_request) std::printf("           opened only when named in NMAD_DRIVER / NMAD_DRIVERS\n");
+    if (d.name == "ofi")
+      for (const auto& p : nmad::ofi_probe_providers())
+        std::printf("           provider %-12s %s: %s\n", p.provider.c_str(), p.usable ? "usable" : "unusable",
+                    p.detail.c_str());
   }
 }
 
@@ -85,6 +91,9 @@ void print_config() {
       {"NMAD_SHM_RING", "262144", "shm: bytes per ring (power of two)"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
+      {"NMAD_OFI_PROVIDER", "", "ofi: libfabric provider to use, e.g. tcp;ofi_rxm, shm (else FI_PROVIDER, else chosen)"},
+      {"NMAD_OFI_DOMAIN", "lo", "ofi: libfabric domain (interface) to use (default lo where offered)"},
+      {"NMAD_OFI_CONNECT_TIMEOUT_MS", "5000", "ofi: time a peer has to answer the hello"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
       {"NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "5000", "tcp: time a stranger has to present the job key"},
