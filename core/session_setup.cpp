@@ -387,6 +387,7 @@ void session_impl::open_drivers(const session_options& opts) {
   // auto: every driver that opens here; per peer, the lowest-latency one
   // that can reach it (decided in choose_slot).
   for (const auto& d : network_drivers()) {
+    if (d.on_request) continue;
     try {
       open_one(d.create());
     } catch (const std::exception& e) {

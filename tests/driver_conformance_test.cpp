@@ -27,6 +27,7 @@
 
 #include "core/transfer/driver.hpp"
 #include "drivers/builtin.hpp"
+#include "drivers/ofi/ofi_driver.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
 
 namespace {
@@ -41,13 +42,58 @@ namespace wire = nmad::tcp_wire;
 // Registered before any test runs, as libnmad's session::create would.
 const bool kRegistered = (nmad::register_builtin_drivers(), true);
 
+// The ofi driver runs once per provider: tcp;ofi_rxm and shm must open
+// here; udp;ofi_rxd runs where it opens (the description names the provider).
+std::unique_ptr<driver> ofi_tcp() { return nmad::make_ofi_driver_for("tcp;ofi_rxm"); }
+std::unique_ptr<driver> ofi_shm() { return nmad::make_ofi_driver_for("shm"); }
+std::unique_ptr<driver> ofi_udp() { return nmad::make_ofi_driver_for("udp;ofi_rxd"); }
+
+struct null_events final : nmad::driver_events {
+  void on_connected(connection_id, int) override {}
+  void on_packet(connection_id, std::span<const std::byte>) override {}
+  void on_send_done(void*) override {}
+  void on_recv_data_done(void*, std::size_t) override {}
+  void on_connection_failed(connection_id, std::string_view) override {}
+};
+
+bool opens(std::unique_ptr<driver> (*make)(), std::string* why = nullptr) {
+  null_events ev;
+  try {
+    make()->open({0, 2, "probe", &ev});
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
 // The drivers under test: the registered network drivers (the loopback one
-// reaches only its own process, so pairs of it cannot be formed).
+// reaches only its own process, so pairs of it cannot be formed), ofi once
+// per provider.
 std::vector<nmad::driver_descriptor> network_drivers() {
+  static const bool udp_works = [] {
+    std::string why;
+    const bool ok = opens(&ofi_udp, &why);
+    if (!ok) MESSAGE("ofi over udp;ofi_rxd left out: " << why);
+    return ok;
+  }();
   std::vector<nmad::driver_descriptor> out;
-  for (const auto& d : nmad::driver_registry())
-    if (!d.loopback) out.push_back(d);
+  for (const auto& d : nmad::driver_registry()) {
+    if (d.loopback) continue;
+    if (d.name == "ofi") {
+      out.push_back({"ofi", "tcp;ofi_rxm", &ofi_tcp});
+      out.push_back({"ofi", "shm", &ofi_shm});
+      if (udp_works) out.push_back({"ofi", "udp;ofi_rxd", &ofi_udp});
+      continue;
+    }
+    out.push_back(d);
+  }
   return out;
+}
+
+// What INFO prints for a driver under test.
+std::string label(const nmad::driver_descriptor& d) {
+  return d.name == "ofi" ? "ofi over " + std::string(d.description) : std::string(d.name);
 }
 
 constexpr auto kLimit = 10s;
@@ -173,7 +219,7 @@ TEST_CASE("registry: an explicit list that find_driver searches") {
   CHECK(nmad::find_driver("tcp") != nullptr);
   CHECK(nmad::find_driver("no-such-driver") == nullptr);
   for (const auto& d : all) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     CHECK(!d.description.empty());
     CHECK(nmad::find_driver(d.name) == &d);
     CHECK(d.create() != nullptr);
@@ -191,7 +237,7 @@ TEST_CASE("registry: an explicit list that find_driver searches") {
 
 TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     const nmad::driver_caps& c = p.a->caps();
     CHECK(c.name == d.name);
@@ -239,7 +285,7 @@ TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {
 
 TEST_CASE("connect: both sides report the right peer ranks") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     {  // rank 1 connects to rank 0
       pair_fixture p(d);
       poll_for(p.both(), 50ms);  // nothing more comes
@@ -284,7 +330,7 @@ TEST_CASE("connect: both sides report the right peer ranks") {
 
 TEST_CASE("connect: posting too early retries; a dead or foreign peer fails") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     recorder ea, eb;
     auto a = open_driver(d, 0, 2, ea), b = open_driver(d, 1, 2, eb);
     std::byte x{1};
@@ -324,7 +370,7 @@ TEST_CASE("connect: posting too early retries; a dead or foreign peer fails") {
 
 TEST_CASE("packet round trip with 3-entry gather lists") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     std::vector<std::vector<std::byte>> parts = {make_bytes(5, 1), make_bytes(1000, 2),
                                                  make_bytes(37, 3)};
@@ -345,7 +391,7 @@ TEST_CASE("packet round trip with 3-entry gather lists") {
 
 TEST_CASE("1000 packets arrive in order with the right contents") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     constexpr std::size_t kCount = 1000;
     std::vector<std::vector<std::byte>> bufs;
@@ -372,7 +418,7 @@ TEST_CASE("1000 packets arrive in order with the right contents") {
 
 TEST_CASE("max-size packet; larger is refused without harm") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     const std::size_t max = p.b->caps().max_packet_size;
     std::vector<std::vector<std::byte>> parts = {make_bytes(max, 9)};
@@ -390,7 +436,7 @@ TEST_CASE("max-size packet; larger is refused without harm") {
 
 TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     const std::size_t n = 8 << 20;
     const std::size_t guard = 64;
@@ -429,7 +475,7 @@ TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
 // from poll(), the peer takes no part. Drivers without it refuse post_get.
 TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or is refused") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     const std::size_t n = (3 << 20) + 5;
     auto src = make_bytes(n, 23);
@@ -457,7 +503,7 @@ TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or
 
 TEST_CASE("several cookies posted out of order, mixed with packets") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     const std::uint64_t cookies[] = {7, 3, 11, 5, 0};
     const std::size_t sizes[] = {100000, 1, 300000, 65536 * 3 + 1, 0};
@@ -501,7 +547,7 @@ TEST_CASE("several cookies posted out of order, mixed with packets") {
 
 TEST_CASE("a chain of sends posted from on_send_done never stalls on the in-flight limit") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     // The engine posts its next packet from the completion of the previous
     // one; reported sends must not count as in flight any more.
@@ -523,7 +569,7 @@ TEST_CASE("a chain of sends posted from on_send_done never stalls on the in-flig
 
 TEST_CASE("callbacks may re-enter the driver (rendezvous driven from on_packet)") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     // b announces a transfer (RTS); a posts the receive and answers (RTR)
     // from inside on_packet; b sends the data from inside on_packet.
@@ -553,7 +599,7 @@ TEST_CASE("callbacks may re-enter the driver (rendezvous driven from on_packet)"
 
 TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     std::vector<std::byte> room(1 << 20), bytes = make_bytes(1 << 20, 1);
     iovec r = iov_of(room.data(), room.size()), s = iov_of(bytes.data(), bytes.size());
@@ -575,7 +621,7 @@ TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
 
 TEST_CASE("close_connection is silent locally and fails the peer's side") {
   for (const auto& d : network_drivers()) {
-    INFO("driver ", std::string(d.name));
+    INFO("driver ", label(d));
     pair_fixture p(d);
     p.a->close_connection(p.a2b);
     REQUIRE(poll_until(p.both(), [&] { return !p.eb.failed.empty(); }));
@@ -862,4 +908,63 @@ TEST_CASE("shm: without cross-memory attach, data streams through the ring intac
   got.insert(got.end(), d3.begin(), d3.begin() + 5);
   CHECK(got == src);
   CHECK(p.ea.failed.empty());
+}
+
+// ---- ofi: start-up errors and reach -------------------------------------------
+
+TEST_CASE("ofi: a forced provider libfabric does not offer stops open, naming it") {
+  recorder ev;
+  {
+    auto d = nmad::make_ofi_driver_for("no-such-provider");
+    std::string what;
+    try {
+      d->open({0, 2, kKey, &ev});
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+    }
+    CHECK(what.find("provider 'no-such-provider'") != std::string::npos);
+    CHECK(what.find("not available") != std::string::npos);
+  }
+  {
+    env_guard g("NMAD_OFI_PROVIDER", "bogus;ofi_rxm");
+    auto d = nmad::find_driver("ofi")->create();
+    std::string what;
+    try {
+      d->open({0, 2, kKey, &ev});
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+    }
+    CHECK(what.find("'bogus;ofi_rxm' (NMAD_OFI_PROVIDER)") != std::string::npos);
+  }
+  {
+    env_guard g("NMAD_OFI_CONNECT_TIMEOUT_MS", "soon");
+    auto d = nmad::make_ofi_driver_for("tcp;ofi_rxm");
+    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_CONNECT_TIMEOUT_MS='soon'"),
+                         std::runtime_error);
+  }
+  CHECK(ev.total() == 0);
+}
+
+TEST_CASE("ofi: shm reaches this host only; providers do not mix") {
+  recorder ea, eb;
+  auto shm = nmad::make_ofi_driver_for("shm");
+  auto tcp = nmad::make_ofi_driver_for("tcp;ofi_rxm");
+  shm->open({1, 2, kKey, &ea});
+  tcp->open({0, 2, kKey, &eb});
+  CHECK(shm->caps().node_local);
+  CHECK_FALSE(tcp->caps().node_local);
+  const std::string addr = shm->local_address();
+  CHECK(shm->reachable(addr));
+  // The same endpoint name published from another host.
+  const auto c2 = addr.find(':', 4), c3 = addr.find(':', c2 + 1);
+  REQUIRE(c3 != std::string::npos);
+  const std::string elsewhere = addr.substr(0, c2 + 1) + "some-other-host" + addr.substr(c3);
+  CHECK_FALSE(shm->reachable(elsewhere));
+  CHECK_FALSE(shm->reachable(tcp->local_address()));
+  CHECK_FALSE(tcp->reachable(addr));
+  CHECK_FALSE(shm->reachable("127.0.0.1:5000"));
+  connection_id c = shm->connect(0, elsewhere);
+  REQUIRE(poll_until({shm.get()}, [&] { return !ea.failed.empty(); }));
+  CHECK(ea.failed[0].first == c);
+  CHECK(ea.failed[0].second.find("another host") != std::string::npos);
 }

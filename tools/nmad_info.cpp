@@ -18,6 +18,7 @@
 #include "core/transfer/driver.hpp"
 #include "core/transfer/profile.hpp"
 #include "drivers/builtin.hpp"
+#include "drivers/ofi/ofi_driver.hpp"
 
 namespace {
 
@@ -138,6 +139,11 @@ void print_drivers() {
     } catch (const std::exception& e) {
       std::printf("           unavailable: %s\n", e.what());
     }
+    if (d.on_request) std::printf("           opened only when named in NMAD_DRIVER / NMAD_DRIVERS\n");
+    if (d.name == "ofi")
+      for (const auto& p : nmad::ofi_probe_providers())
+        std::printf("           provider %-12s %s: %s\n", p.provider.c_str(), p.usable ? "usable" : "unusable",
+                    p.detail.c_str());
   }
 }
 
@@ -183,6 +189,9 @@ void print_config() {
       {"NMAD_PROFILE", "auto", "driver profiles: auto (cached; sampled when a multirail job has none), sample, off"},
       {"NMAD_PROFILE_CACHE", "~/.cache/nmad/profiles", "file of the sampled driver profiles (else $XDG_CACHE_HOME/nmad/profiles)"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
+      {"NMAD_OFI_PROVIDER", "", "ofi: libfabric provider to use, e.g. tcp;ofi_rxm, shm (else FI_PROVIDER, else chosen)"},
+      {"NMAD_OFI_DOMAIN", "lo", "ofi: libfabric domain (interface) to use (default lo where offered)"},
+      {"NMAD_OFI_CONNECT_TIMEOUT_MS", "5000", "ofi: time a peer has to answer the hello"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
       {"NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "5000", "tcp: time a stranger has to present the job key"},

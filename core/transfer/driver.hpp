@@ -230,6 +230,10 @@ struct driver_descriptor {
   // opens the first registered one for its own gate; it is never chosen
   // for a peer, listed as a network driver, or named in NMAD_DRIVER.
   bool loopback = false;
+  // Opened only when named (NMAD_DRIVER, NMAD_DRIVERS): the automatic
+  // per-peer choice leaves it out (the ofi driver: libfabric would be
+  // started in every job for paths the built-in drivers already serve).
+  bool on_request = false;
 };
 // Adds `d` in registration order. False (and nothing added) when a driver
 // of that name is registered already or the table is full (see the log).

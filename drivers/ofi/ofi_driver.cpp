@@ -1,0 +1,1036 @@
+// The ofi driver (see ofi_driver.hpp for what it offers).
+//
+// Tunables (read once by open(); a malformed value makes open() throw):
+//   NMAD_OFI_PROVIDER            provider to use (else FI_PROVIDER, else chosen)
+//   NMAD_OFI_DOMAIN              domain (network interface) to use; default
+//                                "lo" where the provider offers it (loopback,
+//                                like NMAD_TCP_HOST's 127.0.0.1), else the first
+//   NMAD_OFI_CONNECT_TIMEOUT_MS  time a peer has to answer a hello (5000): a
+//                                dead address shows only this way (ofi_rxm
+//                                retries a refused connection by itself)
+//
+// Tag layout (64 bits). Bit 63 set: bulk data, bits 62..32 the receiver's
+// connection id for the sender, bits 31..0 the low half of the cookie. Bit 63
+// clear: a packet (bit 62 clear) or a control message (bit 62 set), bits
+// 61..32 the receiver's connection id for the sender (0 in a hello). Packet
+// and control receive buffers are posted with bit 63 only significant, so
+// one pool takes both; data receives match their tag exactly. Two cookies
+// posted on one connection must differ in their low 32 bits (post_recv_data
+// refuses the second): the engine's cookies are counters, far from that.
+//
+// Progress: poll() reads the completion queue (fi_cq_read drives the
+// provider's manual progress), reports completions, then reports the
+// connections that failed. Every operation handed to libfabric is an `op`
+// that lives until libfabric reports it, even when its connection failed
+// first (it is then marked dead and its completion is dropped; a posted
+// receive is cancelled with fi_cancel so the caller's buffer is released).
+//
+// Sleeping: the completion queue is opened with a file-descriptor wait
+// object (FI_WAIT_FD) where the provider has one; arm_wakeup() asks
+// fi_trywait() and sleeps on that descriptor, or answers busy when work is
+// pending. A provider without one makes arm_wakeup() answer busy: the
+// waiter then keeps polling (it spins), never sleeping past an arrival.
+#include "drivers/ofi/ofi_driver.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/common/log.hpp"
+
+namespace nmad {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxPacket = 32 * 1024;
+constexpr std::size_t kRecvBuffers = 64;
+constexpr std::size_t kMaxSendsInFlight = 64;
+constexpr int kCqBatch = 32;
+constexpr int kMaxCqReadsPerPoll = 8;
+
+constexpr std::uint64_t kDataBit = 1ull << 63;
+constexpr std::uint64_t kCtrlBit = 1ull << 62;
+constexpr std::uint64_t kIgnoreNonData = ~kDataBit;
+constexpr connection_id kMaxConnId = (1u << 30) - 1;
+
+std::uint64_t packet_tag(std::uint32_t peer_id) { return std::uint64_t{peer_id} << 32; }
+std::uint64_t ctrl_tag(std::uint32_t peer_id) { return kCtrlBit | std::uint64_t{peer_id} << 32; }
+std::uint64_t data_tag(std::uint32_t peer_id, std::uint64_t cookie) {
+  return kDataBit | std::uint64_t{peer_id} << 32 | (cookie & 0xffffffffu);
+}
+
+const char* const kPreference[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "shm"};
+
+// ---- control messages ---------------------------------------------------------
+enum class ctrl_type : std::uint8_t { hello = 1, ack = 2, refuse = 3, bye = 4 };
+constexpr char kCtrlMagic[4] = {'N', 'M', 'O', 'F'};
+constexpr std::uint16_t kCtrlVersion = 1;
+constexpr std::uint32_t kMaxKey = 4096, kMaxAddr = 1024;
+
+struct ctrl_header {
+  char magic[4];
+  std::uint16_t version;
+  ctrl_type type;
+  std::uint8_t pad;
+  std::int32_t rank;
+  std::uint32_t sender_id;  // the sender's connection id for the receiver
+  std::uint32_t key_len;    // hello: the job key; refuse: the reason
+  std::uint32_t addr_len;   // hello: the sender's endpoint name
+};
+
+std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id, std::string_view text,
+                                 std::string_view addr) {
+  ctrl_header h{};
+  std::memcpy(h.magic, kCtrlMagic, 4);
+  h.version = kCtrlVersion;
+  h.type = t;
+  h.rank = rank;
+  h.sender_id = sender_id;
+  h.key_len = static_cast<std::uint32_t>(text.size());
+  h.addr_len = static_cast<std::uint32_t>(addr.size());
+  std::vector<std::byte> out(sizeof h + text.size() + addr.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  if (!text.empty()) std::memcpy(out.data() + sizeof h, text.data(), text.size());
+  if (!addr.empty()) std::memcpy(out.data() + sizeof h + text.size(), addr.data(), addr.size());
+  return out;
+}
+
+// ---- small helpers ------------------------------------------------------------
+std::string fi_error(std::string_view prov, std::string_view call, int ret) {
+  return "ofi driver (" + std::string(prov.empty() ? "no provider" : prov) + "): " + std::string(call) +
+         " failed: " + fi_strerror(ret < 0 ? -ret : ret);
+}
+
+long env_number(const char* name, long def, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  long x = 0;
+  auto [end, ec] = std::from_chars(v, v + std::strlen(v), x);
+  if (ec != std::errc{} || *end || x < lo || x > hi)
+    throw std::runtime_error(std::string("ofi driver: ") + name + "='" + v + "' is not a number in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::string hex(std::string_view bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : bytes) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+bool unhex(std::string_view s, std::string& out) {
+  if (s.size() % 2) return false;
+  out.clear();
+  for (std::size_t i = 0; i < s.size(); i += 2) {
+    unsigned v = 0;
+    auto [end, ec] = std::from_chars(s.data() + i, s.data() + i + 2, v, 16);
+    if (ec != std::errc{} || end != s.data() + i + 2) return false;
+    out += static_cast<char>(v);
+  }
+  return true;
+}
+
+// "ofi:<provider with ';' as ','>:<host>:<hex endpoint name>"
+struct parsed_address {
+  std::string provider, host, name;
+};
+bool parse_address(std::string_view a, parsed_address& p) {
+  if (a.substr(0, 4) != "ofi:") return false;
+  a.remove_prefix(4);
+  const auto c1 = a.find(':');
+  if (c1 == std::string_view::npos) return false;
+  const auto c2 = a.find(':', c1 + 1);
+  if (c2 == std::string_view::npos) return false;
+  p.provider = std::string(a.substr(0, c1));
+  std::replace(p.provider.begin(), p.provider.end(), ',', ';');
+  p.host = std::string(a.substr(c1 + 1, c2 - c1 - 1));
+  return !p.provider.empty() && unhex(a.substr(c2 + 1), p.name) && !p.name.empty() && p.name.size() <= kMaxAddr;
+}
+
+// The shm provider names an endpoint fi_shm://PID:DOMAIN:EP and keeps its
+// region in /dev/shm/PID:DOMAIN:EP while it is open: an address whose region
+// is gone, or whose process is, belongs to an endpoint that closed (writing
+// to it would touch a region its owner unmapped). Other names: true.
+bool shm_peer_present(const std::string& name) {
+  constexpr std::string_view prefix = "fi_shm://";
+  if (name.compare(0, prefix.size(), prefix) != 0) return true;
+  std::string rest = name.substr(prefix.size());
+  rest = rest.c_str();  // up to the terminating NUL fi_getname included
+  if (rest.empty() || rest.find('/') != std::string::npos) return false;
+  if (::access(("/dev/shm/" + rest).c_str(), F_OK) != 0) return false;
+  int pid = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+  return ec != std::errc{} || pid <= 0 || ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::size_t total_len(std::span<const iovec> iov) {
+  std::size_t n = 0;
+  for (const iovec& v : iov) n += v.iov_len;
+  return n;
+}
+
+struct info_deleter {
+  void operator()(fi_info* i) const { fi_freeinfo(i); }
+};
+using info_ptr = std::unique_ptr<fi_info, info_deleter>;
+
+// What the driver asks of a provider.
+info_ptr make_hints(const std::string& provider) {
+  info_ptr h(fi_allocinfo());
+  if (!h) throw std::runtime_error("ofi driver: fi_allocinfo failed (out of memory)");
+  h->caps = FI_TAGGED | FI_SEND | FI_RECV;
+  h->mode = FI_CONTEXT | FI_CONTEXT2;
+  h->ep_attr->type = FI_EP_RDM;
+  h->tx_attr->msg_order = FI_ORDER_SAS;
+  h->rx_attr->msg_order = FI_ORDER_SAS;
+  h->domain_attr->threading = FI_THREAD_DOMAIN;
+  h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+  h->domain_attr->resource_mgmt = FI_RM_ENABLED;
+  // Every mode but local registration: those only concern RMA targets,
+  // which this driver does not expose.
+  h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  if (!provider.empty()) h->fabric_attr->prov_name = ::strdup(provider.c_str());
+  return h;
+}
+
+bool is_node_local(const fi_info* i) { return std::string_view(i->fabric_attr->prov_name) == "shm"; }
+
+// The providers the driver can use, each with its entry of choice.
+struct candidate {
+  std::string provider;
+  fi_info* info;  // inside the list it came from
+};
+
+std::vector<candidate> candidates(fi_info* list, const std::string& domain) {
+  std::vector<candidate> out;
+  for (fi_info* i = list; i; i = i->next) {
+    const std::string prov = i->fabric_attr->prov_name;
+    if (i->addr_format == FI_SOCKADDR_IN6) continue;  // one entry per provider: IPv4 or named
+    auto it = std::find_if(out.begin(), out.end(), [&](const candidate& c) { return c.provider == prov; });
+    const std::string dom = i->domain_attr->name ? i->domain_attr->name : "";
+    const bool wanted = domain.empty() ? dom == "lo" : dom == domain;
+    if (it == out.end()) {
+      if (!domain.empty() && !wanted) continue;
+      out.push_back({prov, i});
+    } else if (wanted && std::string_view(it->info->domain_attr->name ? it->info->domain_attr->name : "") != dom &&
+               domain.empty()) {
+      it->info = i;  // the loopback domain over the first one listed
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const candidate& a, const candidate& b) {
+    auto rank = [](const std::string& p) {
+      for (std::size_t k = 0; k < std::size(kPreference); ++k)
+        if (p == kPreference[k]) return static_cast<int>(k);
+      return static_cast<int>(std::size(kPreference));
+    };
+    return rank(a.provider) < rank(b.provider);
+  });
+  return out;
+}
+
+// ---- the driver -----------------------------------------------------------------
+enum class op_kind : std::uint8_t { rx_buffer, send, recv_data, ctrl_send };
+
+struct op {
+  fi_context2 ctx;  // first: libfabric hands back &ctx as op_context
+  op_kind kind = op_kind::send;
+  bool dead = false;      // its connection is gone: the completion is dropped
+  bool report = true;     // send: tell the engine (not for copies of control)
+  connection_id conn = invalid_connection;
+  void* token = nullptr;
+  std::uint64_t cookie = 0;
+  std::size_t capacity = 0;
+  ctrl_type ctrl = ctrl_type::hello;
+  std::vector<std::byte> owned;  // bytes this op sends from, or receives into
+};
+
+// await_ack: hello sent, no answer yet; ack_queued: hello accepted, the ack
+// not taken by the provider yet (posts retry until it is, so no packet
+// overtakes it).
+enum class state { await_ack, ack_queued, established, failed };
+
+struct conn {
+  connection_id id = invalid_connection;
+  int peer_rank = -1;
+  fi_addr_t addr = FI_ADDR_NOTAVAIL;
+  std::uint32_t peer_id = 0;  // the peer's connection id for us
+  state st = state::await_ack;
+  steady::time_point deadline;
+  std::string fail_reason;
+  std::size_t in_flight = 0;
+  std::unordered_map<std::uint32_t, op*> recvs;  // by low cookie half
+  std::unordered_set<op*> sends;
+};
+
+class ofi_driver final : public driver {
+ public:
+  explicit ofi_driver(std::string forced) : _forced(std::move(forced)) {}
+  ~ofi_driver() override;
+
+  void open(const driver_config& config) override;
+  const driver_caps& caps() const override { return _caps; }
+  std::string local_address() const override { return _local; }
+  bool reachable(std::string_view address) const override;
+  connection_id connect(int peer_rank, std::string_view address) override;
+  post_result post_send_packet(connection_id id, std::span<const iovec> iov, void* token) override;
+  post_result send_inline(connection_id id, std::span<const iovec> iov) override;
+  bool backlog(connection_id id) const override {
+    auto it = _conns.find(id);
+    return it != _conns.end() && it->second.in_flight > 0;
+  }
+  post_result post_send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
+                             void* token) override;
+  post_result post_recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
+                             void* token) override;
+  int poll() override;
+  bool quiet() const override { return _conns.empty() && _ctrl_pending == 0 && _ctrl_queue.empty(); }
+  void close_connection(connection_id id) override;
+  arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
+
+  const std::string& provider() const { return _prov; }
+  bool has_wait_fd() const { return _wait_fd >= 0; }
+
+ private:
+  void check(int ret, const char* call) const {
+    if (ret < 0) throw std::runtime_error(fi_error(_prov, call, ret));
+  }
+  conn* find(connection_id id) {
+    auto it = _conns.find(id);
+    return it == _conns.end() ? nullptr : &it->second;
+  }
+  post_result check_postable(conn* c) const {
+    if (!c || c->st == state::failed) return post_result::failed;
+    if (c->st != state::established) return post_result::retry;
+    return post_result::posted;
+  }
+  conn& add_conn();
+  bool insert_address(std::string_view name, fi_addr_t& out, std::string& why);
+  void post_rx_buffer(op* o);
+  // Sends a control message now, or from poll() once the provider takes
+  // it (ofi_rxm answers FI_EAGAIN while it sets up its connection), in
+  // order. An ack that goes out opens its connection for posts.
+  void send_ctrl(fi_addr_t to, std::uint64_t tag, ctrl_type type, std::vector<std::byte> bytes, connection_id conn);
+  // Posts the queued control messages; false if one still waits.
+  bool flush_ctrl();
+  // Reads the completion queue for the destructor, telling the engine
+  // nothing: a bye marks its connection gone, everything else is released.
+  void drain_quietly();
+  void settle_quietly(op* o, const fi_cq_tagged_entry* e);
+  void fail(conn& c, std::string reason);
+  void complete(const fi_cq_tagged_entry& e);
+  void complete_error(const fi_cq_err_entry& e);
+  void on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes);
+  void release(op* o) {
+    _ops.erase(o);
+    delete o;
+  }
+  op* new_op(op_kind k, connection_id c) {
+    op* o = new op;
+    o->kind = k;
+    o->conn = c;
+    _ops.insert(o);
+    return o;
+  }
+
+  std::string _forced;
+  driver_config _cfg;
+  driver_caps _caps;
+  std::string _prov, _local, _host;
+  std::string _name;  // our endpoint name (fi_getname)
+  std::chrono::milliseconds _connect_timeout{5000};
+  std::size_t _iov_limit = 1, _inject = 0;
+  fid_fabric* _fabric = nullptr;
+  fid_domain* _domain = nullptr;
+  fid_cq* _cq = nullptr;
+  fid_av* _av = nullptr;
+  fid_ep* _ep = nullptr;
+  int _wait_fd = -1;
+  std::map<connection_id, conn> _conns;
+  connection_id _next_id = 1;
+  std::unordered_set<op*> _ops;  // every op libfabric holds
+  std::vector<connection_id> _to_report;  // failed, not reported yet
+  std::size_t _ctrl_pending = 0;
+  std::vector<op*> _rx_idle;  // packet buffers to post again
+  struct queued_ctrl {
+    fi_addr_t to;
+    std::uint64_t tag;
+    ctrl_type type;
+    op* o;
+  };
+  std::deque<queued_ctrl> _ctrl_queue;
+  int _depth = 0;
+  bool _rx_error_logged = false;
+};
+
+ofi_driver::~ofi_driver() {
+  if (_ep) {
+    // Tell every peer still there that we are going (a bye each, after the
+    // byes already in: an endpoint that left is not written to), then let
+    // the provider move them out for a short while; nothing is reported to
+    // the engine any more.
+    drain_quietly();
+    for (auto& [id, c] : _conns)
+      if (c.st == state::established)
+        send_ctrl(c.addr, ctrl_tag(c.peer_id), ctrl_type::bye, make_ctrl(ctrl_type::bye, _cfg.rank, c.id, {}, {}),
+                  invalid_connection);
+    const auto end = steady::now() + std::chrono::milliseconds(200);
+    while ((_ctrl_pending > 0 || !_ctrl_queue.empty()) && steady::now() < end) {
+      flush_ctrl();
+      drain_quietly();
+    }
+    fi_close(&_ep->fid);
+  }
+  if (_av) fi_close(&_av->fid);
+  if (_cq) fi_close(&_cq->fid);
+  if (_domain) fi_close(&_domain->fid);
+  if (_fabric) fi_close(&_fabric->fid);
+  for (op* o : _ops) delete o;
+}
+
+void ofi_driver::drain_quietly() {
+  for (int round = 0; round < 64; ++round) {
+    fi_cq_tagged_entry e[kCqBatch];
+    ssize_t n = fi_cq_read(_cq, e, kCqBatch);
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      if (fi_cq_readerr(_cq, &err, 0) > 0) settle_quietly(static_cast<op*>(err.op_context), nullptr);
+      continue;
+    }
+    if (n <= 0) return;
+    for (ssize_t i = 0; i < n; ++i) settle_quietly(static_cast<op*>(e[i].op_context), &e[i]);
+  }
+}
+
+void ofi_driver::settle_quietly(op* o, const fi_cq_tagged_entry* e) {
+  if (!o || !_ops.count(o)) return;
+  if (o->kind == op_kind::rx_buffer) {  // not posted again: the endpoint closes
+    ctrl_header h;
+    if (e && (e->tag & kCtrlBit) && e->len >= sizeof h) {
+      std::memcpy(&h, o->owned.data(), sizeof h);
+      conn* c = find(static_cast<connection_id>((e->tag >> 32) & kMaxConnId));
+      if (std::memcmp(h.magic, kCtrlMagic, 4) == 0 && h.type == ctrl_type::bye && c && c->peer_id == h.sender_id)
+        c->st = state::failed;
+    }
+    return;
+  }
+  if (o->kind == op_kind::ctrl_send) --_ctrl_pending;
+  release(o);
+}
+
+void ofi_driver::open(const driver_config& config) {
+  if (_ep) throw std::runtime_error("ofi driver: already open");
+  if (!config.events) throw std::runtime_error("ofi driver: no driver_events");
+  if (config.size < 1 || config.rank < 0 || config.rank >= config.size)
+    throw std::runtime_error("ofi driver: rank " + std::to_string(config.rank) + " out of range for job size " +
+                             std::to_string(config.size));
+  _cfg = config;
+  _connect_timeout = std::chrono::milliseconds(env_number("NMAD_OFI_CONNECT_TIMEOUT_MS", 5000, 1, 3600000));
+  std::string forced = _forced, forced_by = "forced";
+  if (forced.empty()) {
+    if (const char* p = std::getenv("NMAD_OFI_PROVIDER"); p && *p) forced = p, forced_by = "NMAD_OFI_PROVIDER";
+    else if (const char* f = std::getenv("FI_PROVIDER"); f && *f) forced = f, forced_by = "FI_PROVIDER";
+  }
+  std::string domain;
+  if (const char* d = std::getenv("NMAD_OFI_DOMAIN"); d && *d) domain = d;
+
+  info_ptr hints = make_hints(forced);
+  fi_info* raw = nullptr;
+  int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &raw);
+  info_ptr list(raw);
+  std::vector<candidate> cands;
+  if (ret == 0) cands = candidates(list.get(), domain);
+  if (cands.empty()) {
+    const std::string where = domain.empty() ? "" : " with domain '" + domain + "' (NMAD_OFI_DOMAIN)";
+    if (!forced.empty())
+      throw std::runtime_error("ofi driver: provider '" + forced + "' (" + forced_by +
+                               ") is not available here" + where + " for reliable tagged messages (fi_getinfo: " +
+                               (ret ? fi_strerror(-ret) : "no matching entry") + "); see fi_info -l");
+    throw std::runtime_error("ofi driver: no libfabric provider offers reliable tagged messages here" + where +
+                             " (fi_getinfo: " + (ret ? fi_strerror(-ret) : "no matching entry") + ")");
+  }
+  fi_info* info = cands.front().info;
+  _prov = cands.front().provider;
+
+  check(fi_fabric(info->fabric_attr, &_fabric, nullptr), "fi_fabric");
+  check(fi_domain(_fabric, info, &_domain, nullptr), "fi_domain");
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.size = 0;
+  cq_attr.wait_obj = FI_WAIT_FD;
+  if (fi_cq_open(_domain, &cq_attr, &_cq, nullptr) != 0) {
+    cq_attr.wait_obj = FI_WAIT_NONE;  // no descriptor: arm_wakeup answers busy
+    check(fi_cq_open(_domain, &cq_attr, &_cq, nullptr), "fi_cq_open");
+  } else if (fi_control(&_cq->fid, FI_GETWAIT, &_wait_fd) != 0) {
+    _wait_fd = -1;
+  }
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_MAP;
+  if (fi_av_open(_domain, &av_attr, &_av, nullptr) != 0) {
+    av_attr.type = FI_AV_TABLE;
+    check(fi_av_open(_domain, &av_attr, &_av, nullptr), "fi_av_open");
+  }
+  check(fi_endpoint(_domain, info, &_ep, nullptr), "fi_endpoint");
+  check(fi_ep_bind(_ep, &_cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  check(fi_ep_bind(_ep, &_av->fid, 0), "fi_ep_bind(av)");
+  check(fi_enable(_ep), "fi_enable");
+  char name[kMaxAddr];
+  std::size_t len = sizeof name;
+  check(fi_getname(&_ep->fid, name, &len), "fi_getname");
+  _name.assign(name, len);
+  _host = hostname();
+  std::string prov_field = _prov;
+  std::replace(prov_field.begin(), prov_field.end(), ';', ',');
+  _local = "ofi:" + prov_field + ":" + _host + ":" + hex(_name);
+
+  _iov_limit = std::max<std::size_t>(1, std::min<std::size_t>(info->tx_attr->iov_limit, info->rx_attr->iov_limit));
+  _inject = info->tx_attr->inject_size;
+
+  _caps = {};
+  _caps.name = "ofi";
+  _caps.max_packet_size = kMaxPacket;
+  _caps.max_iov = std::min<std::size_t>(_iov_limit, 64);
+  _caps.max_sends_in_flight = kMaxSendsInFlight;
+  _caps.max_inline = std::min<std::size_t>(_inject, kMaxPacket);
+  _caps.gather_scatter = _iov_limit > 1;
+  _caps.zero_copy_data = true;  // the provider moves bytes from/to the caller's iovec
+  _caps.rdma_get = false;
+  _caps.node_local = is_node_local(info);
+  // Estimates, placed behind the built-in drivers of the same reach (the
+  // session's automatic choice never takes ofi; NMAD_DRIVER=ofi does).
+  _caps.latency_us = _caps.node_local ? 2 : 25;
+  _caps.bandwidth_mbps = _caps.node_local ? 5000 : 1000;
+  _caps.overhead_us = 1;
+
+  for (std::size_t i = 0; i < kRecvBuffers; ++i) {
+    op* o = new_op(op_kind::rx_buffer, invalid_connection);
+    o->owned.resize(kMaxPacket);
+    post_rx_buffer(o);
+  }
+  log_write(log_level::info, "ofi",
+            "provider " + _prov + " (domain " + std::string(info->domain_attr->name ? info->domain_attr->name : "?") +
+                "), address " + _local);
+}
+
+// A buffer the provider cannot take now (FI_EAGAIN) is posted again from
+// the next poll().
+void ofi_driver::post_rx_buffer(op* o) {
+  ssize_t r = fi_trecv(_ep, o->owned.data(), o->owned.size(), nullptr, FI_ADDR_UNSPEC, 0, kIgnoreNonData, &o->ctx);
+  if (r == 0) return;
+  if (r != -FI_EAGAIN) throw std::runtime_error(fi_error(_prov, "fi_trecv (packet buffer)", static_cast<int>(r)));
+  _rx_idle.push_back(o);
+}
+
+bool ofi_driver::reachable(std::string_view address) const {
+  parsed_address p;
+  if (!parse_address(address, p)) return false;
+  if (p.provider != _prov) return false;
+  return !_caps.node_local || p.host == _host;
+}
+
+conn& ofi_driver::add_conn() {
+  while (_conns.count(_next_id) || _next_id == 0) _next_id = (_next_id % kMaxConnId) + 1;
+  conn& c = _conns[_next_id];
+  c.id = _next_id;
+  _next_id = (_next_id % kMaxConnId) + 1;
+  return c;
+}
+
+bool ofi_driver::insert_address(std::string_view name, fi_addr_t& out, std::string& why) {
+  std::string copy(name);
+  int n = fi_av_insert(_av, copy.data(), 1, &out, 0, nullptr);
+  if (n == 1) return true;
+  why = fi_error(_prov, "fi_av_insert", n < 0 ? n : -FI_EINVAL);
+  return false;
+}
+
+void ofi_driver::send_ctrl(fi_addr_t to, std::uint64_t tag, ctrl_type type, std::vector<std::byte> bytes,
+                           connection_id conn) {
+  op* o = new_op(op_kind::ctrl_send, conn);
+  o->ctrl = type;
+  o->owned = std::move(bytes);
+  _ctrl_queue.push_back({to, tag, type, o});
+  flush_ctrl();
+}
+
+bool ofi_driver::flush_ctrl() {
+  while (!_ctrl_queue.empty()) {
+    queued_ctrl& q = _ctrl_queue.front();
+    op* o = q.o;
+    conn* c = o->conn == invalid_connection ? nullptr : find(o->conn);
+    if (o->conn != invalid_connection && (!c || c->st == state::failed)) {  // its connection went meanwhile
+      release(o);
+      _ctrl_queue.pop_front();
+      continue;
+    }
+    ssize_t r = fi_tsend(_ep, o->owned.data(), o->owned.size(), nullptr, q.to, q.tag, &o->ctx);
+    if (r == -FI_EAGAIN) return false;
+    const ctrl_type type = q.type;
+    _ctrl_queue.pop_front();
+    if (r != 0) {
+      release(o);
+      if (c) fail(*c, fi_error(_prov, "fi_tsend (control message)", static_cast<int>(r)));
+      continue;
+    }
+    ++_ctrl_pending;
+    if (c && type == ctrl_type::ack && c->st == state::ack_queued) c->st = state::established;
+  }
+  return true;
+}
+
+connection_id ofi_driver::connect(int peer_rank, std::string_view address) {
+  conn& c = add_conn();
+  c.peer_rank = peer_rank;
+  c.deadline = steady::now() + _connect_timeout;
+  parsed_address p;
+  std::string why;
+  if (!_ep) {
+    fail(c, "driver not open");
+  } else if (peer_rank < 0 || peer_rank >= _cfg.size || peer_rank == _cfg.rank) {
+    fail(c, "peer rank out of range");
+  } else if (!parse_address(address, p)) {
+    fail(c, "bad address '" + std::string(address) + "' (want ofi:provider:host:name)");
+  } else if (p.provider != _prov) {
+    fail(c, "the peer uses provider " + p.provider + ", this process " + _prov);
+  } else if (_caps.node_local && p.host != _host) {
+    fail(c, "the peer is on another host (" + p.host + ") and provider " + _prov + " reaches this host only");
+  } else if (!shm_peer_present(p.name)) {
+    fail(c, "the peer's shared-memory endpoint is gone (" + p.name + ")");
+  } else if (!insert_address(p.name, c.addr, why)) {
+    fail(c, why);
+  } else {
+    send_ctrl(c.addr, ctrl_tag(0), ctrl_type::hello, make_ctrl(ctrl_type::hello, _cfg.rank, c.id, _cfg.job_key, _name),
+              c.id);
+  }
+  return c.id;
+}
+
+post_result ofi_driver::post_send_packet(connection_id id, std::span<const iovec> iov, void* token) {
+  conn* c = find(id);
+  if (post_result r = check_postable(c); r != post_result::posted) return r;
+  const std::size_t len = total_len(iov);
+  if (len > kMaxPacket || iov.size() > 64) return post_result::failed;
+  if (c->in_flight >= kMaxSendsInFlight) return post_result::retry;
+  op* o = new_op(op_kind::send, id);
+  o->token = token;
+  ssize_t r;
+  if (iov.size() <= _iov_limit) {
+    r = fi_tsendv(_ep, iov.data(), nullptr, iov.size(), c->addr, packet_tag(c->peer_id), &o->ctx);
+  } else {  // more pieces than the provider takes: one copy
+    o->owned.resize(len);
+    std::size_t pos = 0;
+    for (const iovec& v : iov) {
+      if (v.iov_len) std::memcpy(o->owned.data() + pos, v.iov_base, v.iov_len);
+      pos += v.iov_len;
+    }
+    r = fi_tsend(_ep, o->owned.data(), len, nullptr, c->addr, packet_tag(c->peer_id), &o->ctx);
+  }
+  if (r == 0) {
+    ++c->in_flight;
+    c->sends.insert(o);
+    return post_result::posted;
+  }
+  release(o);
+  if (r == -FI_EAGAIN) return post_result::retry;
+  fail(*c, fi_error(_prov, "fi_tsend (packet)", static_cast<int>(r)));
+  return post_result::failed;
+}
+
+post_result ofi_driver::send_inline(connection_id id, std::span<const iovec> iov) {
+  conn* c = find(id);
+  if (post_result r = check_postable(c); r != post_result::posted) return r;
+  const std::size_t len = total_len(iov);
+  if (len > _caps.max_inline || len == 0) return post_result::retry;
+  std::byte buf[4096];
+  if (len > sizeof buf) return post_result::retry;
+  std::size_t pos = 0;
+  for (const iovec& v : iov) {
+    if (v.iov_len) std::memcpy(buf + pos, v.iov_base, v.iov_len);
+    pos += v.iov_len;
+  }
+  ssize_t r = fi_tinject(_ep, buf, len, c->addr, packet_tag(c->peer_id));
+  if (r == 0) return post_result::posted;
+  if (r == -FI_EAGAIN) return post_result::retry;
+  fail(*c, fi_error(_prov, "fi_tinject (packet)", static_cast<int>(r)));
+  return post_result::failed;
+}
+
+post_result ofi_driver::post_send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
+                                       void* token) {
+  conn* c = find(id);
+  if (post_result r = check_postable(c); r != post_result::posted) return r;
+  if (iov.size() > _iov_limit) return post_result::failed;
+  if (c->in_flight >= kMaxSendsInFlight) return post_result::retry;
+  op* o = new_op(op_kind::send, id);
+  o->token = token;
+  o->cookie = cookie;
+  ssize_t r = iov.empty() ? fi_tsend(_ep, nullptr, 0, nullptr, c->addr, data_tag(c->peer_id, cookie), &o->ctx)
+                          : fi_tsendv(_ep, iov.data(), nullptr, iov.size(), c->addr, data_tag(c->peer_id, cookie),
+                                      &o->ctx);
+  if (r == 0) {
+    ++c->in_flight;
+    c->sends.insert(o);
+    return post_result::posted;
+  }
+  release(o);
+  if (r == -FI_EAGAIN) return post_result::retry;
+  fail(*c, fi_error(_prov, "fi_tsend (data)", static_cast<int>(r)));
+  return post_result::failed;
+}
+
+post_result ofi_driver::post_recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
+                                       void* token) {
+  conn* c = find(id);
+  if (post_result r = check_postable(c); r != post_result::posted) return r;
+  if (iov.size() > _iov_limit) return post_result::failed;
+  const auto low = static_cast<std::uint32_t>(cookie);
+  if (c->recvs.count(low)) return post_result::failed;  // posted already (or same low half)
+  op* o = new_op(op_kind::recv_data, id);
+  o->token = token;
+  o->cookie = cookie;
+  o->capacity = total_len(iov);
+  // The local connection id is what the peer puts in its data tags.
+  const std::uint64_t tag = data_tag(c->id, cookie);
+  for (;;) {
+    ssize_t r = iov.empty() ? fi_trecv(_ep, nullptr, 0, nullptr, FI_ADDR_UNSPEC, tag, 0, &o->ctx)
+                            : fi_trecvv(_ep, iov.data(), nullptr, iov.size(), FI_ADDR_UNSPEC, tag, 0, &o->ctx);
+    if (r == 0) break;
+    release(o);
+    if (r == -FI_EAGAIN) return post_result::retry;
+    fail(*c, fi_error(_prov, "fi_trecv (data)", static_cast<int>(r)));
+    return post_result::failed;
+  }
+  c->recvs.emplace(low, o);
+  return post_result::posted;
+}
+
+void ofi_driver::close_connection(connection_id id) {
+  conn* c = find(id);
+  if (!c) return;
+  if (c->st == state::established)
+    send_ctrl(c->addr, ctrl_tag(c->peer_id), ctrl_type::bye, make_ctrl(ctrl_type::bye, _cfg.rank, c->id, {}, {}),
+              invalid_connection);
+  fail(*c, "closed");
+  std::erase(_to_report, id);
+  _conns.erase(id);
+}
+
+// Fails a connection: its pending operations die silently (receives are
+// cancelled so libfabric lets go of the caller's buffers); the failure is
+// reported from poll().
+void ofi_driver::fail(conn& c, std::string reason) {
+  if (c.st == state::failed) return;
+  c.st = state::failed;
+  c.fail_reason = reason;
+  for (auto& [low, o] : c.recvs) {
+    o->dead = true;
+    fi_cancel(&_ep->fid, &o->ctx);
+  }
+  c.recvs.clear();
+  for (op* o : c.sends) o->dead = true;
+  c.sends.clear();
+  c.in_flight = 0;
+  if (reason != "closed") {
+    log_write(log_level::warn, "ofi",
+              "connection to rank " + std::to_string(c.peer_rank) + " (" + _prov + ") failed: " + reason);
+    _to_report.push_back(c.id);
+  }
+}
+
+void ofi_driver::complete(const fi_cq_tagged_entry& e) {
+  op* o = static_cast<op*>(e.op_context);
+  if (!o || !_ops.count(o)) return;  // an inject or a stranger: nothing to do
+  switch (o->kind) {
+    case op_kind::rx_buffer: {
+      const std::span<const std::byte> bytes(o->owned.data(), e.len);
+      if (e.tag & kCtrlBit) {
+        on_ctrl(e.tag, bytes);
+      } else {
+        const auto id = static_cast<connection_id>((e.tag >> 32) & kMaxConnId);
+        conn* c = find(id);
+        if (c && c->st == state::established) _cfg.events->on_packet(id, bytes);
+      }
+      post_rx_buffer(o);
+      return;
+    }
+    case op_kind::ctrl_send:
+      --_ctrl_pending;
+      release(o);
+      return;
+    case op_kind::send: {
+      const bool dead = o->dead;
+      void* token = o->token;
+      conn* c = dead ? nullptr : find(o->conn);
+      if (c) {
+        c->sends.erase(o);
+        --c->in_flight;
+      }
+      release(o);
+      if (c) _cfg.events->on_send_done(token);
+      return;
+    }
+    case op_kind::recv_data: {
+      const bool dead = o->dead;
+      void* token = o->token;
+      const connection_id id = o->conn;
+      const auto low = static_cast<std::uint32_t>(o->cookie);
+      release(o);
+      if (dead) return;
+      if (conn* c = find(id)) c->recvs.erase(low);
+      _cfg.events->on_recv_data_done(token, e.len);
+      return;
+    }
+  }
+}
+
+void ofi_driver::complete_error(const fi_cq_err_entry& e) {
+  op* o = static_cast<op*>(e.op_context);
+  if (!o || !_ops.count(o)) return;
+  char buf[256];
+  const char* detail = fi_cq_strerror(_cq, e.prov_errno, e.err_data, buf, sizeof buf);
+  const std::string text = std::string(fi_strerror(e.err)) + (detail && *detail ? std::string(" (") + detail + ")" : "");
+  switch (o->kind) {
+    case op_kind::rx_buffer:
+      if (e.err != FI_ECANCELED) {
+        if (!_rx_error_logged)
+          log_write(log_level::warn, "ofi", "packet receive failed (" + _prov + "): " + text);
+        _rx_error_logged = true;
+        // A packet larger than the buffers (FI_ETRUNC) fails its sender.
+        const auto id = static_cast<connection_id>((e.tag >> 32) & kMaxConnId);
+        if (conn* c = find(id); c && !(e.tag & kCtrlBit))
+          fail(*c, "protocol error: packet larger than " + std::to_string(kMaxPacket) + " bytes (" + text + ")");
+      }
+      if (_ep) post_rx_buffer(o);
+      return;
+    case op_kind::ctrl_send: {
+      --_ctrl_pending;
+      const connection_id id = o->conn;
+      release(o);
+      if (conn* c = find(id); c && c->st == state::await_ack)
+        fail(*c, "cannot reach the peer: " + text + " [" + _prov + "]");
+      return;
+    }
+    case op_kind::send:
+    case op_kind::recv_data: {
+      const bool dead = o->dead;
+      const connection_id id = o->conn;
+      const std::uint64_t cookie = o->cookie;
+      const bool recv = o->kind == op_kind::recv_data;
+      release(o);
+      if (dead || e.err == FI_ECANCELED) return;
+      conn* c = find(id);
+      if (!c) return;
+      if (recv && e.err == FI_ETRUNC)
+        fail(*c, "protocol error: data for cookie " + std::to_string(cookie) + " exceeds the bytes posted (" + text +
+                     ")");
+      else
+        fail(*c, std::string(recv ? "data receive" : "send") + " failed: " + text + " [" + _prov + "]");
+      return;
+    }
+  }
+}
+
+void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
+  ctrl_header h;
+  if (bytes.size() < sizeof h) return;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (std::memcmp(h.magic, kCtrlMagic, 4) != 0 || h.version != kCtrlVersion) return;
+  if (h.key_len > kMaxKey || h.addr_len > kMaxAddr || sizeof h + h.key_len + h.addr_len > bytes.size()) return;
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + sizeof h, h.key_len);
+  const std::string_view addr(reinterpret_cast<const char*>(bytes.data()) + sizeof h + h.key_len, h.addr_len);
+  const auto my_id = static_cast<connection_id>((tag >> 32) & kMaxConnId);
+  switch (h.type) {
+    case ctrl_type::hello: {
+      if (addr.empty()) return;
+      fi_addr_t from;
+      std::string why;
+      if (!insert_address(addr, from, why)) {
+        log_write(log_level::warn, "ofi", "refused a hello: " + why);
+        return;
+      }
+      std::string refusal;
+      if (text.size() != _cfg.job_key.size() || std::memcmp(text.data(), _cfg.job_key.data(), text.size()) != 0)
+        refusal = "wrong job key";
+      else if (h.rank < 0 || h.rank >= _cfg.size || h.rank == _cfg.rank)
+        refusal = "rank " + std::to_string(h.rank) + " out of range";
+      if (!refusal.empty()) {
+        log_write(log_level::warn, "ofi", "refused a hello from a peer claiming rank " + std::to_string(h.rank) + ": " + refusal);
+        send_ctrl(from, ctrl_tag(h.sender_id), ctrl_type::refuse, make_ctrl(ctrl_type::refuse, _cfg.rank, 0, refusal, {}),
+                  invalid_connection);
+        return;
+      }
+      conn& c = add_conn();
+      c.peer_rank = h.rank;
+      c.addr = from;
+      c.peer_id = h.sender_id;
+      c.st = state::ack_queued;
+      send_ctrl(from, ctrl_tag(h.sender_id), ctrl_type::ack, make_ctrl(ctrl_type::ack, _cfg.rank, c.id, {}, {}), c.id);
+      log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c.peer_rank) + " (" + _prov + ")");
+      _cfg.events->on_connected(c.id, c.peer_rank);
+      return;
+    }
+    case ctrl_type::ack: {
+      conn* c = find(my_id);
+      if (!c || c->st != state::await_ack) return;
+      if (h.rank != c->peer_rank) {
+        fail(*c, "peer at that address is rank " + std::to_string(h.rank));
+        return;
+      }
+      c->peer_id = h.sender_id;
+      c->st = state::established;
+      log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c->peer_rank) + " (" + _prov + ")");
+      _cfg.events->on_connected(c->id, c->peer_rank);
+      return;
+    }
+    case ctrl_type::refuse: {
+      conn* c = find(my_id);
+      if (c && c->st == state::await_ack) fail(*c, "rank " + std::to_string(h.rank) + " refused: " + std::string(text));
+      return;
+    }
+    case ctrl_type::bye: {
+      conn* c = find(my_id);
+      if (c && c->st == state::established && c->peer_id == h.sender_id) fail(*c, "peer closed the connection");
+      return;
+    }
+  }
+}
+
+int ofi_driver::poll() {
+  if (!_ep || _depth > 0) return 0;
+  ++_depth;
+  int work = 0;
+  if (!_rx_idle.empty()) {
+    std::vector<op*> idle;
+    idle.swap(_rx_idle);
+    for (op* o : idle) post_rx_buffer(o);
+  }
+  for (int round = 0; round < kMaxCqReadsPerPoll; ++round) {
+    fi_cq_tagged_entry e[kCqBatch];
+    ssize_t n = fi_cq_read(_cq, e, kCqBatch);
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      if (fi_cq_readerr(_cq, &err, 0) > 0) complete_error(err);
+      ++work;
+      continue;
+    }
+    if (n <= 0) {
+      if (n != -FI_EAGAIN && n != 0) {
+        log_write(log_level::error, "ofi", fi_error(_prov, "fi_cq_read", static_cast<int>(n)));
+      }
+      break;
+    }
+    for (ssize_t i = 0; i < n; ++i) complete(e[i]);
+    work += static_cast<int>(n);
+    if (n < kCqBatch) break;
+  }
+  if (!_ctrl_queue.empty()) flush_ctrl();
+  // Handshakes past their deadline.
+  const steady::time_point now = steady::now();
+  for (auto& [id, c] : _conns)
+    if (c.st == state::await_ack && now > c.deadline)
+      fail(c, "no answer to the hello within " + std::to_string(_connect_timeout.count()) +
+                  " ms (peer not running, or not polling?) [" + _prov + "]");
+  // Failures, each reported once; the connection then goes.
+  while (!_to_report.empty()) {
+    const connection_id id = _to_report.front();
+    _to_report.erase(_to_report.begin());
+    auto it = _conns.find(id);
+    if (it == _conns.end()) continue;
+    const std::string reason = it->second.fail_reason;
+    _conns.erase(it);
+    _cfg.events->on_connection_failed(id, reason);
+    ++work;
+  }
+  --_depth;
+  return work;
+}
+
+arm_result ofi_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
+  if (!_ep) return arm_result::armed;
+  if (!_to_report.empty() || _wait_fd < 0) return arm_result::busy;
+  fid* f = &_cq->fid;
+  if (fi_trywait(_fabric, &f, 1) != FI_SUCCESS) return arm_result::busy;
+  fds.push_back({_wait_fd, POLLIN, 0});
+  for (auto& [id, c] : _conns)
+    if (c.st == state::await_ack) {
+      limit_sleep(timeout_ms, 10);
+      break;
+    }
+  return arm_result::armed;
+}
+
+}  // namespace
+
+std::unique_ptr<driver> make_ofi_driver() { return std::make_unique<ofi_driver>(std::string()); }
+
+std::unique_ptr<driver> make_ofi_driver_for(std::string_view provider) {
+  return std::make_unique<ofi_driver>(std::string(provider));
+}
+
+std::vector<ofi_provider_status> ofi_probe_providers() {
+  std::vector<ofi_provider_status> out;
+  std::string domain;
+  if (const char* d = std::getenv("NMAD_OFI_DOMAIN"); d && *d) domain = d;
+  info_ptr hints = make_hints("");
+  fi_info* raw = nullptr;
+  const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &raw);
+  info_ptr list(raw);
+  if (ret != 0) {
+    out.push_back({"(none)", false, std::string("fi_getinfo: ") + fi_strerror(-ret)});
+    return out;
+  }
+  struct quiet_events final : driver_events {
+    void on_connected(connection_id, int) override {}
+    void on_packet(connection_id, std::span<const std::byte>) override {}
+    void on_send_done(void*) override {}
+    void on_recv_data_done(void*, std::size_t) override {}
+    void on_connection_failed(connection_id, std::string_view) override {}
+  } ev;
+  for (const candidate& c : candidates(list.get(), domain)) {
+    ofi_provider_status s{c.provider, false, {}};
+    try {
+      ofi_driver d(c.provider);
+      d.open({0, 1, "nmad-info", &ev});
+      const driver_caps& k = d.caps();
+      s.usable = true;
+      s.detail = std::string("domain ") + (c.info->domain_attr->name ? c.info->domain_attr->name : "?") +
+                 ", max iov " + std::to_string(k.max_iov) + ", inline " + std::to_string(k.max_inline) + " B" +
+                 ", sleep on " + (d.has_wait_fd() ? "the CQ's wait fd" : "nothing (busy)") +
+                 (k.node_local ? ", this host only" : "");
+    } catch (const std::exception& e) {
+      s.detail = e.what();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace nmad

@@ -1,0 +1,54 @@
+#pragma once
+// The ofi driver: libfabric reliable-datagram endpoints (FI_EP_RDM) with
+// manual progress, driven from driver::poll(). One endpoint per driver
+// instance; peers are entries of its address vector.
+//
+// Provider. NMAD_OFI_PROVIDER (else FI_PROVIDER) names the provider to use
+// ("tcp;ofi_rxm", "shm", "udp;ofi_rxd", ...); open() fails with a message
+// naming it when libfabric has no such provider or it lacks what the driver
+// needs. Unforced, the driver takes the first provider fi_getinfo offers
+// with what it needs (FI_EP_RDM, FI_TAGGED, in-order sends FI_ORDER_SAS, no
+// local memory registration) in this preference: tcp;ofi_rxm, udp;ofi_rxd,
+// shm, then libfabric's own order. A provider that reaches only this host
+// (shm) makes the driver node_local: reachable() then says yes only for
+// addresses published on the same host.
+//
+// Transfers. Everything is a tagged message (see ofi_driver.cpp for the tag
+// layout): packets land in receive buffers posted in advance, bulk data of
+// cookie C goes straight into the iovec post_recv_data(C) posted (the
+// provider's own rendezvous moves large messages: ofi_rxm and shm pull them
+// from the sender's buffer once matched, so zero_copy_data holds). The
+// receiver-pulled rendezvous (post_get, rdma_get) is not offered: the engine
+// publishes a sender's address but no registration key, which libfabric's
+// RMA needs (see README.md).
+//
+// Connections. RDM endpoints have none; the driver makes its own: connect()
+// inserts the peer's address and sends a hello (rank, job key, own address);
+// the peer checks the key, inserts the sender's address and answers with an
+// ack (or a refusal the connecting side reports as the failure). Closing
+// sends a bye the peer reports as "peer closed the connection".
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/transfer/driver.hpp"
+
+namespace nmad {
+
+// The driver with the provider chosen as above.
+std::unique_ptr<driver> make_ofi_driver();
+// The driver with `provider` forced (what NMAD_OFI_PROVIDER does), for the
+// conformance test's run per provider.
+std::unique_ptr<driver> make_ofi_driver_for(std::string_view provider);
+
+// What nmad-info prints: each provider libfabric offers for the driver's
+// needs, and whether the driver can open it (detail: why not, or its caps).
+struct ofi_provider_status {
+  std::string provider;
+  bool usable = false;
+  std::string detail;
+};
+std::vector<ofi_provider_status> ofi_probe_providers();
+
+}  // namespace nmad
