@@ -23,6 +23,15 @@ namespace {
 // the allocator's slack and the receive buffers of the drain (stated in
 // docs/BENCHMARKS.md).
 constexpr long kOverheadKiB = 8 * 1024;
+// Under AddressSanitizer or ThreadSanitizer the allocator keeps freed
+// memory in quarantine and adds shadow memory: RSS says nothing about the
+// engine there, so only contents, order and statuses are checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // What may stay resident after draining, besides the drain's own receive
 // buffers (kWindow of them in the worker).
 constexpr long kAfterKiB = 4 * 1024;
@@ -70,11 +79,11 @@ void check_burst(const std::string& driver, long n, long size, long bound_mib,
                  << " KiB, peak +" << (peak - base) << " KiB, after +" << (after - base) << " KiB, "
                  << unexpected << " unexpected");
   REQUIRE(base > 0);
+  CHECK(unexpected < n);  // the sender could not push everything while nobody received
+  CHECK(unexpected > 0);
+  if (kSanitized) return;
   CHECK(peak - base <= bound_mib * 1024 + kOverheadKiB);
   CHECK(after - base <= kAfterKiB + kWindow * size / 1024);
-  // The sender could not push everything while nobody received.
-  CHECK(unexpected < n);
-  CHECK(unexpected > 0);
 }
 
 }  // namespace
