@@ -68,20 +68,26 @@ struct early_chunk {
   std::vector<std::byte> payload;
 };
 
-// The sequence counter of the last ordering domain used, so consecutive
-// messages of one domain (the common case) skip the hash lookup. Counters
-// are never erased, so the pointer stays valid.
-struct seq_cache {
-  std::uint64_t domain = 0;
-  std::uint32_t* slot = nullptr;
-  std::uint32_t& get(std::unordered_map<std::uint64_t, std::uint32_t>& counters, std::uint64_t d) {
-    if (!slot || domain != d) {
-      slot = &counters[d];
-      domain = d;
-    }
-    return *slot;
+// Sequence counters of one direction of a gate: a fixed table of
+// kSeqBuckets counters, an ordering domain (tag & ordering mask) using the
+// counter its hash selects, so that many distinct tags cost no memory.
+// Domains that share a counter are ordered together; that never makes a
+// message wait for a *receive*: the receiver only re-orders arrivals (a
+// chunk waits for earlier chunks that are already on their way, see
+// session_impl::find_message), and a message's sequence number is taken
+// when its first piece is queued (pack: at the first queued piece, not at
+// pack_begin), so every earlier number is already being sent. Both sides
+// use the same table size and hash (a protocol constant).
+struct seq_table {
+  static constexpr std::size_t kSeqBuckets = 256;
+  static std::size_t bucket(std::uint64_t domain) {
+    std::uint64_t h = domain * 0x9e3779b97f4a7c15ULL;
+    return static_cast<std::size_t>(h >> 56);  // top 8 bits: kSeqBuckets = 256
   }
+  std::uint32_t& get(std::uint64_t domain) { return counters[bucket(domain)]; }
+  std::uint32_t counters[kSeqBuckets] = {};
 };
+static_assert(seq_table::kSeqBuckets == 256, "bucket() takes the hash's top 8 bits");
 
 // A free list that only allocates when it grows (not thread-safe: each
 // pool lives under one lock).
@@ -122,19 +128,22 @@ class gate {
   object_pool<chunk_entry> entry_pool;      // control chunks, pack pieces
   object_pool<packet_wrapper> wrapper_pool;
   collect_list collect;
-  std::unordered_map<std::uint64_t, std::uint32_t> send_seq;   // domain -> next
-  seq_cache send_seq_last;
+  seq_table send_seq;                                          // domain -> next
   std::unordered_map<std::uint64_t, chunk_entry*> rdv_out;     // cookie -> entry
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
+  // Flow control, send side (see "Credits" in core/protocol/wire.hpp):
+  // credit charged by the eager data sent so far, and the most the peer
+  // allows. The self gate is not flow-controlled (unlimited).
+  std::uint64_t tx_spent = 0;
+  std::uint64_t tx_limit = wire::initial_credit;
   // Copy offload: a progress task will schedule this gate (see
   // session_impl::offload_schedule); `owner` is the session it belongs to.
   std::atomic<bool> offload_queued{false};
   session_impl* owner = nullptr;
 
   // Receive side: under the session's matching lock.
-  std::unordered_map<std::uint64_t, std::uint32_t> recv_seq;   // domain -> expected
-  seq_cache recv_seq_last;
+  seq_table recv_seq;                                          // domain -> expected
   // Messages whose chunks are still arriving (one that comes whole in a
   // single chunk is never entered).
   std::unordered_map<message_key, message_state*, message_key_hash> active;
@@ -142,6 +151,15 @@ class gate {
   std::unordered_map<std::uint64_t, rdv_recv*> rdv_in;         // cookie -> recv
   std::uint64_t next_recv_cookie = 1;
   bool draining_early = false;
+  // Flow control, receive side: this process's window for the peer (what
+  // it accepts to buffer unexpectedly, set-up), the credit the peer's
+  // chunks charged, how much of it left our buffers, and the extra credit
+  // announced to the peer so far (cumulative).
+  bool flow_control = false;  // false: the self gate
+  std::uint64_t rx_window = wire::initial_credit;
+  std::uint64_t rx_charged = 0;
+  std::uint64_t rx_released = 0;
+  std::uint64_t rx_granted = 0;
   // Matched receives whose rendezvous could not be asked for because a
   // driver was busy (another thread polled it): asked again by the session's
   // pending work (session_impl::flush_pending).

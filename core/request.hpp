@@ -85,6 +85,7 @@ struct message_state {
   std::vector<pending_rdv> rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole
+  bool credit_held = false;         // its message_credit is still charged (unexpected)
   std::string fail_reason;
 
   // Back to a fresh state, keeping the containers' storage.
@@ -101,6 +102,7 @@ struct message_state {
     rdvs.clear();
     rdv_in_flight = 0;
     failed = false;
+    credit_held = false;
     fail_reason.clear();
   }
 };
@@ -137,6 +139,7 @@ struct request_state {
   chunk_entry first_piece;           // isend uses this one; pack uses a pool
   chunk_entry* held_piece = nullptr; // pack: last piece, held to flag `last`
   std::uint64_t packed_bytes = 0;    // pack: bytes packed so far
+  bool seq_pending = false;          // pack: sequence number taken when the first piece is queued
 
   // --- receive ---
   posted_hook posted;                // on a posted list (core/matching)

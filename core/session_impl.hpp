@@ -158,6 +158,7 @@ class session_impl final : private wait_engine {
     ~engine_scope() {
       if (--t_depth == 0) {
         if (_s._pending_any.load(std::memory_order_acquire) || !t_deferred.empty()) _s.leave_engine();
+        if (_s._trim_due.load(std::memory_order_relaxed)) _s.trim_if_due();  // no lock held here
         _s._waiter.returns_to_application();  // the progress thread may have work
       }
     }
@@ -233,6 +234,20 @@ class session_impl final : private wait_engine {
   void queue_piece(gate& g, request_state& r, chunk_entry& e);  // gate lock held
   void entry_progress(gate& g, chunk_entry& e);  // gate lock held
   void finish_send_if_done(request_state& r);
+  // Flow control (see "Credits" in core/protocol/wire.hpp). admit charges
+  // a data entry's credit, or turns it into a rendezvous request when the
+  // peer's credit does not cover it.
+  void admit(gate& g, chunk_entry& e);                          // gate lock held
+  void handle_credit(gate& g, const wire::chunk_header& h);     // matching lock held
+  // Receive side (matching lock held): charge what a peer's chunk costs
+  // (false: the peer exceeded its credit, the gate fails), release what
+  // left our buffers, announce credit when a quarter window is due.
+  bool charge(gate& g, std::uint64_t cost);
+  void release(gate& g, std::uint64_t n);
+  void grant_if_due(gate& g);
+  // Gives the allocator's free memory back to the system once the buffered
+  // unexpected data fell well below its peak (no lock held).
+  void trim_if_due();
   void handle_rtr(gate& g, const wire::chunk_header& h);  // matching lock held
 
   // Receive helpers.
@@ -328,6 +343,13 @@ class session_impl final : private wait_engine {
   int _local_processes = 1;  // processes of the job on this machine (this one included)
   int _job_cpus = 1;         // CPUs the job may use on this machine
   tag_t _ordering_mask = full_mask;
+  // Flow control: NMAD_UNEXPECTED_MAX (0: unlimited), the credit held by
+  // every peer's buffered eager data here and its peak since the last trim
+  // (matching lock), and whether a trim is due.
+  std::uint64_t _unexpected_max = 0;
+  std::uint64_t _fc_held = 0;
+  std::uint64_t _fc_peak = 0;
+  std::atomic<bool> _trim_due{false};
 
   std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank

@@ -1,5 +1,7 @@
 // Receive side: packet parsing, in-order matching per ordering domain,
 // unexpected messages, placement into receive segments, rendezvous answers.
+#include <malloc.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -37,7 +39,11 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
   }
   wire::chunk_view cv;
   while (reader.next(cv, error)) {
-    handle_chunk(g, cv.header, cv.payload);
+    const wire::chunk_header& h = cv.header;
+    if (g.flow_control && static_cast<chunk_kind>(h.kind) == chunk_kind::data &&
+        !charge(g, wire::data_credit(h.offset, h.payload, h.flags)))
+      return;
+    handle_chunk(g, h, cv.payload);
     if (g.failed.load(std::memory_order_relaxed)) return;
   }
   if (!error.empty()) protocol_violation(g, error);
@@ -48,11 +54,14 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
 // decoded and placed in place, without message state; anything else goes
 // through the general chunk path as the equivalent data chunk.
 void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span<const std::byte> payload) {
-  std::uint32_t& expected = g.recv_seq_last.get(g.recv_seq, sh.tag & _ordering_mask);
+  const std::uint64_t cost = payload.size() + wire::message_credit;  // data_credit of a whole message
+  if (g.flow_control && !charge(g, cost)) return;
+  std::uint32_t& expected = g.recv_seq.get(sh.tag & _ordering_mask);
   if (sh.seq == expected) {
     request_state* r = _match.first_posted(g.rank, sh.tag);
     if (r && r->recv_sealed && r->segments.size() == 1) {
       expected++;
+      if (g.flow_control) release(g, cost);  // nothing of it stays buffered
       _match.unpost(*r);
       r->matched = true;
       message_state& m = r->msg;
@@ -99,6 +108,10 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     handle_cancel_ack(g, h);
     return;
   }
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::credit) {
+    handle_credit(g, h);
+    return;
+  }
   bool created = false;
   message_state* m = find_message(g, h, payload, created);
   if (!m) return;  // parked (early) or the gate failed
@@ -130,6 +143,11 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
   }
   request_state* r = m->req;
   if (static_cast<chunk_kind>(h.kind) == chunk_kind::data) {
+    // The message's own credit: returned once a receive holds it.
+    if (g.flow_control && h.offset == 0 && (h.payload > 0 || (h.flags & chunk_flag::last))) {
+      if (r) release(g, wire::message_credit);
+      else m->credit_held = true;
+    }
     if (r) {
       place(*r, h.offset, payload);
     } else {
@@ -154,19 +172,20 @@ message_state* session_impl::find_message(gate& g, const wire::chunk_header& h,
                                           std::span<const std::byte> payload, bool& created) {
   auto it = g.active.find({h.tag, h.seq});
   if (it != g.active.end()) return it->second;
-  std::uint32_t& expected = g.recv_seq_last.get(g.recv_seq, h.tag & _ordering_mask);
+  std::uint32_t& expected = g.recv_seq.get(h.tag & _ordering_mask);
   if (h.seq == expected) {
     expected++;
     created = true;
     return new_message(g, h);
   }
   if (seq_before(expected, h.seq)) {
-    // A later message of this domain overtook an earlier one: keep the
-    // chunk until every earlier message has been matched.
-    if (g.early.size() > 65536) {
-      protocol_violation(g, "too many out-of-order chunks");
-      return nullptr;
-    }
+    // A later message of this domain overtook an earlier one (another
+    // rail, a higher priority): keep the chunk until the earlier ones
+    // arrived. Every earlier one is already on its way (a sequence number
+    // is taken when its first piece is queued), and the eager bytes kept
+    // here were charged to the peer's credit (packet_arrived), so this
+    // store is bounded by the window; chunks without payload are
+    // rendezvous requests, bounded by the sender's own requests.
     g.early.push_back({h, std::vector<std::byte>(payload.begin(), payload.end())});
     return nullptr;
   }
@@ -208,7 +227,7 @@ void session_impl::drain_early(gate& g) {
     again = false;
     for (std::size_t i = 0; i < g.early.size(); ++i) {
       const wire::chunk_header& h = g.early[i].header;
-      const std::uint32_t expected = g.recv_seq_last.get(g.recv_seq, h.tag & _ordering_mask);
+      const std::uint32_t expected = g.recv_seq.get(h.tag & _ordering_mask);
       if (seq_before(expected, h.seq)) continue;  // still too early
       early_chunk c = std::move(g.early[i]);
       g.early.erase(g.early.begin() + static_cast<std::ptrdiff_t>(i));
@@ -235,6 +254,10 @@ void session_impl::bind(request_state& r, message_state&& m) {
   r.msg = std::move(m);
   r.msg.req = &r;
   r.msg.unexpected = nullptr;
+  if (r.msg.credit_held) {
+    r.msg.credit_held = false;
+    release(*_gates[r.msg.source], wire::message_credit);
+  }
 }
 
 std::uint64_t session_impl::copy_into_segments(request_state& r, std::uint64_t offset,
@@ -261,14 +284,18 @@ void session_impl::place(request_state& r, std::uint64_t offset, std::span<const
   m.accounted += bytes.size();
   const std::uint64_t fit = offset >= r.capacity ? 0 : std::min<std::uint64_t>(bytes.size(), r.capacity - offset);
   if (fit > 0) copy_into_segments(r, offset, bytes.first(fit));
+  std::uint64_t kept = 0;  // buffered again for a later unpack
   if (fit < bytes.size()) {
     if (r.recv_sealed) {
       m.truncated = true;
     } else {
       auto rest = bytes.subspan(fit);
       m.buffered.push_back({offset + fit, std::vector<std::byte>(rest.begin(), rest.end())});
+      kept = rest.size();
     }
   }
+  gate& g = *_gates[m.source];
+  if (g.flow_control) release(g, bytes.size() - kept);
 }
 
 void session_impl::drain_buffered(request_state& r) {
@@ -517,6 +544,62 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
 
 // Binds r to an unexpected message already off the unexpected list, and
 // frees the entry.
+// ---- flow control (see "Credits" in core/protocol/wire.hpp) -----------------
+
+bool session_impl::charge(gate& g, std::uint64_t cost) {
+  g.rx_charged += cost;
+  _fc_held += cost;
+  if (_fc_held > _fc_peak) _fc_peak = _fc_held;
+  if (g.rx_charged > wire::initial_credit + g.rx_granted) {
+    protocol_violation(g, "eager data beyond the credit granted (" + std::to_string(g.rx_charged) +
+                              " charged, " + std::to_string(wire::initial_credit + g.rx_granted) + " allowed)");
+    return false;
+  }
+  if (g.rx_granted == 0) grant_if_due(g);  // the window beyond the initial credit
+  return true;
+}
+
+void session_impl::release(gate& g, std::uint64_t n) {
+  g.rx_released += n;
+  _fc_held -= n;
+  grant_if_due(g);
+  // Most of what was buffered is gone: give the memory back (trim_if_due,
+  // when the thread leaves the engine). Again at each quarter of the way
+  // down, so what is left after draining is under 1 MiB.
+  constexpr std::uint64_t kTrimFrom = 1 << 20;
+  if (_fc_peak >= kTrimFrom && _fc_held < _fc_peak / 4) {
+    _fc_peak = _fc_held;
+    _trim_due.store(true, std::memory_order_relaxed);
+  }
+}
+
+// Announces credit in batches of a quarter window: no message per message,
+// and a sender out of credit is never left waiting for a batch (it is out
+// only once 3/4 of the window is held here unreleased, and the batch is due
+// before that much is released).
+void session_impl::grant_if_due(gate& g) {
+  const std::uint64_t target = g.rx_window - wire::initial_credit + g.rx_released;
+  if (target - g.rx_granted < g.rx_window / 4) return;
+  g.rx_granted = target;
+  {
+    std::lock_guard gl(g.lock);
+    chunk_entry* e = g.entry_pool.get();
+    *e = chunk_entry{};
+    e->pooled = true;
+    e->kind = chunk_kind::credit;
+    e->priority = 2;
+    e->offset = target;
+    e->msg_len = chunk_entry::unknown_length;
+    g.collect.push_front(*e);
+  }
+  schedule(g);
+}
+
+void session_impl::trim_if_due() {
+  if (!_trim_due.load(std::memory_order_relaxed) || !_trim_due.exchange(false)) return;
+  malloc_trim(0);
+}
+
 void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
   gate& g = *_gates[u.msg.source];
   const bool still_arriving = u.msg.in_active;
@@ -722,6 +805,7 @@ void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
     bool ours = u.msg.buffered.empty() && !u.msg.rdvs.empty();
     for (const auto& p : u.msg.rdvs) ours = ours && p.sender_cookie == h.cookie;
     if (ours) {
+      if (u.msg.credit_held) release(g, wire::message_credit);
       _match.remove_unexpected(u);
       if (u.msg.in_active) g.active.erase({u.msg.tag, u.msg.seq});
       delete &u;

@@ -6,7 +6,32 @@
 namespace nmad {
 
 std::uint32_t session_impl::next_send_seq(gate& g, tag_t tag) {
-  return g.send_seq_last.get(g.send_seq, tag & _ordering_mask)++;
+  return g.send_seq.get(tag & _ordering_mask)++;
+}
+
+// Out of credit, a message goes as a rendezvous request: its bytes wait in
+// the sender's buffer until the receive is posted (an empty one completes
+// once the receiver matched it, like an empty synchronous send). Never
+// dropped, never failed, and control chunks need no credit, so no side
+// waits for credit it could only get from a side that waits too.
+void session_impl::admit(gate& g, chunk_entry& e) {
+  if (e.kind != chunk_kind::data) return;
+  const std::uint64_t cost = wire::data_credit(e.offset, e.len, e.flags);
+  if (cost == 0 || g.tx_spent + cost <= g.tx_limit) {
+    g.tx_spent += cost;
+    return;
+  }
+  e.kind = chunk_kind::rdv_req;
+  e.awaiting_ack = e.len == 0;
+}
+
+void session_impl::handle_credit(gate& g, const wire::chunk_header& h) {
+  std::lock_guard gl(g.lock);
+  if (h.offset > ~std::uint64_t{0} - wire::initial_credit) {
+    protocol_violation(g, "credit beyond any window");
+    return;
+  }
+  g.tx_limit = std::max(g.tx_limit, wire::initial_credit + h.offset);
 }
 
 // Where the receiver can read our memory, it pulls a rendezvous' bytes as
@@ -18,6 +43,12 @@ static bool receiver_pulls(const gate& g, const chunk_entry& e) {
 
 void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   e.req = &r;
+  if (r.seq_pending) {  // a packed message's first queued piece
+    r.first_piece.seq = next_send_seq(g, r.first_piece.tag);
+    r.seq_pending = false;
+  }
+  if (&e != &r.first_piece) e.seq = r.first_piece.seq;
+  if (g.flow_control) admit(g, e);
   if (e.kind == chunk_kind::rdv_req) {
     e.cookie = g.next_cookie++;
     e.rdv_left = e.len;
@@ -63,6 +94,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   r.pending_chunks = 0;
   r.sealed = true;
   r.held_piece = nullptr;
+  r.seq_pending = false;
   if (g.failed.load(std::memory_order_acquire)) {
     fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
     return errc::peer_failed;
@@ -155,6 +187,8 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
       !t.connected.load(std::memory_order_acquire))
     return false;
+  const std::uint64_t cost = len + wire::message_credit;  // data_credit of a whole message
+  if (g.tx_spent + cost > g.tx_limit) return false;       // the general path turns it into a rendezvous
   std::lock_guard tl(t.lock);
   if (t.retry) return false;
   driver_slot& slot = *t.slot;
@@ -164,13 +198,14 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
     slot.lock.unlock();
     return false;
   }
-  std::uint32_t& seq = g.send_seq_last.get(g.send_seq, r.first_piece.tag & _ordering_mask);
+  std::uint32_t& seq = g.send_seq.get(r.first_piece.tag & _ordering_mask);
   const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
   const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
   const post_result res = slot.drv->send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
   slot.lock.unlock();
   if (res != post_result::posted) return false;  // failed: the general path reports it
   ++seq;
+  g.tx_spent += cost;
   t.inline_round = _rounds.load(std::memory_order_relaxed);
   count(_stats.rail_sends[0]);
   count(_stats.packets_sent);
@@ -201,8 +236,11 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
   r.first_piece = chunk_entry{};
   r.first_piece.tag = tag;
   r.first_piece.priority = priority;  // every piece's (express ones at least 1)
+  // The whole packed message's sequence number is taken when its first
+  // piece is queued (queue_piece): a message of its domain sent meanwhile
+  // never waits at the receiver for pieces this process has not sent.
+  r.seq_pending = true;
   std::lock_guard gl(g.lock);
-  r.first_piece.seq = next_send_seq(g, tag);  // the whole packed message's
   if (g.failed.load(std::memory_order_acquire))
     fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
   return r.error;
@@ -228,7 +266,6 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
                                            : r.first_piece.priority;
   e->hints = mode == pack_mode::express ? chunk_hint::express : chunk_hint::cheaper;
   e->tag = r.first_piece.tag;
-  e->seq = r.first_piece.seq;
   e->ptr = static_cast<const std::byte*>(buf);
   e->offset = r.packed_bytes;
   e->len = len;
@@ -255,7 +292,6 @@ errc session_impl::pack_end(request_state& r) {
         e->kind = chunk_kind::data;
         e->priority = r.first_piece.priority;
         e->tag = r.first_piece.tag;
-        e->seq = r.first_piece.seq;
         e->offset = 0;
       }
       e->flags |= chunk_flag::last;
@@ -279,6 +315,7 @@ void session_impl::entry_progress(gate& g, chunk_entry& e) {
     case chunk_kind::rtr:
     case chunk_kind::cancel_req:
     case chunk_kind::cancel_ack:
+    case chunk_kind::credit:
       g.entry_pool.put(&e);
       return;
     case chunk_kind::data:

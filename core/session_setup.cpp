@@ -35,6 +35,8 @@ struct core_tunables {
   std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while spinning (auto: if oversubscribed)
   std::string progress = "auto";         // NMAD_PROGRESS: none, thread, auto
   std::string copy_offload = "off";      // NMAD_COPY_OFFLOAD: off, on, or the smallest size (bytes)
+  std::uint64_t unexpected_max = 64ull << 20;  // NMAD_UNEXPECTED_MAX: eager bytes buffered
+                                               // unexpectedly per process (0: unlimited)
   long progress_spin_us = -1;            // NMAD_PROGRESS_SPIN_US: the progress thread's spin
                                          // before sleeping (default 0; 1000 with copy offload
                                          // and a core to spare)
@@ -42,6 +44,25 @@ struct core_tunables {
 
 // Copy offload's smallest size when NMAD_COPY_OFFLOAD=on.
 constexpr std::size_t kCopyOffloadDefaultMin = 16 * 1024;
+
+// "<n>[K|M|G]" (or KiB, MiB, GiB) -> n bytes.
+bool parse_size(std::string_view text, std::size_t& out) {
+  std::size_t v = 0, i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (v > (std::size_t{1} << 40)) return false;
+    v = v * 10 + static_cast<std::size_t>(text[i] - '0');
+  }
+  if (i == 0) return false;
+  const std::string_view unit = text.substr(i);
+  int shift = 0;
+  if (unit == "K" || unit == "k" || unit == "KiB") shift = 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB") shift = 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB") shift = 30;
+  else if (!unit.empty()) return false;
+  if (shift && v > (std::size_t{1} << (62 - shift))) return false;
+  out = v << shift;
+  return true;
+}
 
 // "off"/"none"/"0" -> 0, "on" -> the default, "<n>[K|M]" -> n bytes.
 bool parse_copy_offload(std::string_view text, std::size_t& out) {
@@ -103,6 +124,14 @@ core_tunables read_tunables() {
   if (std::size_t n; !parse_copy_offload(t.copy_offload, n))
     throw std::runtime_error("nmad: NMAD_COPY_OFFLOAD=" + t.copy_offload +
                              " (expected off, on, or the smallest size offloaded in bytes, e.g. 16K)");
+  if (const char* v = std::getenv("NMAD_UNEXPECTED_MAX"); v && *v) {
+    std::size_t n = 0;
+    if (std::string_view(v) == "unlimited") n = 0;
+    else if (!parse_size(v, n))
+      throw std::runtime_error(std::string("nmad: NMAD_UNEXPECTED_MAX=") + v +
+                               " (expected bytes, e.g. 64M or 512K, or 0/unlimited)");
+    t.unexpected_max = n;
+  }
   if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
     throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
   return t;
@@ -164,6 +193,7 @@ session_impl::session_impl(const session_options& opts)
   log_set_rank(_rank);
   _ordering_mask = opts.ordering_mask;
   _copy_threshold = t.copy_threshold;
+  _unexpected_max = t.unexpected_max;
 
   // A built-in, registered or plugin strategy (throws naming what is wrong:
   // unknown name, file, symbol, interface versions).
@@ -200,6 +230,14 @@ session_impl::session_impl(const session_options& opts)
     g->rank = r;
     g->lock.enable(_threaded);
     g->strat = _strategy_source->create();
+    // Flow control: the process's bound shared by its peers, at least the
+    // initial credit per peer (see "Credits" in core/protocol/wire.hpp).
+    g->flow_control = r != _rank;
+    if (!g->flow_control) g->tx_limit = ~std::uint64_t{0};
+    g->rx_window = _unexpected_max == 0
+                       ? std::uint64_t{1} << 62
+                       : std::max<std::uint64_t>(wire::initial_credit,
+                                                 _unexpected_max / static_cast<std::uint64_t>(std::max(1, _size - 1)));
     const std::vector<driver_slot*> slots =
         r == _rank ? std::vector<driver_slot*>{_slots[0].get()} : reaching_slots(r);
     g->tracks.resize(slots.size());  // never resized again: tracks stay put

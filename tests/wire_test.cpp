@@ -174,3 +174,71 @@ TEST_CASE("packet reader: malformed packets are refused with a reason") {
     CHECK_FALSE(rd.begin(err));
   }
 }
+
+TEST_CASE("credits: a credit chunk round-trips; a data entry and its chunks cost the same") {
+  packet_wrapper pw = make_wrapper();
+  chunk_entry c;
+  c.kind = chunk_kind::credit;
+  c.offset = (std::uint64_t{1} << 40) + 12345;  // cumulative extra credit
+  c.msg_len = chunk_entry::unknown_length;
+  collect_list list;
+  list.push_back(c);
+  packet_builder pb(pw, 65536, 64, 256);
+  CHECK(pb.add(list, c));
+  pb.finish();
+  const auto bytes = flatten(pw);
+  wire::packet_reader rd(bytes);
+  std::string err;
+  REQUIRE(rd.begin(err));
+  wire::chunk_view cv;
+  REQUIRE(rd.next(cv, err));
+  CHECK(cv.header.kind == static_cast<std::uint8_t>(chunk_kind::credit));
+  CHECK(cv.header.offset == c.offset);
+  CHECK(cv.payload.empty());
+  CHECK_FALSE(rd.next(cv, err));
+  CHECK(err.empty());
+
+  // A 5000-byte entry split over packets of 2 KiB: the chunks' credits sum
+  // to the entry's (the message's own credit on the first chunk only).
+  std::vector<char> big(5000, 'x');
+  chunk_entry e = data_entry(big.data(), big.size(), 3, 1);
+  const std::uint64_t entry_cost = wire::data_credit(e.offset, e.len, e.flags);
+  CHECK(entry_cost == 5000 + wire::message_credit);
+  collect_list l2;
+  l2.push_back(e);
+  std::uint64_t sum = 0;
+  while (!l2.empty()) {
+    packet_wrapper p2 = make_wrapper(2048);
+    packet_builder b2(p2, 2048, 64, 256);
+    REQUIRE(b2.add(l2, e));
+    b2.finish();
+    const auto pb2 = flatten(p2);
+    wire::packet_reader r2(pb2);
+    REQUIRE(r2.begin(err));
+    REQUIRE(r2.next(cv, err));
+    sum += wire::data_credit(cv.header.offset, cv.header.payload, cv.header.flags);
+  }
+  CHECK(sum == entry_cost);
+  // An empty message costs its own credit; an empty middle piece nothing.
+  CHECK(wire::data_credit(0, 0, chunk_flag::last) == wire::message_credit);
+  CHECK(wire::data_credit(0, 0, 0) == 0);
+  CHECK(wire::data_credit(64, 0, chunk_flag::last) == 0);
+}
+
+TEST_CASE("credits: a credit chunk with a payload is refused") {
+  std::vector<std::byte> pkt(sizeof(wire::packet_header) + sizeof(wire::chunk_header) + 8);
+  wire::packet_header ph{wire::packet_magic, wire::protocol_version, 1, static_cast<std::uint32_t>(pkt.size()), 0};
+  wire::chunk_header ch{};
+  ch.kind = static_cast<std::uint8_t>(chunk_kind::credit);
+  ch.payload = 8;
+  ch.len = 8;
+  ch.msg_len = chunk_entry::unknown_length;
+  std::memcpy(pkt.data(), &ph, sizeof ph);
+  std::memcpy(pkt.data() + sizeof ph, &ch, sizeof ch);
+  wire::packet_reader rd(pkt);
+  std::string err;
+  REQUIRE(rd.begin(err));
+  wire::chunk_view cv;
+  CHECK_FALSE(rd.next(cv, err));
+  CHECK(err == "control chunk with payload");
+}

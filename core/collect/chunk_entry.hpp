@@ -25,6 +25,7 @@ enum class chunk_kind : std::uint8_t {
   rtr = 3,      // "send me [offset, offset+len) with this data cookie"
   cancel_req = 4,  // sender: "withdraw the rendezvous (tag, seq, cookie) if unmatched"
   cancel_ack = 5,  // receiver: answer to cancel_req (flag cancel_ok: withdrawn)
+  credit = 6,      // receiver: "your eager credit is now initial + offset" (flow control)
 };
 
 namespace chunk_flag {

@@ -55,6 +55,7 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
     case chunk_kind::rtr:
     case chunk_kind::cancel_req:
     case chunk_kind::cancel_ack:
+    case chunk_kind::credit:
       if (c.payload != 0) { error = "control chunk with payload"; return false; }
       // An empty rendezvous is legal: it is an empty synchronous send
       // asking to be told when it matched (answered by an empty rtr).
@@ -65,7 +66,7 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
   }
   if (c.offset + c.len < c.offset) { error = "chunk range overflows"; return false; }
   if (kind != chunk_kind::rtr && kind != chunk_kind::cancel_req && kind != chunk_kind::cancel_ack &&
-      c.msg_len != chunk_entry::unknown_length &&
+      kind != chunk_kind::credit && c.msg_len != chunk_entry::unknown_length &&
       c.offset + c.len > c.msg_len) {
     error = "chunk range beyond its message length";
     return false;

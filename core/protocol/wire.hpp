@@ -73,6 +73,37 @@ inline bool is_short(std::span<const std::byte> packet, short_header& h) {
   return h.magic == short_magic;
 }
 
+// ---- Credits (flow control of eager data) ----------------------------------
+//
+// Eager bytes that arrive before their receive is posted are buffered by the
+// receiver; credits bound how much of that one peer can make it hold. Each
+// data chunk costs its payload bytes, plus message_credit for the chunk that
+// opens a message (offset 0 and payload, or the empty last chunk of an empty
+// message): the receiver's bookkeeping of an unexpected message. Control
+// chunks (rdv_req, rtr, cancel_*, credit) cost nothing, so they can always
+// be sent: a rendezvous request waits, unmatched, with its bytes in the
+// sender's memory (the receiver's cost of it is bounded by the sender's own
+// requests in flight).
+//
+// A sender starts with initial_credit per gate; the receiver grants more
+// with `credit` chunks whose `offset` is the total extra credit granted so
+// far (cumulative, so a lost ordering between two credit chunks is harmless:
+// the sender keeps the larger). The sender may have charged at most
+// initial_credit + that total; a message it cannot afford goes as a
+// rendezvous request instead. The receiver grants its window (what it
+// accepts to buffer for that peer) on the first charged chunk, then returns
+// credit as bytes leave its buffers (placed in a receive, or dropped),
+// in batches of a quarter window. A peer that exceeds its credit breaks
+// the protocol (the receiver closes the gate).
+constexpr std::uint64_t initial_credit = 64 * 1024;
+constexpr std::uint64_t message_credit = 320;  // >= an unexpected message's own memory
+// The credit a data chunk (offset, payload, flags) costs; a sender's data
+// entry costs the same computed on the whole entry.
+inline std::uint64_t data_credit(std::uint64_t offset, std::uint64_t payload, std::uint8_t flags) {
+  const bool opens = offset == 0 && (payload > 0 || (flags & chunk_flag::last));
+  return payload + (opens ? message_credit : 0);
+}
+
 // A decoded chunk: header plus a view of its payload inside the packet.
 struct chunk_view {
   chunk_header header;
