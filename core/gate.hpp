@@ -127,6 +127,7 @@ class gate {
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
   std::uint32_t next_rail = 0;  // rendezvous rail choice: the next track in turn
+  stat_counter rdv_requests;    // rendezvous sends queued (statistics)
   // Copy offload: a progress task will schedule this gate (see
   // session_impl::offload_schedule); `owner` is the session it belongs to.
   std::atomic<bool> offload_queued{false};

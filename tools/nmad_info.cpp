@@ -84,6 +84,7 @@ void print_config() {
       {"NMAD_ASYMMETRIC_FENCES", "1", "0: full fences on both sides of sleep/wake handshakes (no membarrier)"},
       {"NMAD_SHM_RING", "262144", "shm: bytes per ring (power of two)"},
       {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
+      {"NMAD_STATS", "0", "1: print per-gate and per-track send statistics on stderr when a session ends"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
