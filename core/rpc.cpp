@@ -56,12 +56,20 @@ void reply::set_header(const void* data, std::size_t len) {
 void reply::set_body(std::span<const std::byte> view) {
   _owns = false;
   _owned.clear();
-  _body = view;
+  _views.assign(1, view);
+}
+
+void reply::add_body(std::span<const std::byte> view) {
+  if (_owns) {
+    _owns = false;
+    _owned.clear();
+  }
+  _views.push_back(view);
 }
 
 std::vector<std::byte>& reply::body_buffer() {
   _owns = true;
-  _body = {};
+  _views.clear();
   return _owned;
 }
 
@@ -317,15 +325,18 @@ int endpoint::serve_one(int source) {
       a->rep = reply{};
     }
   }
-  const std::span<const std::byte> body = a->rep._owns ? std::span<const std::byte>(a->rep._owned) : a->rep._body;
-  a->wire = answer_wire{answer_magic, static_cast<std::uint32_t>(st), a->rep._header.size(), body.size(), 0};
+  if (a->rep._owns) a->rep._views.assign(1, std::span<const std::byte>(a->rep._owned));
+  std::uint64_t body_len = 0;
+  for (const auto& v : a->rep._views) body_len += v.size();
+  a->wire = answer_wire{answer_magic, static_cast<std::uint32_t>(st), a->rep._header.size(), body_len, 0};
   session_impl& impl = _s.impl();
   request_state& r = state_of(a->req);
   errc se = impl.pack_begin(source, answer_tag(w.number), r);
   if (se == errc::ok) se = impl.pack_piece(r, &a->wire, sizeof a->wire, pack_mode::express);
   if (se == errc::ok && !a->rep._header.empty())
     se = impl.pack_piece(r, a->rep._header.data(), a->rep._header.size(), pack_mode::express);
-  if (se == errc::ok && !body.empty()) se = impl.pack_piece(r, body.data(), body.size(), pack_mode::cheaper);
+  for (const auto& v : a->rep._views)
+    if (se == errc::ok && !v.empty()) se = impl.pack_piece(r, v.data(), v.size(), pack_mode::cheaper);
   impl.pack_seal(r);
   ++_served;
   _answers.push_back(std::move(a));

@@ -98,3 +98,19 @@ TEST_CASE("rpc: the server killed with calls under way: they fail naming it, no 
     CHECK(contains(r.out, "rank 1 failed"));
   }
 }
+
+TEST_CASE("examples/dsm_page_server: 2 clients write, read back and read pages (3 per request), checked") {
+  for (const char* driver : {"tcp", "shm"}) {
+    CAPTURE(driver);
+    nmad_test::run_options o;
+    o.timeout_s = 150;
+    o.env = {{"NMAD_DRIVER", driver}};
+    auto r = nmad_test::run({nmad_test::runfile("tools/nmad-run"), "-n", "3", "--timeout", "120",
+                             nmad_test::runfile("examples/dsm_page_server"), "--requests", "200"},
+                            o);
+    if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.status == 0);
+    CHECK(count(r.out, "200 requests of 3 pages") == 2);
+    CHECK(contains(r.out, "server: 448 requests served"));  // 2 x (3 checks + 21 warm-up + 200)
+  }
+}

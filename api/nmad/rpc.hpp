@@ -67,22 +67,24 @@ struct incoming {
   std::span<const std::byte> body;
 };
 
-// What a handler answers. The header is copied; the body is either a view
-// of memory the server keeps valid until the answer is sent (set_body:
-// e.g. a page of a page server; the endpoint's calls send it before the
-// memory could change hands, see poll) or bytes the reply owns
-// (body_buffer).
+// What a handler answers. The header is copied; the body is either views
+// of memory the server keeps unchanged until the answer is sent (set_body,
+// add_body: e.g. the pages of a page server, sent without a copy; each
+// view is one cheaper piece, the caller receives their concatenation), or
+// bytes the reply owns (body_buffer). The answer is sent when the handler
+// returns and its bytes leave while the endpoint's calls progress.
 class reply {
  public:
   void set_header(const void* data, std::size_t len);
-  void set_body(std::span<const std::byte> view);
-  std::vector<std::byte>& body_buffer();  // owned body (replaces a view)
+  void set_body(std::span<const std::byte> view);  // replaces the body
+  void add_body(std::span<const std::byte> view);  // appends a piece
+  std::vector<std::byte>& body_buffer();           // owned body (replaces the views)
 
  private:
   friend class endpoint;
   std::vector<std::byte> _header;
   std::vector<std::byte> _owned;
-  std::span<const std::byte> _body;
+  std::vector<std::span<const std::byte>> _views;
   bool _owns = false;
 };
 
