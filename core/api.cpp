@@ -118,6 +118,7 @@ int session::progress() { return _impl->progress(); }
 void session::notify_waiters() { _impl->notify_waiters(); }
 int session::progress_all_drivers() { return _impl->progress(/*wait_busy_drivers=*/true); }
 session_stats session::stats() const { return _impl->stats(); }
+std::vector<gate_stats> session::peer_stats() const { return _impl->peer_stats(); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
 std::string session::local_address(std::string_view driver) const { return _impl->local_address(driver); }
 std::string session::driver_name() const { return _impl->driver_name(); }

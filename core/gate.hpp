@@ -137,6 +137,7 @@ class gate {
   // allows. The self gate is not flow-controlled (unlimited).
   std::uint64_t tx_spent = 0;
   std::uint64_t tx_limit = wire::initial_credit;
+  stat_counter rdv_requests;    // rendezvous sends queued (statistics)
   // Copy offload: a progress task will schedule this gate (see
   // session_impl::offload_schedule); `owner` is the session it belongs to.
   std::atomic<bool> offload_queued{false};

@@ -33,6 +33,7 @@
 // thread leaves the engine (the outermost engine_scope) or in a progress
 // round, with no lock held.
 #include <boost/intrusive/list.hpp>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -101,6 +102,8 @@ class session_impl final : private wait_engine {
   errc pack_begin(int dest, tag_t tag, request_state& r, std::uint8_t priority = 0);
   errc pack_piece(request_state& r, const void* buf, std::size_t len, pack_mode mode);
   errc pack_end(request_state& r);
+  // pack_end without the wait: the request completes once every piece left.
+  errc pack_seal(request_state& r);
 
   // Receive side.
   errc irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
@@ -132,6 +135,8 @@ class session_impl final : private wait_engine {
   waiter& the_waiter() { return _waiter; }
   thread_level level() const { return _level; }
   session_stats stats() const;
+  std::vector<gate_stats> peer_stats() const;
+  void print_stats() const;  // NMAD_STATS=1, at the end (stderr)
   bool peer_alive(int rank) const;
   std::string local_address(std::string_view driver = {}) const;
   std::string driver_name() const;
@@ -225,6 +230,11 @@ class session_impl final : private wait_engine {
   // Gate and track locks held; returns whether t has something outstanding.
   bool schedule_track(gate& g, track& t, bool force = false);
   packet_wrapper* next_wrapper(gate& g, track& t, bool force);
+  void note_starved(gate& g, track& t);    // statistics; gate and track locks held
+  static std::int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   packet_wrapper* get_wrapper(gate& g, track& t);
   void put_wrapper(packet_wrapper* pw);
 
@@ -338,6 +348,7 @@ class session_impl final : private wait_engine {
   std::shared_ptr<const strategy_source> _strategy_source;  // creates each gate's instance
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
+  bool _print_stats = false;  // NMAD_STATS=1
   std::size_t _copy_offload_min = 0;          // NMAD_COPY_OFFLOAD (0: off), with a progress thread only
   std::atomic<int> _offloads_queued{0};       // offload tasks not run yet (sleepers must not sleep)
   int _local_processes = 1;  // processes of the job on this machine (this one included)
@@ -356,8 +367,9 @@ class session_impl final : private wait_engine {
   match_queues _match;        // posted receives, unexpected messages
   unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
   struct counters {
-    std::atomic<std::uint64_t> packets_sent{0}, chunks_sent{0}, bytes_sent{0}, rdv_data_sent{0},
-        packets_received{0}, unexpected_messages{0}, protocol_errors{0}, rail_sends[4]{},
+    // (Packets, chunks, bytes and bulk transfers sent are counted per
+    // track: track::stats.)
+    std::atomic<std::uint64_t> packets_received{0}, unexpected_messages{0}, protocol_errors{0},
         offloaded_sends{0}, offload_tasks_by_thread{0};
   };
   counters _stats;

@@ -346,6 +346,7 @@ void session_impl::schedule(gate& g) {
         continue;
       }
       if (!t.retry && g.collect.empty() && g.data_out.empty()) {
+        if (t.stats.starved_since) note_starved(g, t);
         busy |= t.outstanding > 0;
         continue;
       }
@@ -354,6 +355,7 @@ void session_impl::schedule(gate& g) {
         // Its holder (or this thread's next lock-free point) schedules us.
         defer_schedule(g);
         if (!slot.lock.try_lock()) {
+          note_starved(g, t);
           busy = true;
           continue;
         }
@@ -361,8 +363,29 @@ void session_impl::schedule(gate& g) {
       busy |= schedule_track(g, t, pass == 1);
       slot.lock.unlock();
       if (g.failed.load(std::memory_order_relaxed)) return;
+      note_starved(g, t);
     }
     if (busy || !any || g.collect.empty()) return;
+  }
+}
+
+// Statistics: a track with nothing posted while its gate has work for it
+// is idle for want of a packet (the strategy held the work back, the
+// driver refused or another thread held it); the time is added up when it
+// posts again or the work is gone. Gate and track locks held.
+void session_impl::note_starved(gate& g, track& t) {
+  bool work = t.outstanding == 0 && (!g.collect.empty() || t.retry);
+  if (t.outstanding == 0 && !work)
+    for (const data_send& ds : g.data_out)
+      if (ds.rail == t.rail) {
+        work = true;
+        break;
+      }
+  if (work) {
+    if (!t.stats.starved_since) t.stats.starved_since = steady_ns();
+  } else if (t.stats.starved_since) {
+    t.stats.idle_ns.add(static_cast<std::uint64_t>(steady_ns() - t.stats.starved_since));
+    t.stats.starved_since = 0;
   }
 }
 
@@ -394,14 +417,17 @@ bool session_impl::schedule_track(gate& g, track& t, bool force) {
     t.outstanding_hint.store(t.outstanding, std::memory_order_relaxed);
     t.bytes_hint.store(t.bytes_in_flight, std::memory_order_relaxed);
     t.in_flight.push_back(*pw);
-    count(_stats.rail_sends[std::min<std::size_t>(t.rail, 3)]);
     _waiter.kick();  // the driver may have queued it: sleepers re-arm
+    // (The session's totals are the tracks' counters: see stats().)
     if (pw->type == packet_wrapper::kind::packet) {
-      count(_stats.packets_sent);
-      count(_stats.chunks_sent, pw->nchunks);
-      count(_stats.bytes_sent, pw->length);
+      t.stats.count_packet(pw->nchunks, pw->length);
     } else {
-      count(_stats.rdv_data_sent);
+      t.stats.rdv_transfers.add();
+      t.stats.rdv_bytes.add(pw->length);
+    }
+    if (t.stats.starved_since) {
+      t.stats.idle_ns.add(static_cast<std::uint64_t>(steady_ns() - t.stats.starved_since));
+      t.stats.starved_since = 0;
     }
   }
   return t.outstanding > 0 || t.retry;

@@ -51,6 +51,7 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   if (g.flow_control) admit(g, e);
   if (e.kind == chunk_kind::rdv_req) {
     e.cookie = g.next_cookie++;
+    g.rdv_requests.add();
     e.rdv_left = e.len;
     g.rdv_out[e.cookie] = &e;
     if (receiver_pulls(g, e)) {
@@ -207,10 +208,9 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   ++seq;
   g.tx_spent += cost;
   t.inline_round = _rounds.load(std::memory_order_relaxed);
-  count(_stats.rail_sends[0]);
-  count(_stats.packets_sent);
-  count(_stats.chunks_sent);
-  count(_stats.bytes_sent, sizeof h + len);
+  // (The session's totals add the tracks' counters in: see stats().)
+  t.stats.inline_sends.add();
+  t.stats.inline_bytes.add(sizeof h + len);
   return true;
 }
 
@@ -278,6 +278,12 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
 }
 
 errc session_impl::pack_end(request_state& r) {
+  if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
+  pack_seal(r);
+  return wait(r);
+}
+
+errc session_impl::pack_seal(request_state& r) {
   {
     engine_scope scope(*this);
     if (r.type != request_state::kind::send || r.sealed) return errc::invalid_argument;
@@ -306,7 +312,7 @@ errc session_impl::pack_end(request_state& r) {
       r.sealed = true;
     }
   }
-  return wait(r);
+  return r.finished() ? r.error : errc::ok;
 }
 
 void session_impl::entry_progress(gate& g, chunk_entry& e) {

@@ -37,6 +37,7 @@ struct core_tunables {
   std::string copy_offload = "off";      // NMAD_COPY_OFFLOAD: off, on, or the smallest size (bytes)
   std::uint64_t unexpected_max = 64ull << 20;  // NMAD_UNEXPECTED_MAX: eager bytes buffered
                                                // unexpectedly per process (0: unlimited)
+  bool stats = false;                    // NMAD_STATS: 0 or 1
   long progress_spin_us = -1;            // NMAD_PROGRESS_SPIN_US: the progress thread's spin
                                          // before sleeping (default 0; 1000 with copy offload
                                          // and a core to spare)
@@ -134,6 +135,10 @@ core_tunables read_tunables() {
   }
   if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
     throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
+  const std::string stats = env_string("NMAD_STATS", "0");
+  if (stats != "0" && stats != "1")
+    throw std::runtime_error("nmad: NMAD_STATS=" + stats + " (expected 0 or 1)");
+  t.stats = stats == "1";
   return t;
 }
 
@@ -194,6 +199,7 @@ session_impl::session_impl(const session_options& opts)
   _ordering_mask = opts.ordering_mask;
   _copy_threshold = t.copy_threshold;
   _unexpected_max = t.unexpected_max;
+  _print_stats = t.stats;
 
   // A built-in, registered or plugin strategy (throws naming what is wrong:
   // unknown name, file, symbol, interface versions).
@@ -573,20 +579,7 @@ void session_impl::shutdown() {
   } catch (const std::exception& e) {
     log_write(log_level::warn, "session", std::string("finalize: ") + e.what());
   }
-  if (const char* v = std::getenv("NMAD_STATS"); v && *v && std::string_view(v) != "0") {
-    const session_stats st = stats();
-    std::fprintf(stderr,
-                 "nmad stats: rank %d: packets sent %llu (chunks %llu, bytes %llu), rendezvous transfers %llu, "
-                 "packets received %llu, unexpected messages %llu, protocol errors %llu, per rail %llu/%llu/%llu/%llu\n",
-                 _rank, static_cast<unsigned long long>(st.packets_sent),
-                 static_cast<unsigned long long>(st.chunks_sent), static_cast<unsigned long long>(st.bytes_sent),
-                 static_cast<unsigned long long>(st.rdv_data_sent),
-                 static_cast<unsigned long long>(st.packets_received),
-                 static_cast<unsigned long long>(st.unexpected_messages),
-                 static_cast<unsigned long long>(st.protocol_errors),
-                 static_cast<unsigned long long>(st.rail_sends[0]), static_cast<unsigned long long>(st.rail_sends[1]),
-                 static_cast<unsigned long long>(st.rail_sends[2]), static_cast<unsigned long long>(st.rail_sends[3]));
-  }
+  if (_print_stats) print_stats();
   std::lock_guard ml(_match_lock);
   if (_match.any_posted())
     log_write(log_level::warn, "session", "finalize with receives still posted");
@@ -641,17 +634,100 @@ bool session_impl::gate_busy(gate& g) {
 session_stats session_impl::stats() const {
   session_stats out;
   auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
-  out.packets_sent = get(_stats.packets_sent);
-  out.chunks_sent = get(_stats.chunks_sent);
-  out.bytes_sent = get(_stats.bytes_sent);
-  out.rdv_data_sent = get(_stats.rdv_data_sent);
+  for (const gate_stats& g : peer_stats())
+    for (std::size_t i = 0; i < g.tracks.size(); ++i) {
+      const track_stats& t = g.tracks[i];
+      out.packets_sent += t.packets;
+      out.chunks_sent += t.chunks;
+      out.bytes_sent += t.bytes;
+      out.rdv_data_sent += t.rdv_transfers;
+      out.rail_sends[std::min<std::size_t>(i, 3)] += t.packets + t.rdv_transfers;
+    }
   out.packets_received = get(_stats.packets_received);
   out.unexpected_messages = get(_stats.unexpected_messages);
   out.protocol_errors = get(_stats.protocol_errors);
   out.offloaded_sends = get(_stats.offloaded_sends);
   out.offload_tasks_by_thread = get(_stats.offload_tasks_by_thread);
-  for (int i = 0; i < 4; ++i) out.rail_sends[i] = get(_stats.rail_sends[i]);
   return out;
+}
+
+std::vector<gate_stats> session_impl::peer_stats() const {
+  std::vector<gate_stats> out;
+  out.reserve(_gates.size());
+  for (const auto& gp : _gates) {
+    const gate& g = *gp;
+    gate_stats gs;
+    gs.peer = g.rank;
+    gs.alive = !g.failed.load(std::memory_order_acquire);
+    gs.rdv_requests = g.rdv_requests.get();
+    for (const track& t : g.tracks) {
+      const track_counters& c = t.stats;
+      track_stats ts;
+      ts.driver = std::string(t.slot->drv->caps().name);
+      const std::uint64_t inl = c.inline_sends.get();
+      ts.packets = c.packets.get() + inl;
+      ts.chunks = c.chunks.get() + inl;
+      ts.chunks_max = std::max<std::uint64_t>(c.chunks_max.get(), inl ? 1 : 0);
+      for (int b = 0; b < 8; ++b) ts.chunks_histogram[b] = c.chunks_histogram[b].get();
+      ts.chunks_histogram[0] += inl;
+      ts.bytes = c.bytes.get() + c.inline_bytes.get();
+      ts.rdv_transfers = c.rdv_transfers.get();
+      ts.rdv_bytes = c.rdv_bytes.get();
+      ts.idle_ns = c.idle_ns.get();
+      gs.tracks.push_back(std::move(ts));
+    }
+    out.push_back(std::move(gs));
+  }
+  return out;
+}
+
+// One block per process on stderr, written at once (ranks print together).
+void session_impl::print_stats() const {
+  const session_stats st = stats();
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "nmad stats: rank %d (strategy %s): packets sent %llu (chunks %llu, bytes %llu), rendezvous "
+                "transfers %llu, packets received %llu, unexpected messages %llu, protocol errors %llu\n",
+                _rank, _strategy_name.c_str(), static_cast<unsigned long long>(st.packets_sent),
+                static_cast<unsigned long long>(st.chunks_sent), static_cast<unsigned long long>(st.bytes_sent),
+                static_cast<unsigned long long>(st.rdv_data_sent), static_cast<unsigned long long>(st.packets_received),
+                static_cast<unsigned long long>(st.unexpected_messages),
+                static_cast<unsigned long long>(st.protocol_errors));
+  out += line;
+  static const char* const buckets[8] = {"1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65+"};
+  for (const gate_stats& g : peer_stats()) {
+    std::uint64_t any = g.rdv_requests;
+    for (const track_stats& t : g.tracks) any += t.packets + t.rdv_transfers;
+    if (!any) continue;  // nothing sent to that peer
+    std::snprintf(line, sizeof line, "  rank %d -> rank %d%s: rendezvous sends %llu\n", _rank, g.peer,
+                  g.alive ? "" : " (failed)", static_cast<unsigned long long>(g.rdv_requests));
+    out += line;
+    for (std::size_t i = 0; i < g.tracks.size(); ++i) {
+      const track_stats& t = g.tracks[i];
+      std::snprintf(line, sizeof line,
+                    "    track %zu (%s): packets %llu, bytes %llu, chunks %llu (per packet: mean %.2f, max %llu), "
+                    "rendezvous transfers %llu (%llu bytes), idle with work queued %.3f ms\n",
+                    i, t.driver.c_str(), static_cast<unsigned long long>(t.packets),
+                    static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(t.chunks),
+                    t.chunks_per_packet(), static_cast<unsigned long long>(t.chunks_max),
+                    static_cast<unsigned long long>(t.rdv_transfers), static_cast<unsigned long long>(t.rdv_bytes),
+                    static_cast<double>(t.idle_ns) / 1e6);
+      out += line;
+      if (t.packets) {
+        out += "      chunks per packet:";
+        for (int b = 0; b < 8; ++b)
+          if (t.chunks_histogram[b]) {
+            std::snprintf(line, sizeof line, " %s: %llu", buckets[b],
+                          static_cast<unsigned long long>(t.chunks_histogram[b]));
+            out += line;
+          }
+        out += "\n";
+      }
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stderr);
+  std::fflush(stderr);
 }
 
 bool session_impl::peer_alive(int rank) const {

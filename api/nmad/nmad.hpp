@@ -41,6 +41,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "errc.hpp"
 #include "wait_policy.hpp"
@@ -147,6 +148,34 @@ struct session_stats {
   // them sent already by the caller's own progress).
   std::uint64_t offloaded_sends = 0;
   std::uint64_t offload_tasks_by_thread = 0;
+};
+
+// Statistics of one track (one driver connection of a gate), send side,
+// since the session started. Read at any time (a consistent snapshot of
+// each counter, not of all of them together).
+struct track_stats {
+  std::string driver;               // the driver's name ("shm", "tcp", "self")
+  std::uint64_t packets = 0;        // packets posted (small messages sent inline included)
+  std::uint64_t chunks = 0;         // chunks those packets carried
+  std::uint64_t chunks_max = 0;     // most chunks in one packet
+  // Packets by the number of chunks they carried: 1, 2, 3-4, 5-8, 9-16,
+  // 17-32, 33-64, 65 and more.
+  std::uint64_t chunks_histogram[8] = {};
+  std::uint64_t bytes = 0;          // packet bytes (headers and payload)
+  std::uint64_t rdv_transfers = 0;  // bulk rendezvous transfers posted
+  std::uint64_t rdv_bytes = 0;      // their bytes
+  // Time the track had nothing posted while work for it was queued on its
+  // gate (the strategy held it back, the driver refused or was busy).
+  std::uint64_t idle_ns = 0;
+  double chunks_per_packet() const { return packets ? static_cast<double>(chunks) / static_cast<double>(packets) : 0.0; }
+};
+
+// Statistics of the gate to one peer, send side.
+struct gate_stats {
+  int peer = -1;                    // the peer's rank (this process's own gate too)
+  bool alive = true;                // false once the peer failed
+  std::uint64_t rdv_requests = 0;   // messages (and pack pieces) sent by rendezvous
+  std::vector<track_stats> tracks;  // by track index (rail)
 };
 
 // What the application promises about its threads (MPI's levels).
@@ -284,6 +313,10 @@ class session {
   // exits this process with exit_code. Never returns.
   [[noreturn]] void abort(int exit_code, const std::string& message);
   session_stats stats() const;
+  // Per gate and per track statistics, one entry per rank (this process
+  // included), in rank order. NMAD_STATS=1 prints them when the session
+  // ends.
+  std::vector<gate_stats> peer_stats() const;
   // Per-peer liveness: false once the peer's connection failed.
   bool peer_alive(int rank) const;
   // Address peers use to reach this process through `driver` (default: the

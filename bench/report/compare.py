@@ -553,6 +553,26 @@ def nmad_mpi_config(args, np, notes):
     return c
 
 
+def installed_strategies(ours, notes):
+    """The strategies the installed nmad-info lists (--strategies: an
+    indented line per strategy, its name first)."""
+    info = os.path.join(os.path.dirname(ours.mpicc), "nmad-info")
+    try:
+        out = subprocess.run([info, "--strategies"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        notes.append("nmad-info --strategies failed: %s" % e)
+        return []
+    names, inside = [], False
+    for line in out.splitlines():
+        if line.startswith("Strategies"):
+            inside = True
+        elif inside and line.startswith("  ") and line.split():
+            names.append(line.split()[0])
+        elif inside and line.strip() and not line.startswith(" "):
+            inside = False
+    return names
+
+
 def native_configs(args, notes):
     drivers = [d for d in args.nmad_drivers.split(",") if d]
     names = ["nmad-native-%s" % d for d in drivers]
@@ -723,6 +743,8 @@ def main(argv=None):
     ap.add_argument("--nmad-launch-args", default="", help="extra arguments for our mpiexec")
     ap.add_argument("--nmad-drivers", default="tcp", help="drivers of the native ping-pong (default tcp)")
     ap.add_argument("--nmad-strategy", default="default", help="strategy of the native ping-pong")
+    ap.add_argument("--strategy-configs", action="store_true",
+                    help="add nmad-strategy-<name> and nmad-tcp-strategy-<name> for every strategy nmad-info lists")
     ap.add_argument("--no-nmad-build", action="store_true", help="do not run bazel build or tools/install")
     ap.add_argument("--no-install", action="store_true", help="(wrapper) do not apt-get install missing peers")
     ap.add_argument("--docs-md", help="also write the report without images to this path "
@@ -781,7 +803,20 @@ def main(argv=None):
                     ours.mpicc, list(ours.launch), env=env, ours=True,
                     rank_env=({"NMAD_PROGRESS": "thread", "NMAD_COPY_OFFLOAD": on},
                               {"NMAD_PROGRESS": "none", "NMAD_WAIT": "block"})))
-        for c in [tcp, busy, thread, tcp_thread] + offload:
+        # --strategy-configs: our MPI layer once per strategy nmad-info
+        # lists (strategies added later join by themselves), on the
+        # default drivers and on tcp: nmad-strategy-<name>,
+        # nmad-tcp-strategy-<name> (bench/scenarios, scenario 4).
+        strategy_configs = []
+        if args.strategy_configs:
+            for strat in installed_strategies(ours, notes):
+                for label, drv_env in (("nmad", {}), ("nmad-tcp", {"NMAD_DRIVER": "tcp"})):
+                    env = dict(drv_env, NMAD_STRATEGY=strat)
+                    strategy_configs.append(MpiConfig(
+                        "%s-strategy-%s" % (label, strat), "nmad MPI layer",
+                        "%s, NMAD_STRATEGY=%s" % ("tcp driver (loopback)" if drv_env else "default drivers", strat),
+                        "nmad", ours.mpicc, list(ours.launch), env=env, ours=True))
+        for c in [tcp, busy, thread, tcp_thread] + offload + strategy_configs:
             if ours.status != "ok":
                 c.skip(ours.note or "as nmad", ours.status)
             configs.append(c)
