@@ -5,7 +5,7 @@
 # Prints one JSON object: medians of REPS runs each and their ratio.
 #
 #   bazel build //tools:nmad-run //tests:workers/ops_worker
-#   nmad-quiet bench/held_connections.sh [REPS] [HELD] [MSGS]
+#   bench/held_connections.sh [REPS] [HELD] [MSGS]
 set -eu
 reps=${1:-5}
 held=${2:-3000}
