@@ -81,6 +81,9 @@ struct cluster {
   std::string p = prefix();
   bool up = false;
   explicit cluster(std::vector<std::string> args) {
+    // The prefix is this process's: a cluster under it can only be the
+    // remains of a dead run that had the same pid (killed mid-test).
+    emucluster({"down", "--prefix", p});
     args.insert(args.begin(), {"up", "2", "--prefix", p});
     auto r = emucluster(args);
     if (r.status != 0) MESSAGE("emucluster up: " << r.out << r.err);

@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(cv.payload.empty() || (cv.payload.data() >= bytes.data() && cv.payload.data() + cv.payload.size() <= end));
     const auto kind = static_cast<chunk_kind>(h.kind);
     require(kind == chunk_kind::data || kind == chunk_kind::rdv_req || kind == chunk_kind::rtr ||
-            kind == chunk_kind::cancel_req || kind == chunk_kind::cancel_ack);
+            kind == chunk_kind::cancel_req || kind == chunk_kind::cancel_ack ||
+            kind == chunk_kind::credit);
     if (kind == chunk_kind::data) require(h.len == h.payload);
     else require(h.payload == 0);
     require(h.offset + h.len >= h.offset);
