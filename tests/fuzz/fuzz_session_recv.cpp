@@ -18,7 +18,9 @@
 // for an unmatched any_source receive, be cancellable).
 // Checked: no crash, no sanitizer report, every receive completes (a
 // receive still pending then is a hang and aborts), a completed receive
-// never reports more bytes than its buffer holds.
+// never reports more bytes than its buffer holds. The session runs
+// without a progress thread (NMAD_PROGRESS=none): everything happens on
+// the calling thread, in the order the input gives.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -124,6 +126,12 @@ void init_once() {
   done = true;
   ::setenv("NMAD_LOG", "error", 0);             // protocol errors are expected here
   ::setenv("NMAD_FINALIZE_TIMEOUT_MS", "2000", 0);
+  // No progress thread: the injection above is single-threaded, and the
+  // checks below count progress rounds. With one (NMAD_PROGRESS=auto starts
+  // one when a CPU is spare), that thread may hold the self driver or a
+  // failed gate's clean-up while the rounds run, so a receive that fails a
+  // moment later (~1 ms) counted as a hang, and it raced the injection.
+  ::setenv("NMAD_PROGRESS", "none", 1);
   ::unsetenv("PMI_FD");
   ::unsetenv("PMI_PORT");
   ::unsetenv("PMI_SIZE");
@@ -140,6 +148,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   opts.wait = "busy";
   opts.driver = "tcp";  // a session needs a network driver; a singleton never uses it
   auto s = session::create(opts);
+  if (s->progress_description().rfind("none", 0) != 0) {
+    std::fprintf(stderr, "fuzz_session_recv: a progress thread runs (%s); the harness needs none\n",
+                 s->progress_description().c_str());
+    std::abort();
+  }
   std::deque<posted> recvs;
   reader in{data, size};
   std::uint8_t op;
