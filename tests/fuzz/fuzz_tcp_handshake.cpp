@@ -84,7 +84,18 @@ struct fixture {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static fixture f;
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&f.addr), sizeof f.addr) != 0) {
+  int rc = fd < 0 ? -1 : ::connect(fd, reinterpret_cast<sockaddr*>(&f.addr), sizeof f.addr);
+  if (rc != 0 && fd >= 0 && errno == EINTR) {
+    // Interrupted by a signal: the connection goes on by itself; wait for
+    // it and read its outcome.
+    pollfd p{fd, POLLOUT, 0};
+    while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    rc = (p.revents & POLLOUT) && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0 ? 0 : -1;
+  }
+  if (rc != 0) {
     std::perror("fuzz_tcp_handshake: connect");
     std::abort();
   }
