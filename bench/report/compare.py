@@ -566,8 +566,9 @@ def installed_strategies(ours, notes):
     for line in out.splitlines():
         if line.startswith("Strategies"):
             inside = True
-        elif inside and line.startswith("  ") and line.split():
-            names.append(line.split()[0])
+        elif inside and line.startswith("  ") and len(line.split()) >= 2 and \
+                line.split()[1] in ("built-in", "plugin", "registered"):
+            names.append(line.split()[0])  # not "plugin directories: ..." and the like
         elif inside and line.strip() and not line.startswith(" "):
             inside = False
     return names

@@ -62,6 +62,10 @@ int tcp_driver::accept_all() {
                              " handshakes already pending from that address (NMAD_TCP_PENDING_PER_HOST)");
       continue;
     }
+    // Like connect(): no Nagle delay (a small write behind another would
+    // wait for the peer's delayed ack, ~40 ms), and the liveness options.
+    set_nodelay(fd);
+    set_liveness(fd, tun_.user_timeout);
     auto c = std::make_unique<conn>();
     c->id = next_id_++;
     c->fd = fd;
