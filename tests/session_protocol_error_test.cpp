@@ -16,79 +16,22 @@
 #include "api/nmad/nmad.hpp"
 #include "core/collect/chunk_entry.hpp"
 #include "core/protocol/wire.hpp"
-#include "core/transfer/driver.hpp"
-#include "drivers/self/self_driver.hpp"
+#include "tests/support/inject_driver.hpp"
 
 using namespace nmad;
 
 namespace {
 
-struct injector {
-  driver_events* events = nullptr;
-  connection_id conn = invalid_connection;
-  std::deque<std::vector<std::byte>> queue;
-};
-injector g_inj;
-
-// The real self driver; its poll() also hands the engine the queued packets.
-class inject_driver final : public driver {
- public:
-  void open(const driver_config& config) override {
-    g_inj.events = config.events;
-    _inner->open(config);
-  }
-  const driver_caps& caps() const override { return _inner->caps(); }
-  std::string local_address() const override { return _inner->local_address(); }
-  bool reachable(std::string_view a) const override { return _inner->reachable(a); }
-  connection_id connect(int peer_rank, std::string_view address) override {
-    g_inj.conn = _inner->connect(peer_rank, address);
-    return g_inj.conn;
-  }
-  post_result post_send_packet(connection_id c, std::span<const iovec> iov, void* token) override {
-    return _inner->post_send_packet(c, iov, token);
-  }
-  post_result send_inline(connection_id c, std::span<const iovec> iov) override {
-    return _inner->send_inline(c, iov);
-  }
-  bool backlog(connection_id c) const override { return _inner->backlog(c); }
-  post_result post_send_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
-                             void* token) override {
-    return _inner->post_send_data(c, cookie, iov, token);
-  }
-  post_result post_recv_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
-                             void* token) override {
-    return _inner->post_recv_data(c, cookie, iov, token);
-  }
-  post_result post_get(connection_id c, std::uint64_t addr, std::uint64_t key, std::span<const iovec> dst,
-                       void* token) override {
-    return _inner->post_get(c, addr, key, dst, token);
-  }
-  int poll() override {
-    int work = _inner->poll();
-    while (!g_inj.queue.empty() && g_inj.conn != invalid_connection) {
-      std::vector<std::byte> p = std::move(g_inj.queue.front());
-      g_inj.queue.pop_front();
-      g_inj.events->on_packet(g_inj.conn, p);
-      ++work;
-    }
-    return work;
-  }
-  bool quiet() const override { return g_inj.queue.empty() && _inner->quiet(); }
-  void close_connection(connection_id c) override { _inner->close_connection(c); }
-
- private:
-  std::unique_ptr<driver> _inner = make_self_driver();
-};
+nmad_test::packet_injector& g_inj = nmad_test::injected();
 
 std::unique_ptr<session> make() {
   static const bool registered = [] {
     ::setenv("NMAD_PROGRESS", "none", 1);
     ::setenv("NMAD_LOG", "error", 0);  // the protocol errors are expected
-    return register_driver({"test-inject-self", "self driver with packet injection (tests)",
-                            [] { return std::unique_ptr<driver>(new inject_driver()); }, true});
+    return nmad_test::register_inject_driver("test-inject-self");
   }();
   REQUIRE(registered);
-  g_inj = injector{};
+  g_inj = nmad_test::packet_injector{};
   session_options o;
   o.threads = thread_level::single;
   o.wait = "busy";

@@ -106,8 +106,21 @@ void offload_scenario(session& s, int sleep_ms) {
         fail("isend " + std::to_string(i) + ": " + reqs[i].error_message());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));  // no library call
+    // On a loaded machine (sanitizers, more threads than cores) the thread
+    // may need longer: sleep on, still without a library call, while
+    // sends that must complete by themselves have not (every one but the
+    // last rendezvous and what follows it: see progress_thread_test).
+    for (int slice = 0; slice < 100 && done.load() < kOffloadMessages - 2; ++slice)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::printf("rank 0: sleep ended at %lld ns\n", static_cast<long long>(now_ns()));
     const int during = done.load();
     std::printf("rank 0: %d of %d sends completed during the sleep\n", during, kOffloadMessages);
+    if (during != kOffloadMessages) {  // which ones, by size (inline, eager, rendezvous)
+      std::printf("rank 0: still incomplete after the sleep:");
+      for (int i = 0; i < kOffloadMessages; ++i)
+        if (!reqs[i].completed()) std::printf(" #%d (%zu B)", i, offload_size(i));
+      std::printf("\n");
+    }
     for (int i = 0; i < kOffloadMessages; ++i)
       if (errc e = s.wait(reqs[i]); e != errc::ok) fail("send " + std::to_string(i) + ": " + reqs[i].error_message());
     const session_stats st = s.stats();
@@ -129,6 +142,7 @@ void offload_scenario(session& s, int sleep_ms) {
           fail("message " + std::to_string(i) + ": byte " + std::to_string(j) + " differs");
     }
     report_blocking(s, t0);
+    std::printf("rank 1: blocking calls ended at %lld ns\n", static_cast<long long>(now_ns()));
     std::printf("rank 1: %d messages received in order, every byte checked\n", kOffloadMessages);
   }
 }
