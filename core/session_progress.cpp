@@ -62,7 +62,16 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
     g.failed = true;
     return;
   }
-  fail_gate(g, std::string(reason));
+  // Several rails: the gate fails with the first of them (what that rail
+  // had in flight is lost and the protocol does not resend it); the reason
+  // names the rail.
+  std::string why(reason);
+  if (g.tracks.size() > 1)
+    for (const track& t : g.tracks)
+      if (t.slot == &slot)
+        why = "rail " + std::to_string(t.rail + 1) + " of " + std::to_string(g.tracks.size()) + " (" +
+              slot.caps.name + ") failed: " + why;
+  fail_gate(g, std::move(why));
 }
 
 // ---- progress ----------------------------------------------------------------

@@ -385,16 +385,18 @@ void session_impl::background_work(long delta) {
 
 void session_impl::open_drivers(const session_options& opts) {
   const std::string key = _boot->job_key();
-  auto open_one = [&](std::unique_ptr<driver> d) {
+  auto open_one = [&](std::unique_ptr<driver> d, int instance = 0) {
     auto slot = std::make_unique<driver_slot>();
     slot->engine = this;
     slot->lock.enable(_threaded);
     slot->drv = std::move(d);
+    slot->instance = instance;
     driver_config cfg;
     cfg.rank = _rank;
     cfg.size = _size;
     cfg.job_key = key;
     cfg.events = slot.get();
+    cfg.instance = instance;
     slot->drv->open(cfg);
     _slots.push_back(std::move(slot));
   };
@@ -415,8 +417,7 @@ void session_impl::open_drivers(const session_options& opts) {
       int instance = 0;
       for (const auto& sl : _slots)
         if (sl->drv->caps().name == name) ++instance;
-      open_one(d->create());
-      _slots.back()->instance = instance;
+      open_one(d->create(), instance);
     }
     return;
   }
@@ -450,16 +451,25 @@ void session_impl::open_drivers(const session_options& opts) {
 // sampled figures (see core/transfer/profile.hpp for when sampling runs).
 void session_impl::apply_profiles() {
   const profile_mode mode = profile_mode_from_env();
+  const std::vector<double> rail_bw = rail_bandwidths_from_env();
   std::vector<std::string> names;
   for (auto& s : _slots) {
     s->caps = s->drv->caps();
     if (s.get() != _slots[0].get()) names.push_back(s->caps.name);
   }
-  if (mode == profile_mode::off || names.empty()) return;
-  const auto profiles = profiles_for(names, mode == profile_mode::sample || _multirail);
-  for (auto& s : _slots)
-    for (const auto& p : profiles)
-      if (p.driver == s->caps.name) apply_profile(s->caps, p);
+  if (!rail_bw.empty() && (!_multirail || rail_bw.size() != names.size()))
+    throw std::runtime_error("nmad: NMAD_RAIL_BANDWIDTH gives " + std::to_string(rail_bw.size()) +
+                             " bandwidth(s) but this job has " +
+                             (_multirail ? std::to_string(names.size()) + " rails" : std::string("no rails")) +
+                             " (it needs NMAD_DRIVERS=a+b, one figure per listed driver)");
+  if (mode != profile_mode::off && !names.empty()) {
+    const auto profiles = profiles_for(names, mode == profile_mode::sample || (_multirail && rail_bw.empty()));
+    for (auto& s : _slots)
+      for (const auto& p : profiles)
+        if (p.driver == s->caps.name) apply_profile(s->caps, p);
+  }
+  // Given rail bandwidths win over estimates and samples.
+  for (std::size_t i = 0; i < rail_bw.size(); ++i) _slots[i + 1]->caps.bandwidth_mbps = rail_bw[i];
 }
 
 std::string session_impl::address_key(const driver_slot& s, int rank) {

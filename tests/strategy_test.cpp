@@ -313,6 +313,26 @@ TEST_CASE("the default rendezvous choice cuts big ranges in equal pieces, in tur
   tracks[0].connected = false;
   len = 100;
   CHECK(s->choose_rdv_track({}, tracks, len) == 1);
+  // The rest of a range keeps the first piece's size: 3 MiB in two halves
+  // (not 1.5 MiB, then 768 KiB, ...), then 5 MiB over three tracks.
+  tracks[0].connected = true;
+  len = 3 << 20;
+  const std::uint32_t first = s->choose_rdv_track({7, 4, 0, len}, tracks, len);
+  CHECK(len == 3 << 19);
+  std::uint64_t rest = 3 << 19;
+  CHECK(s->choose_rdv_track({7, 4, 3 << 19, rest}, tracks, rest) == 1 - first);
+  CHECK(rest == 3 << 19);
+  std::array<track_view, 3> three{view(0, a), view(1, a), view(2, a)};
+  std::uint64_t off = 0, total = 5 << 20;
+  std::array<std::uint64_t, 3> got{};
+  while (off < total) {
+    std::uint64_t n = total - off;
+    got[s->choose_rdv_track({8, 1, off, n}, three, n)] += n;
+    off += n;
+  }
+  CHECK(got[0] > 0);
+  CHECK(got[0] + got[1] + got[2] == total);
+  CHECK(std::max({got[0], got[1], got[2]}) - std::min({got[0], got[1], got[2]}) <= 8192);
 }
 
 TEST_CASE("prio: a priority chunk submitted behind a deep queue of bulk leaves in the next packet") {

@@ -8,8 +8,11 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -63,6 +66,80 @@ TEST_CASE("random flows, every strategy, over shm (3 processes)") { flows_over("
 TEST_CASE("random flows, every strategy, over tcp (2 processes)") { flows_over("NMAD_DRIVER", "tcp", 2); }
 TEST_CASE("random flows, every strategy, two tracks per gate: tcp+tcp") { flows_over("NMAD_DRIVERS", "tcp+tcp", 2); }
 TEST_CASE("random flows, every strategy, two tracks per gate: shm+tcp") { flows_over("NMAD_DRIVERS", "shm+tcp", 2); }
+
+// split_balance with arbitrary rail bandwidths (NMAD_RAIL_BANDWIDTH, random
+// ratios from 1:20 to 20:1): every byte and the order of random flows and of
+// concurrent rendezvous messages cut into pieces of every proportion; then
+// one message at a time, the rendezvous bytes each rail carried follow the
+// given ratio. shm+tcp without cross-memory attach: with it, shm pulls a
+// rendezvous whole (single copy) and nothing is split.
+void ratios_over(const char* drivers, env_list extra, unsigned seed) {
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 3; ++round) {
+    const double b0 = 10.0 + static_cast<double>(rng() % 1990), f = std::pow(20.0, (rng() % 2001) / 1000.0 - 1.0);
+    const double b1 = std::max(5.0, b0 / f);
+    char bw[64];
+    std::snprintf(bw, sizeof bw, "%.1f,%.1f", b0, b1);
+    const int wseed = static_cast<int>(rng() % 1000) + 1;
+    CAPTURE(drivers);
+    CAPTURE(bw);
+    CAPTURE(wseed);
+    env_list env = {{"NMAD_DRIVERS", drivers},           {"NMAD_STRATEGY", "split_balance"},
+                    {"NMAD_RAIL_BANDWIDTH", bw},         {"NMAD_RDV_THRESHOLD", "16384"},
+                    {"NMAD_PROFILE", "off"}};
+    env.insert(env.end(), extra.begin(), extra.end());
+    auto r = run_worker(2, {"ratio", std::to_string(wseed), std::to_string(messages() / 2)}, env);
+    REQUIRE(r.status == 0);
+    CHECK(count(r.out, "ratio ok with strategy split_balance") == 2);
+    unsigned long long x0 = 0, x1 = 0;
+    const auto at = r.out.find("rail bytes ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(r.out.c_str() + at, "rail bytes %llu %llu", &x0, &x1) == 2);
+    const double got = static_cast<double>(x0) / static_cast<double>(x0 + x1), want = b0 / (b0 + b1);
+    MESSAGE(std::string(drivers) << " rails " << bw << ": rail 0 carried " << got << " of the bytes, expected " << want);
+    CHECK(x0 + x1 > 0);
+    CHECK(std::fabs(got - want) < 0.05);
+  }
+}
+
+TEST_CASE("split_balance, random rail ratios: every byte, the order, and the split (tcp+tcp)") {
+  ratios_over("tcp+tcp", {}, 11);
+}
+TEST_CASE("split_balance, random rail ratios: every byte, the order, and the split (shm+tcp)") {
+  ratios_over("shm+tcp", {{"NMAD_SHM_CMA", "0"}}, 12);
+}
+
+TEST_CASE("bad multirail knobs stop start-up, naming what is wrong") {
+  struct bad {
+    env_list env;
+    const char* says;
+  };
+  const bad cases[] = {
+      {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_RAIL_BANDWIDTH", "100,fast"}}, "entry 2 ('fast') is not a bandwidth"},
+      {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_RAIL_BANDWIDTH", "100,0"}}, "entry 2 ('0') is not a bandwidth"},
+      {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_RAIL_BANDWIDTH", "100"}}, "gives 1 bandwidth(s) but this job has 2 rails"},
+      {{{"NMAD_DRIVER", "tcp"}, {"NMAD_RAIL_BANDWIDTH", "100"}}, "but this job has no rails"},
+      {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", "127.0.0.1"}},
+       "names 1 address(es), but this process opens tcp rail 2"},
+      {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", "127.0.0.1,localhost"}},
+       "NMAD_TCP_HOSTS entry 2 'localhost' is not an IPv4 address"},
+      {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", ",127.0.0.1"}}, "entry 1 is empty"},
+  };
+  for (const bad& b : cases) {
+    CAPTURE(b.says);
+    env_list env = b.env;
+    env.emplace_back("NMAD_PROFILE", "off");
+    auto r = run_worker(2, {"flows", "1", "10"}, env, 60);
+    CHECK(r.status != 0);
+    CHECK(r.err.find(b.says) != std::string::npos);
+  }
+  // Two addresses of this host, one per tcp rail: the job runs.
+  auto ok = run_worker(2, {"flows", "1", "50"},
+                       {{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", "127.0.0.1,127.0.0.2"},
+                        {"NMAD_STRATEGY", "split_balance"}, {"NMAD_PROFILE", "off"}});
+  CHECK(ok.status == 0);
+  CHECK(count(ok.out, "flows ok") == 2);
+}
 
 TEST_CASE("two threads per process, every strategy, two tracks (tcp+tcp)") {
   for (const char* strat : kStrategies) {

@@ -195,6 +195,8 @@ void print_config() {
       {"NMAD_OFI_DOMAIN", "lo", "ofi: libfabric domain (interface) to use (default lo where offered)"},
       {"NMAD_OFI_CONNECT_TIMEOUT_MS", "5000", "ofi: time a peer has to answer the hello"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
+      {"NMAD_TCP_HOSTS", "", "tcp: one address per tcp rail (NMAD_DRIVERS=tcp+tcp: a,b), instead of NMAD_TCP_HOST"},
+      {"NMAD_RAIL_BANDWIDTH", "", "MB/s of each rail of NMAD_DRIVERS (e.g. 100,25): what split_balance divides data by"},
       {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
       {"NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "5000", "tcp: time a stranger has to present the job key"},
       {"NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", "tcp: time a peer has to answer a connection"},

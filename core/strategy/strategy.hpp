@@ -108,6 +108,11 @@ class strategy {
 
  protected:
   std::uint32_t _next_rdv_rail = 0;  // the default rendezvous rotation
+  // The range being cut by the default choice: its rest comes back piece by
+  // piece (offset = where the last piece ended) and keeps the first piece's
+  // size, so a range is cut in equal pieces, not halved again and again.
+  std::uint64_t _rdv_tag = 0, _rdv_end = 0, _rdv_piece = 0;
+  std::uint32_t _rdv_seq = 0;
 };
 
 // The explicit list of built-in strategies (core/strategy/registry.cpp).

@@ -109,6 +109,10 @@ struct driver_config {
   int size = 1;              // number of processes in the job
   std::string job_key;       // secret every connection must present
   driver_events* events = nullptr;
+  // How many instances of the same driver this process opened before this
+  // one (NMAD_DRIVERS=tcp+tcp: 0, then 1). A driver may read per-instance
+  // settings with it (tcp: NMAD_TCP_HOSTS).
+  int instance = 0;
 };
 
 class driver {

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <string_view>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -179,6 +181,27 @@ profile_mode profile_mode_from_env() {
   if (std::strcmp(v, "sample") == 0) return profile_mode::sample;
   if (std::strcmp(v, "off") == 0) return profile_mode::off;
   throw std::runtime_error(std::string("nmad: NMAD_PROFILE='") + v + "' is not one of auto, sample, off");
+}
+
+std::vector<double> rail_bandwidths_from_env() {
+  std::vector<double> out;
+  const char* v = std::getenv("NMAD_RAIL_BANDWIDTH");
+  if (!v || !*v) return out;
+  std::string_view rest(v);
+  for (std::size_t entry = 1;; ++entry) {
+    const std::size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    double x = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || !(x > 0) || x > 1e9)
+      throw std::runtime_error(std::string("nmad: NMAD_RAIL_BANDWIDTH='") + v + "': entry " +
+                               std::to_string(entry) + " ('" + item +
+                               "') is not a bandwidth in MB/s (a positive number, one per rail of NMAD_DRIVERS)");
+    out.push_back(x);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
 }
 
 std::vector<driver_profile> load_profiles(const std::string& path, const profile_key& key, std::string* warning,

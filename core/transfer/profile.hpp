@@ -87,6 +87,17 @@ std::vector<driver_profile> load_profiles(const std::string& path, const profile
 // creating the directory. Throws std::runtime_error on failure.
 void save_profiles(const std::string& path, const profile_key& key, const std::vector<driver_profile>& profiles);
 
+// NMAD_RAIL_BANDWIDTH: the bandwidth of each rail, in MB/s (10^6 B/s), in
+// the order of NMAD_DRIVERS ("400,100" for tcp+tcp), given by whoever knows
+// the links (a job script, a benchmark that measured each rail alone). It
+// replaces the estimate or sampled figure of that rail's tracks: what
+// split_balance divides rendezvous data by. Samples are taken between two
+// instances in one process, so they never see a link's own rate (a shaped or
+// slower network); this knob is how a job says what the links really give.
+// Unset or empty: nothing (an empty vector). Throws std::runtime_error when
+// an entry is not a positive number.
+std::vector<double> rail_bandwidths_from_env();
+
 struct sample_options {
   std::vector<std::size_t> sizes = {8, 64, 1024, 8192, 65536, 262144, 1u << 20, 4u << 20};
   int min_rounds = 5;          // round trips per size, at least...

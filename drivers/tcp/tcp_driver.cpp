@@ -3,6 +3,8 @@
 // Tunables (read once by open(); a malformed value makes open() throw):
 //   NMAD_TCP_HOST                  address to bind and advertise
 //                                  (default 127.0.0.1, IPv4 dotted quad)
+//   NMAD_TCP_HOSTS                 one such address per tcp rail
+//                                  (NMAD_DRIVERS=tcp+tcp: a,b), instead
 //   NMAD_TCP_PORT                  fixed listening port (default 0: ephemeral)
 //   NMAD_TCP_HANDSHAKE_TIMEOUT_MS  time an incoming connection has to send a
 //                                  complete hello (default 5000)
@@ -50,7 +52,7 @@ void tcp_driver::open(const driver_config& config) {
     throw std::runtime_error("tcp driver: rank " + std::to_string(config.rank) +
                              " out of range for job size " +
                              std::to_string(config.size));
-  tun_ = read_tunables();
+  tun_ = read_tunables(config.instance);
   cfg_ = config;
 
   caps_ = {};
@@ -73,7 +75,7 @@ void tcp_driver::open(const driver_config& config) {
 
   sockaddr_in sa{};
   if (!parse_addr(tun_.host + ":1", sa))
-    throw std::runtime_error("tcp driver: NMAD_TCP_HOST='" + tun_.host +
+    throw std::runtime_error("tcp driver: " + tun_.host_source + " '" + tun_.host +
                              "' is not an IPv4 address");
   sa.sin_port = htons(static_cast<std::uint16_t>(tun_.port));
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -21,7 +21,10 @@
 #include <deque>
 #include <map>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "core/common/log.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
@@ -40,6 +43,7 @@ constexpr int kMaxReadsPerPoll = 64;
 
 struct tunables {
   std::string host = "127.0.0.1";
+  std::string host_source = "NMAD_TCP_HOST";  // the variable `host` came from, for errors
   int port = 0;
   std::chrono::milliseconds handshake_timeout{5000};
   std::chrono::milliseconds connect_timeout{30000};
@@ -62,9 +66,32 @@ inline long env_number(const char* name, long def, long lo, long hi) {
   return x;
 }
 
-inline tunables read_tunables() {
+// `instance`: which tcp rail this is (driver_config::instance). With
+// NMAD_TCP_HOSTS=a,b,... rail i listens on and advertises the i-th address
+// (NMAD_TCP_HOST is then ignored); a rail without an entry is an error.
+inline tunables read_tunables(int instance = 0) {
   tunables t;
   if (const char* h = std::getenv("NMAD_TCP_HOST"); h && *h) t.host = h;
+  if (const char* hs = std::getenv("NMAD_TCP_HOSTS"); hs && *hs) {
+    std::vector<std::string> list;
+    std::string_view rest(hs);
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      list.emplace_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (instance < 0 || static_cast<std::size_t>(instance) >= list.size())
+      throw std::runtime_error("tcp driver: NMAD_TCP_HOSTS='" + std::string(hs) + "' names " +
+                               std::to_string(list.size()) + " address(es), but this process opens tcp rail " +
+                               std::to_string(instance + 1) +
+                               " (NMAD_DRIVERS): give one address per tcp rail, in order");
+    t.host = list[static_cast<std::size_t>(instance)];
+    t.host_source = "NMAD_TCP_HOSTS entry " + std::to_string(instance + 1);
+    if (t.host.empty())
+      throw std::runtime_error("tcp driver: NMAD_TCP_HOSTS='" + std::string(hs) + "': entry " +
+                               std::to_string(instance + 1) + " is empty");
+  }
   t.port = static_cast<int>(env_number("NMAD_TCP_PORT", 0, 0, 65535));
   t.handshake_timeout = std::chrono::milliseconds(
       env_number("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", 5000, 1, 3600000));

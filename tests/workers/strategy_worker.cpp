@@ -10,6 +10,17 @@
 //       inside each (peer, tag) flow.
 //   strategy_worker threads SEED N   the same with two threads per rank, each
 //       on its own tags (session at thread level multiple).
+//   strategy_worker ratio SEED N     multirail (NMAD_DRIVERS=a+b, split_balance,
+//       NMAD_RAIL_BANDWIDTH forcing a split ratio): the flows above, then
+//       rendezvous messages of random sizes (256 KiB to 4 MiB, unaligned)
+//       both ways at once on 3 tags (every byte and the order checked), then
+//       rank 0 sends N/20+4 messages of 1-4 MiB to rank 1 one at a time and
+//       prints the rendezvous bytes each of its rails carried in that phase
+//       ("rail bytes R0 R1").
+//   strategy_worker loop SECONDS     ranks 0 and 1 exchange 1 MiB messages
+//       (both ways at once, contents checked) until SECONDS have passed;
+//       prints "looping" after the first round (a test then takes a link
+//       down) and "loop ok" at the end.
 //   strategy_worker overtake BULK SIZE  rank 0 sends BULK eager messages of SIZE
 //       bytes on tag 1 while rank 1 is not receiving (more than the driver can
 //       buffer: the rest waits in rank 0's queue), then one of priority 9 on tag 2; rank 1
@@ -157,6 +168,122 @@ void packed(session& s, std::uint64_t seed, int rounds) {
   }
 }
 
+// Rendezvous messages only, both ways at once: ranks 0 and 1 each send n
+// messages of 256 KiB to 4 MiB (random, unaligned) over 3 tags.
+std::size_t large_flows(session& s, std::uint64_t seed, int n) {
+  const int me = s.rank();
+  if (me > 1) return 0;
+  const int peer = 1 - me;
+  auto sizes = [&](int src) {
+    std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(src));
+    std::vector<message> out;
+    std::size_t next[3] = {0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t t = rng() % 3;
+      out.push_back({200 + t, next[t]++, 256 * 1024 + rng() % (4 * 1024 * 1024 - 256 * 1024), 0});
+    }
+    return out;
+  };
+  const std::vector<message> in_plan = sizes(peer), out_plan = sizes(me);
+  std::vector<std::vector<std::uint8_t>> in(in_plan.size()), out(out_plan.size());
+  std::vector<request> rr(in_plan.size()), sr(out_plan.size());
+  for (std::size_t k = 0; k < in_plan.size(); ++k) {
+    in[k].assign(in_plan[k].size + 64, 0);
+    if (s.irecv(peer, in_plan[k].tag, in[k].data(), in[k].size(), rr[k]) != errc::ok) fail("irecv refused");
+  }
+  for (std::size_t k = 0; k < out_plan.size(); ++k) {
+    const message& m = out_plan[k];
+    out[k].resize(m.size);
+    for (std::size_t i = 0; i < m.size; ++i) out[k][i] = byte_of(me, peer, m.tag, m.index, i);
+    if (s.isend(peer, m.tag, out[k].data(), m.size, sr[k]) != errc::ok) fail("isend refused");
+  }
+  std::size_t bytes = 0;
+  for (auto& r : sr)
+    if (s.wait(r) != errc::ok) fail("send failed: " + r.error_message());
+  for (std::size_t k = 0; k < in_plan.size(); ++k) {
+    const message& m = in_plan[k];
+    if (s.wait(rr[k]) != errc::ok) fail("receive failed: " + rr[k].error_message());
+    if (rr[k].status().length != m.size)
+      fail("large flow tag " + std::to_string(m.tag) + " message " + std::to_string(m.index) + ": " +
+           std::to_string(rr[k].status().length) + " bytes, expected " + std::to_string(m.size) +
+           " (reordered inside its flow?)");
+    for (std::size_t i = 0; i < m.size; ++i)
+      if (in[k][i] != byte_of(peer, me, m.tag, m.index, i))
+        fail("large flow tag " + std::to_string(m.tag) + " message " + std::to_string(m.index) + ": byte " +
+             std::to_string(i) + " differs (a piece misplaced or corrupted)");
+    for (std::size_t i = m.size; i < in[k].size(); ++i)
+      if (in[k][i] != 0) fail("large flow: bytes written past the message's end");
+    bytes += m.size;
+  }
+  return bytes;
+}
+
+// Rendezvous bytes each rail of the gate to `peer` has sent so far.
+std::vector<std::uint64_t> rail_rdv_bytes(session& s, int peer) {
+  std::vector<std::uint64_t> out;
+  for (const gate_stats& g : s.peer_stats())
+    if (g.peer == peer)
+      for (const track_stats& t : g.tracks) out.push_back(t.rdv_bytes);
+  return out;
+}
+
+void barrier(session& s);
+
+// Rank 0 sends rank 1 `n` messages of 1-4 MiB, one at a time; prints what
+// each rail carried of them.
+void sequential_split(session& s, std::uint64_t seed, int n) {
+  const int me = s.rank();
+  if (me > 1) return;
+  std::mt19937_64 rng(seed * 104729);
+  std::vector<std::uint8_t> buf(4 * 1024 * 1024);
+  const std::vector<std::uint64_t> before = rail_rdv_bytes(s, 1);
+  for (int k = 0; k < n; ++k) {
+    const std::size_t len = 1024 * 1024 + rng() % (3 * 1024 * 1024);
+    request r;
+    if (me == 0) {
+      for (std::size_t i = 0; i < len; ++i) buf[i] = byte_of(0, 1, 300, static_cast<std::size_t>(k), i);
+      if (s.isend(1, 300, buf.data(), len, r) != errc::ok || s.wait(r) != errc::ok) fail("sequential send failed");
+    } else {
+      if (s.irecv(0, 300, buf.data(), buf.size(), r) != errc::ok || s.wait(r) != errc::ok)
+        fail("sequential receive failed");
+      if (r.status().length != len) fail("sequential message of the wrong length");
+      for (std::size_t i = 0; i < len; ++i)
+        if (buf[i] != byte_of(0, 1, 300, static_cast<std::size_t>(k), i))
+          fail("sequential message " + std::to_string(k) + ": byte " + std::to_string(i) + " differs");
+    }
+    barrier(s);  // the next starts on idle rails
+  }
+  if (me == 0) {
+    const std::vector<std::uint64_t> after = rail_rdv_bytes(s, 1);
+    std::printf("rail bytes");
+    for (std::size_t i = 0; i < after.size(); ++i) std::printf(" %llu", static_cast<unsigned long long>(after[i] - before[i]));
+    std::printf("\n");
+  }
+}
+
+void loop(session& s, double seconds) {
+  const int me = s.rank();
+  if (me > 1) return;
+  const int peer = 1 - me;
+  constexpr std::size_t kLen = 1024 * 1024;
+  std::vector<std::uint8_t> out(kLen), in(kLen);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (std::size_t k = 0; std::chrono::steady_clock::now() < end; ++k) {
+    for (std::size_t i = 0; i < kLen; ++i) out[i] = byte_of(me, peer, 400, k, i);
+    request rr, rs;
+    if (s.irecv(peer, 400, in.data(), kLen, rr) != errc::ok) fail("irecv refused");
+    if (s.isend(peer, 400, out.data(), kLen, rs) != errc::ok) fail("isend refused");
+    if (s.wait(rs) != errc::ok) fail("send of round " + std::to_string(k) + " failed: " + rs.error_message());
+    if (s.wait(rr) != errc::ok) fail("receive of round " + std::to_string(k) + " failed: " + rr.error_message());
+    for (std::size_t i = 0; i < kLen; ++i)
+      if (in[i] != byte_of(peer, me, 400, k, i)) fail("round " + std::to_string(k) + ": byte " + std::to_string(i) + " differs");
+    if (k == 0) {
+      std::printf("rank %d: looping\n", me);
+      std::fflush(stdout);
+    }
+  }
+}
+
 void barrier(session& s) {
   const int me = s.rank(), np = s.size();
   char c = 0;
@@ -227,6 +354,18 @@ int main(int argc, char** argv) {
       barrier(*s);
       std::printf("rank %d: flows ok with strategy %s (%zu bytes checked)\n", s->rank(),
                   std::string(s->strategy_name()).c_str(), bytes);
+    } else if (scenario == "ratio") {
+      std::size_t bytes = flows(*s, a, b, 10, 6);
+      bytes += large_flows(*s, a, b / 20 + 4);
+      barrier(*s);
+      sequential_split(*s, a, b / 20 + 4);
+      barrier(*s);
+      std::printf("rank %d: ratio ok with strategy %s (%zu bytes checked)\n", s->rank(),
+                  std::string(s->strategy_name()).c_str(), bytes);
+    } else if (scenario == "loop") {
+      loop(*s, static_cast<double>(a));
+      barrier(*s);
+      std::printf("rank %d: loop ok\n", s->rank());
     } else if (scenario == "threads") {
       std::size_t bytes[2] = {0, 0};
       std::thread t1([&] { bytes[1] = flows(*s, a + 1, b, 40, 3); });
@@ -238,7 +377,7 @@ int main(int argc, char** argv) {
     } else if (scenario == "overtake") {
       overtake(*s, static_cast<int>(a), static_cast<std::size_t>(b));
     } else {
-      std::fprintf(stderr, "usage: strategy_worker flows|threads SEED N | overtake BULK SIZE\n");
+      std::fprintf(stderr, "usage: strategy_worker flows|threads|ratio SEED N | loop SECONDS | overtake BULK SIZE\n");
       return 2;
     }
     std::fflush(stdout);
