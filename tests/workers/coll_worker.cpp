@@ -21,23 +21,19 @@
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
+#include "tests/workers/worker_util.hpp"
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
 
 using namespace nmad;
+using nmad_test::worker::fail;
+using nmad_test::worker::g_rank;
 using coll::algorithm;
 
 namespace {
 
-int g_rank = -1;
 long g_checks = 0;
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "coll_worker rank %d: FAILED: %s\n", g_rank, what.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
 
 void expect(bool cond, const std::string& what) {
   ++g_checks;

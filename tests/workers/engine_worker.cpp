@@ -44,27 +44,13 @@
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
+#include "tests/workers/worker_util.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
 
 using namespace nmad;
+using namespace nmad_test::worker;
 
 namespace {
-
-int g_rank = -1;
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "engine_worker rank %d: FAILED: %s\n", g_rank, what.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
-void expect(bool cond, const std::string& what) {
-  if (!cond) fail(what);
-}
-
-void expect_ok(errc e, const request& r, const std::string& what) {
-  if (e != errc::ok) fail(what + ": " + std::string(to_string(e)) + " " + r.error_message());
-}
 
 std::uint64_t splitmix(std::uint64_t& x) {
   std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);

@@ -30,19 +30,13 @@
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
+#include "tests/workers/worker_util.hpp"
 
 using namespace nmad;
+using namespace nmad_test::worker;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-int g_rank = -1;
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "progress_worker rank %d: FAILED: %s\n", g_rank, what.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
 
 unsigned char pattern(std::size_t i) { return static_cast<unsigned char>((i * 131 + (i >> 12) * 7 + 3) & 0xff); }
 

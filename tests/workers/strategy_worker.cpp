@@ -39,18 +39,12 @@
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
+#include "tests/workers/worker_util.hpp"
 
 using namespace nmad;
+using namespace nmad_test::worker;
 
 namespace {
-
-int g_rank = -1;
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "strategy_worker rank %d: FAILED: %s\n", g_rank, what.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
 
 // Byte i of message `index` of flow (src, dst, tag).
 std::uint8_t byte_of(int src, int dst, std::uint64_t tag, std::size_t index, std::size_t i) {
