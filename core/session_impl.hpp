@@ -185,6 +185,8 @@ class session_impl final : private wait_engine {
   // Set-up.
   void open_drivers(const session_options& opts);
   static std::string address_key(const driver_slot& s, int rank);
+  static std::string host_key(int rank);
+  static std::string host_identity();
   driver_slot* choose_slot(int peer);
   std::vector<driver_slot*> reaching_slots(int peer);  // multi-rail: every one, in order
   void connect_all(int timeout_ms);

@@ -1,5 +1,6 @@
 // Session set-up and tear-down: bootstrap, drivers, wiring the gates.
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -227,6 +228,11 @@ session_impl::session_impl(const session_options& opts)
   // Publish every network driver's address, then pick one driver per peer.
   for (std::size_t i = 1; i < _slots.size(); ++i)
     _boot->put(address_key(*_slots[i], _rank), _slots[i]->drv->local_address());
+  // And this host's identity: peers on it share its CPUs even when no
+  // node-local driver joins them (NMAD_DRIVER=tcp), which decides whether a
+  // progress thread has a core to spare.
+  const std::string own_host = host_identity();
+  _boot->put(host_key(_rank), own_host);
   _boot->fence();
   _gates.resize(_size);
   _match.resize(_size);
@@ -263,21 +269,27 @@ session_impl::session_impl(const session_options& opts)
   }
   // More processes on this machine than CPUs this process may use: spinning
   // waiters give their CPU away on every idle round.
-  int local = 1;
-  for (int r = 0; r < _size; ++r) {
-    if (r == _rank) continue;
+  auto node_local_peer = [&](int r) {
     for (std::size_t i = 1; i < _slots.size(); ++i) {
       driver& d = *_slots[i]->drv;
       if (!d.caps().node_local) continue;
       try {
-        if (d.reachable(_boot->get(address_key(*_slots[i], r)))) {
-          ++local;
-          break;
-        }
+        if (d.reachable(_boot->get(address_key(*_slots[i], r)))) return true;
       } catch (const std::exception&) {
       }
     }
-  }
+    return false;
+  };
+  auto same_host = [&](int r) {
+    try {
+      return _boot->get(host_key(r)) == own_host;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  int local = 1;
+  for (int r = 0; r < _size; ++r)
+    if (r != _rank && (node_local_peer(r) || same_host(r))) ++local;
   _local_processes = local;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -470,6 +482,22 @@ void session_impl::apply_profiles() {
   }
   // Given rail bandwidths win over estimates and samples.
   for (std::size_t i = 0; i < rail_bw.size(); ++i) _slots[i + 1]->caps.bandwidth_mbps = rail_bw[i];
+}
+
+std::string session_impl::host_key(int rank) { return "nmad.host." + std::to_string(rank); }
+
+// Host name and boot id (two containers may share a host name, not CPUs).
+std::string session_impl::host_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
+  char boot[64] = {};
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    if (!std::fgets(boot, sizeof boot, f)) boot[0] = 0;
+    std::fclose(f);
+  }
+  std::string id = std::string(host) + "/" + boot;
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
 }
 
 std::string session_impl::address_key(const driver_slot& s, int rank) {

@@ -339,6 +339,31 @@ int inter_split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* 
   return MPI_SUCCESS;
 }
 
+// The "nmad_priority" hint: -1 when absent, else 0..255; a value that is
+// not a whole number in that range is an error (detail says why) and
+// nothing of the info is applied.
+constexpr const char* kPriorityHint = "nmad_priority";
+int priority_hint(const info_entries& e, int& prio, std::string& detail) {
+  prio = -1;
+  for (auto& [k, v] : e) {
+    if (k != kPriorityHint) continue;
+    std::size_t used = 0;
+    long n = -1;
+    try {
+      n = std::stol(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    while (used < v.size() && v[used] == ' ') ++used;
+    if (v.empty() || used != v.size() || n < 0 || n > 255) {
+      detail = std::string(kPriorityHint) + " must be a whole number from 0 to 255, not '" + v + "'";
+      return MPI_ERR_INFO_VALUE;
+    }
+    prio = static_cast<int>(n);
+  }
+  return MPI_SUCCESS;
+}
+
 // MPI_Comm_dup and MPI_Comm_idup: a communicator with the same group(s),
 // a new context, the parent's error handler, info hints and the copies its
 // attributes' copy callbacks make.
@@ -350,6 +375,7 @@ int dup(const char* fn, comm_obj* c, MPI_Comm* newcomm) {
     state& s = st();
     std::lock_guard g(s.mu);
     n->hints = c->hints;
+    n->send_priority.store(c->send_priority.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   copy_topology(c->handle, n->handle);
   std::string detail;
@@ -671,12 +697,16 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
     if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
     hints = std::move(*e);
   }
+  int prio = -1;
+  std::string detail;
+  if (int pe = priority_hint(hints, prio, detail)) return mpi_raise(fn, c, pe, detail);
   int e = dup(fn, c, newcomm);
   if (e != MPI_SUCCESS) return e;
   comm_obj* n = lookup_comm(*newcomm);
   state& s = st();
   std::lock_guard g(s.mu);
   n->hints = std::move(hints);
+  n->send_priority.store(static_cast<std::uint8_t>(prio < 0 ? 0 : prio), std::memory_order_relaxed);
   return MPI_SUCCESS;
 }
 
@@ -702,6 +732,7 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
     n->rank = c->rank;
     n->errhandler = c->errhandler;
     n->hints = c->hints;
+    n->send_priority.store(c->send_priority.load(std::memory_order_relaxed), std::memory_order_relaxed);
     op->result = add_comm(s, std::move(n), -1);
     op->t.tg = op->t.tb = kTagIdup | (c->nb_seq++ & 0x3fffffff);
   }
@@ -1065,9 +1096,15 @@ int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   auto e = info_get_entries(info);
   if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
+  int prio = -1;
+  std::string detail;
+  if (int pe = priority_hint(*e, prio, detail)) return mpi_raise(fn, c, pe, detail);
   state& s = st();
   std::lock_guard g(s.mu);
-  // No hint is interpreted; all are kept and returned by Comm_get_info.
+  // One hint is interpreted ("nmad_priority": the engine priority of this
+  // communicator's point-to-point sends); all are kept and returned by
+  // Comm_get_info.
+  if (prio >= 0) c->send_priority.store(static_cast<std::uint8_t>(prio), std::memory_order_relaxed);
   for (auto& [k, v] : *e) {
     auto it = std::find_if(c->hints.begin(), c->hints.end(), [&](auto& h) { return h.first == k; });
     if (it != c->hints.end()) it->second = v;

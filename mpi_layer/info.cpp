@@ -1,5 +1,6 @@
-// Info objects: ordered (key, value) string pairs. Nothing in the layer
-// interprets hints; they are stored and returned.
+// Info objects: ordered (key, value) string pairs. Hints are stored and
+// returned; the one the layer interprets is a communicator's
+// "nmad_priority" (comm.cpp).
 //
 // Handles index a table with its own lock; MPI_INFO_NULL is 0, MPI_INFO_ENV
 // is 1 (read-only, filled by MPI_Init with what this process really knows:

@@ -60,6 +60,12 @@ struct comm_obj {
   std::vector<int> local_world_of;
   std::string name;              // MPI_Comm_set_name (guarded by state::mu)
   std::vector<std::pair<std::string, std::string>> hints;  // MPI_Comm_set_info (mu)
+  // The "nmad_priority" hint (0 to 255, default 0): the engine priority
+  // (nmad::send_options::priority) of every point-to-point send started on
+  // this communicator from then on (Send, Isend, persistent Start, Sendrecv).
+  // Set by MPI_Comm_set_info / MPI_Comm_dup_with_info, inherited by
+  // MPI_Comm_dup; collectives do not use it. Read without the lock.
+  std::atomic<std::uint8_t> send_priority{0};
   // Cached attributes (keyval, value) in the order they were first set;
   // guarded by attr_mutex() (attr.cpp), never held across user callbacks.
   std::vector<std::pair<int, void*>> attrs;
@@ -78,6 +84,11 @@ struct comm_obj {
 };
 
 enum class send_mode { standard, synchronous, ready, buffered };
+
+// The engine options of a point-to-point send on c (its priority hint).
+inline nmad::send_options send_options_of(const comm_obj& c, nmad::send_flags flags = nmad::send_flags::none) {
+  return nmad::send_options{flags, c.send_priority.load(std::memory_order_relaxed)};
+}
 
 struct request_obj {
   // send/recv: an engine operation. generic: anything else that completes

@@ -305,7 +305,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   if (predefined && mode != send_mode::buffered) {  // the plain case, as below without staging
     blocking_request held;
     nmad::request& req = held.get();
-    s.session->isend(c->world_of[dest], etag, buf, bytes_of(count, datatype), req, flags);
+    s.session->isend(c->world_of[dest], etag, buf, bytes_of(count, datatype), req, send_options_of(*c, flags));
     const nmad::errc e = s.session->wait(req);
     if (e != nmad::errc::ok) return mpi_raise(fn, c, from_errc(e), req.error_message());
     return MPI_SUCCESS;
@@ -326,7 +326,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
   else if (int e = resolve_send(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   blocking_request held;
   nmad::request& req = held.get();
-  s.session->isend(c->world_of[dest], etag, ptr, bytes, req, flags);
+  s.session->isend(c->world_of[dest], etag, ptr, bytes, req, send_options_of(*c, flags));
   const nmad::errc e = s.session->wait(req);
   if (e != nmad::errc::ok) return mpi_raise(fn, c, from_errc(e), req.error_message());
   return MPI_SUCCESS;
@@ -387,7 +387,7 @@ int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sby
     s.session->irecv(src, engine_tag(c->p2p_ctx, recvtag == MPI_ANY_TAG ? 0 : recvtag), rptr, rbytes, rr,
                      engine_mask(recvtag));
   }
-  if (dest != MPI_PROC_NULL) s.session->isend(c->world_of[dest], engine_tag(c->p2p_ctx, sendtag), sptr, sbytes, sr);
+  if (dest != MPI_PROC_NULL) s.session->isend(c->world_of[dest], engine_tag(c->p2p_ctx, sendtag), sptr, sbytes, sr, send_options_of(*c));
   const nmad::errc es = dest != MPI_PROC_NULL ? s.session->wait(sr) : nmad::errc::ok;
   const nmad::errc er = source != MPI_PROC_NULL ? s.session->wait(rr) : nmad::errc::ok;
   std::string detail = rr.error_message();

@@ -283,7 +283,8 @@ int start_request(request_obj& r) {
     if (typed)
       if (int e = stage_send(r, *typed, ptr)) return e;
     s.session->isend(world, tag, ptr, r.bytes, r.engine,
-                     r.mode == send_mode::synchronous ? nmad::send_flags::synchronous : nmad::send_flags::none);
+                     send_options_of(*r.comm, r.mode == send_mode::synchronous ? nmad::send_flags::synchronous
+                                                                               : nmad::send_flags::none));
   } else {
     void* ptr = r.rbuf;
     if (typed)

@@ -1,6 +1,9 @@
 // The MPI layer end to end: groups, communicators, attributes, info, intercommunicators. Each program of tests/mpi/
 // runs under nmad-run at the process counts it supports (see mpi_run.hpp).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <cstdio>
+#include <cstdlib>
+
 #include "tests/mpi_run.hpp"
 
 using namespace nmad_mpi_test;
@@ -70,4 +73,41 @@ TEST_CASE("topo_graph: Graph_create/get/neighbors/map, self-loops and repeated e
 TEST_CASE("topo_dist_graph: Dist_graph_create(_adjacent), weights, edges given by other processes, agreed errors") {
   expect_pass("topo_dist_graph", {1, 2, 3});
   expect_pass_all_drivers("topo_dist_graph", {4});
+}
+TEST_CASE("comm_priority: the nmad_priority hint, its errors, and the prio strategy letting a hinted send overtake") {
+  expect_pass("comm_priority", {1, 2, 3});
+  // More eager bulk than the driver holds while the receiver sleeps (as in
+  // strategy_traffic_test): the rest waits in the sender's queue, where
+  // only a priority can move a later message ahead (no flow-control bound:
+  // the bulk stays eager, nothing turns into a rendezvous).
+  struct setup {
+    const char* driver;
+    const char* count;
+    const char* size;
+  };
+  for (const setup& su : {setup{"tcp", "2000", "16384"}, setup{"shm", "1000", "4096"}}) {
+    CAPTURE(su.driver);
+    auto run = [&](const char* hint) {
+      nmad_test::run_options o;
+      o.timeout_s = 180;
+      o.env = {{"NMAD_DRIVER", su.driver}, {"NMAD_PROGRESS", "none"}, {"NMAD_RDV_THRESHOLD", "32768"},
+               {"NMAD_STRATEGY", "prio"}, {"NMAD_UNEXPECTED_MAX", "unlimited"}};
+      auto r = nmad_test::run({nmad_test::runfile("tools/nmad-run"), "-n", "2", "--timeout", "150",
+                               nmad_test::runfile("tests/mpi/comm_priority"), "overtake", su.count, su.size, hint},
+                              o);
+      CAPTURE(r.out);
+      CAPTURE(r.err);
+      REQUIRE(r.status == 0);
+      REQUIRE(count(r.out, "PASS comm_priority rank") == 2);
+      int pos = -1;
+      const auto at = r.out.find("urgent sent with ");
+      REQUIRE(at != std::string::npos);
+      REQUIRE(std::sscanf(r.out.c_str() + at, "urgent sent with %d", &pos) == 1);
+      MESSAGE(su.driver << " " << hint << ": urgent sent with " << pos << " of " << su.count << " bulk messages");
+      return pos;
+    };
+    const int bulk = std::atoi(su.count);
+    CHECK(run("hint") < bulk * 3 / 4);  // ahead of a quarter of the queued bulk at least
+    CHECK(run("nohint") == bulk);       // without the hint: behind all of it
+  }
 }

@@ -110,6 +110,15 @@ TEST_CASE("NMAD_PROGRESS=auto decides from the CPUs and says why") {
          contains(r.out, "progress thread (auto: 2 local process(es) on")));
 }
 
+TEST_CASE("NMAD_PROGRESS=auto counts the processes of this host over tcp too (no node-local driver)") {
+  // Only tcp joins the two ranks: they still share this host's CPUs (with
+  // as many CPUs as ranks there is no core to spare for a thread, which
+  // would run on the peer's core and take it from the peer).
+  auto r = run_worker("isend", "tcp", "auto");
+  REQUIRE(r.status == 0);
+  CHECK_MESSAGE(contains(r.out, "(auto: 2 local process(es) on"), r.out);
+}
+
 TEST_CASE("a bad NMAD_PROGRESS or NMAD_PROGRESS_CPUS stops start-up with a clear message") {
   auto r = run_worker("isend", "shm", "sometimes");
   CHECK(r.status != 0);
