@@ -276,6 +276,26 @@ TEST_CASE("a traced ping-pong: every send posted, arriving, matched and complete
     CHECK(types.front() == "IHDR");
     CHECK(types[1] == "IDAT");
     CHECK(types.back() == "IEND");
+    // The image data inflates (zlib) to one filter byte and 800 RGB pixels per row.
+    const fs::path py = dir.path / "png.py";
+    std::ofstream(py) << "import sys,zlib,struct\n"
+                         "d=open(sys.argv[1],'rb').read(); i=8; idat=b''\n"
+                         "while i<len(d):\n"
+                         "  n,t=struct.unpack('>I4s',d[i:i+8])\n"
+                         "  if t==b'IHDR': w,h=struct.unpack('>II',d[i+8:i+16])\n"
+                         "  if t==b'IDAT': idat+=d[i+8:i+8+n]\n"
+                         "  i+=12+n\n"
+                         "raw=zlib.decompress(idat)\n"
+                         "assert len(raw)==h*(w*3+1),(len(raw),w,h)\n"
+                         "assert all(raw[y*(w*3+1)]==0 for y in range(h))\n"
+                         "assert len(set(raw))>4\n"
+                         "print('png ok',w,h)\n";
+    nmad_test::run_options o;
+    o.search_path = true;
+    auto c = nmad_test::run({"python3", py.string(), png.string()}, o);
+    INFO(c.err);
+    CHECK(c.status == 0);
+    CHECK(c.out.find("png ok 800") != std::string::npos);
   }
 
   SUBCASE("bad input: truncated, foreign, empty files and an empty window") {

@@ -416,7 +416,7 @@ const std::map<char, std::array<std::uint8_t, 7>>& font() {
       {'8', {0x0e, 0x11, 0x11, 0x0e, 0x11, 0x11, 0x0e}}, {'9', {0x0e, 0x11, 0x11, 0x0f, 0x01, 0x02, 0x0c}},
       {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0c, 0x0c}}, {'-', {0x00, 0x00, 0x00, 0x1f, 0x00, 0x00, 0x00}},
       {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1f}}, {':', {0x00, 0x0c, 0x0c, 0x00, 0x0c, 0x0c, 0x00}},
-      {'/', {0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x10}}, {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}},
+      {'/', {0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x10}}, {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}}, {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}},
       {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}}, {'+', {0x00, 0x04, 0x04, 0x1f, 0x04, 0x04, 0x00}},
       {' ', {0, 0, 0, 0, 0, 0, 0}},
   };
@@ -462,7 +462,92 @@ void chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<s
   put32(out, crc32(body.data(), body.size()));
 }
 
-// PNG: 8-bit RGB, filter 0 on every row, a zlib stream of stored blocks.
+// Deflate (RFC 1951) with the fixed Huffman codes; matches repeat the
+// pixel to the left (distance 3) or the row above (distance = stride), which
+// is what a drawing of flat lanes is made of.
+class bit_writer {
+ public:
+  explicit bit_writer(std::vector<std::uint8_t>& out) : _out(out) {}
+  void put(std::uint32_t v, int bits) {  // LSB first
+    _acc |= v << _n;
+    _n += bits;
+    while (_n >= 8) {
+      _out.push_back(static_cast<std::uint8_t>(_acc));
+      _acc >>= 8;
+      _n -= 8;
+    }
+  }
+  void huffman(std::uint32_t code, int bits) {  // Huffman codes go MSB first
+    std::uint32_t r = 0;
+    for (int i = 0; i < bits; ++i) r |= ((code >> i) & 1u) << (bits - 1 - i);
+    put(r, bits);
+  }
+  void flush() {
+    if (_n) _out.push_back(static_cast<std::uint8_t>(_acc));
+    _acc = 0;
+    _n = 0;
+  }
+
+ private:
+  std::vector<std::uint8_t>& _out;
+  std::uint32_t _acc = 0;
+  int _n = 0;
+};
+
+void fixed_symbol(bit_writer& w, unsigned sym) {
+  if (sym < 144) w.huffman(0x30 + sym, 8);
+  else if (sym < 256) w.huffman(0x190 + (sym - 144), 9);
+  else if (sym < 280) w.huffman(sym - 256, 7);
+  else w.huffman(0xc0 + (sym - 280), 8);
+}
+
+void fixed_match(bit_writer& w, unsigned len, unsigned dist) {
+  static const unsigned len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                                        31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+  static const unsigned len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                         2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+  static const unsigned dist_base[30] = {1,    2,    3,    4,    5,    7,     9,     13,    17,  25,
+                                         33,   49,   65,   97,   129,  193,   257,   385,   513, 769,
+                                         1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+  int li = 28;
+  while (len_base[li] > len) --li;
+  fixed_symbol(w, 257 + static_cast<unsigned>(li));
+  if (len_extra[li]) w.put(len - len_base[li], static_cast<int>(len_extra[li]));
+  int di = 29;
+  while (dist_base[di] > dist) --di;
+  w.huffman(static_cast<std::uint32_t>(di), 5);
+  const int dextra = di < 4 ? 0 : di / 2 - 1;
+  if (dextra) w.put(dist - dist_base[di], dextra);
+}
+
+std::vector<std::uint8_t> deflate_fixed(const std::vector<std::uint8_t>& raw, std::size_t stride) {
+  std::vector<std::uint8_t> out;
+  bit_writer w(out);
+  w.put(1, 1);  // final block
+  w.put(1, 2);  // fixed Huffman codes
+  auto run = [&](std::size_t i, std::size_t dist) {
+    std::size_t n = 0;
+    if (i < dist || dist > 32768) return n;
+    while (n < 258 && i + n < raw.size() && raw[i + n] == raw[i + n - dist]) ++n;
+    return n;
+  };
+  for (std::size_t i = 0; i < raw.size();) {
+    const std::size_t left = run(i, 3), up = run(i, stride);
+    const std::size_t best = std::max(left, up);
+    if (best >= 3) {
+      fixed_match(w, static_cast<unsigned>(best), static_cast<unsigned>(up >= left ? stride : 3));
+      i += best;
+    } else {
+      fixed_symbol(w, raw[i]);
+      ++i;
+    }
+  }
+  fixed_symbol(w, 256);
+  w.flush();
+  return out;
+}
+
+// PNG: 8-bit RGB, filter 0 on every row, one zlib stream.
 std::vector<std::uint8_t> encode_png(const image& im) {
   std::vector<std::uint8_t> raw;
   raw.reserve(static_cast<std::size_t>(im.h) * (im.w * 3 + 1));
@@ -472,18 +557,8 @@ std::vector<std::uint8_t> encode_png(const image& im) {
                im.px.begin() + static_cast<std::ptrdiff_t>(y + 1) * im.w * 3);
   }
   std::vector<std::uint8_t> z = {0x78, 0x01};
-  std::size_t pos = 0;
-  do {
-    const std::size_t n = std::min<std::size_t>(65535, raw.size() - pos);
-    const bool final = pos + n == raw.size();
-    z.push_back(final ? 1 : 0);
-    z.push_back(static_cast<std::uint8_t>(n));
-    z.push_back(static_cast<std::uint8_t>(n >> 8));
-    z.push_back(static_cast<std::uint8_t>(~n));
-    z.push_back(static_cast<std::uint8_t>(~n >> 8));
-    z.insert(z.end(), raw.begin() + static_cast<std::ptrdiff_t>(pos), raw.begin() + static_cast<std::ptrdiff_t>(pos + n));
-    pos += n;
-  } while (pos < raw.size());
+  const std::vector<std::uint8_t> body = deflate_fixed(raw, static_cast<std::size_t>(im.w) * 3 + 1);
+  z.insert(z.end(), body.begin(), body.end());
   std::uint32_t a = 1, b = 0;
   for (std::uint8_t c : raw) {
     a = (a + c) % 65521;
