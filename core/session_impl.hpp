@@ -289,6 +289,7 @@ class session_impl final : private wait_engine {
   // Completion and failure.
   void complete(request_state& r);
   void run_deferred();  // no lock held
+  static void trace_completion(const request_state& r);  // NMAD_TRACE: send_done / recv_done
   void publish(request_state& r);  // marks r complete and wakes its waiter
   void fail_request(request_state& r, errc e, std::string message);
   // Marks g failed now; its clean-up (failing its requests, reclaiming its

@@ -11,15 +11,13 @@
 
 namespace nmad {
 
-namespace {
 // A request's completion as a trace record (tracing on).
-void trace_completion(const request_state& r) {
+void session_impl::trace_completion(const request_state& r) {
   if (r.type == request_state::kind::send)
     trace::emit(trace::event::send_done, r.dest ? r.dest->rank : -1, 0, r.first_piece.tag, 0, 0, static_cast<std::uint64_t>(r.error));
   else
     trace::emit(trace::event::recv_done, r.msg.source, 0, r.msg.tag, r.msg.seq, r.msg.total, static_cast<std::uint64_t>(r.error));
 }
-}  // namespace
 
 // ---- driver events: route to the engine ------------------------------------
 
@@ -479,7 +477,9 @@ void session_impl::send_done(packet_wrapper* pw) {
 void session_impl::complete(request_state& r) {
   // (A receive completes under the matching lock.)
   if (r.unpack_waiting) note_unpack_waiting(*_gates[r.msg.source], r, false);
-  if (trace::enabled()) trace_completion(r);
+  // (A send that succeeded was recorded by finish_send_if_done; one sent
+  // inline by its send_inline record.)
+  if (trace::enabled() && (r.type == request_state::kind::recv || r.error != errc::ok)) trace_completion(r);
   if (r.cb && r.owner) {
     r.finishing = true;
     t_deferred.push({this, &r});

@@ -67,7 +67,6 @@ void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span
       if (g.flow_control) release(g, cost);  // nothing of it stays buffered
       _match.unpost(*r);
       r->matched = true;
-      if (trace::enabled()) trace::emit(trace::event::match, g.rank, 0, sh.tag, sh.seq, payload.size());
       message_state& m = r->msg;
       m.req = r;
       m.source = g.rank;

@@ -344,7 +344,10 @@ void session_impl::entry_progress(gate& g, chunk_entry& e) {
 }
 
 void session_impl::finish_send_if_done(request_state& r) {
-  if (r.pending_chunks == 0 && r.sealed && !r.finished()) complete(r);
+  if (r.pending_chunks == 0 && r.sealed && !r.finished()) {
+    if (trace::enabled()) trace_completion(r);
+    complete(r);
+  }
 }
 
 void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {

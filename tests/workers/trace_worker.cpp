@@ -3,6 +3,8 @@
 //                             256 KiB (a rendezvous)
 //   trace_worker burst N      rank 0 posts N isends of 16 bytes (tag 9) at
 //                             once, rank 1 receives them; then a round trip
+//   trace_worker threads N    two threads per rank, each N round trips of 8
+//                             bytes on a tag of its own (20, 21) at once
 // Checks every byte; prints "<mode> ok" on success.
 #include <array>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/nmad/nmad.hpp"
@@ -89,6 +92,23 @@ int run(int argc, char** argv) {
       s->isend(peer, 10, &x, sizeof x, r);
       s->wait(r);
     }
+  } else if (mode == "threads") {
+    bool ok[2] = {true, true};
+    auto body = [&](int k) {
+      const nmad::tag_t tag = 20 + static_cast<nmad::tag_t>(k);
+      for (int i = 0; i < n && ok[k]; ++i) {
+        std::uint64_t out = static_cast<std::uint64_t>(i) * 10 + static_cast<std::uint64_t>(k), in = 0;
+        nmad::request rs, rr;
+        s->irecv(peer, tag, &in, sizeof in, rr);
+        s->isend(peer, tag, &out, sizeof out, rs);
+        s->wait(rs);
+        if (s->wait(rr) != nmad::errc::ok || in != out) ok[k] = false;
+      }
+    };
+    std::thread t1(body, 1);
+    body(0);
+    t1.join();
+    if (!ok[0] || !ok[1]) return fail("threads: bad message");
   } else {
     return fail("unknown mode " + mode);
   }
