@@ -179,8 +179,10 @@ struct flow_ev {
   double from_t, to_t;
 };
 
+// A track's lane: above every kernel thread id (pid_max is at most 2^22)
+// and within 31 bits, which every viewer takes as a thread id.
 std::uint64_t track_lane(int peer, unsigned track) {
-  return (std::uint64_t{1} << 40) | (static_cast<std::uint64_t>(peer + 1) << 8) | track;
+  return (std::uint64_t{1} << 30) + static_cast<std::uint64_t>(peer + 1) * 64 + (track & 63);
 }
 
 struct timeline {
