@@ -42,6 +42,7 @@
 #include "api/nmad/nmad.hpp"
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/common/engine_mutex.hpp"
+#include "core/common/trace.hpp"
 #include "core/gate.hpp"
 #include "core/matching/match_queues.hpp"
 #include "core/progress/progress_engine.hpp"
@@ -290,6 +291,7 @@ class session_impl final : private wait_engine {
   // Completion and failure.
   void complete(request_state& r);
   void run_deferred();  // no lock held
+  static void trace_completion(const request_state& r);  // NMAD_TRACE: send_done / recv_done
   void publish(request_state& r);  // marks r complete and wakes its waiter
   void fail_request(request_state& r, errc e, std::string message);
   // Marks g failed now; its clean-up (failing its requests, reclaiming its
@@ -351,6 +353,14 @@ class session_impl final : private wait_engine {
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
   bool _print_stats = false;  // NMAD_STATS=1
+  // NMAD_TRACE: this session records events (core/common/trace.hpp); stops
+  // at shutdown, or when a failing set-up destroys the members.
+  struct trace_session {
+    bool on = false;
+    ~trace_session() {
+      if (on) trace::stop();
+    }
+  } _trace;
   std::size_t _copy_offload_min = 0;          // NMAD_COPY_OFFLOAD (0: off), with a progress thread only
   std::atomic<int> _offloads_queued{0};       // offload tasks not run yet (sleepers must not sleep)
   int _local_processes = 1;  // processes of the job on this machine (this one included)

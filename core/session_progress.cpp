@@ -11,6 +11,14 @@
 
 namespace nmad {
 
+// A request's completion as a trace record (tracing on).
+void session_impl::trace_completion(const request_state& r) {
+  if (r.type == request_state::kind::send)
+    trace::emit(trace::event::send_done, r.dest ? r.dest->rank : -1, 0, r.first_piece.tag, 0, 0, static_cast<std::uint64_t>(r.error));
+  else
+    trace::emit(trace::event::recv_done, r.msg.source, 0, r.msg.tag, r.msg.seq, r.msg.total, static_cast<std::uint64_t>(r.error));
+}
+
 // ---- driver events: route to the engine ------------------------------------
 
 void driver_slot::on_connected(connection_id conn, int peer_rank) { engine->connected(*this, conn, peer_rank); }
@@ -331,6 +339,7 @@ packet_wrapper* session_impl::next_wrapper(gate& g, track& t, bool force) {
     return nullptr;
   }
   pb.finish();
+  if (trace::enabled()) trace::emit(trace::event::packet_built, g.rank, t.rail, 0, pw->nchunks, pw->length);
   return pw;
 }
 
@@ -406,6 +415,7 @@ bool session_impl::schedule_track(gate& g, track& t, bool force) {
     t.retry = nullptr;
     if (!pw) pw = next_wrapper(g, t, force);
     if (!pw) break;
+    const trace::stamp posted = trace::enabled() ? trace::stamp_now() : trace::stamp{};
     const post_result res =
         pw->type == packet_wrapper::kind::packet
             ? d.post_send_packet(t.conn, std::span<const iovec>(pw->iov.data(), pw->niov), pw)
@@ -426,6 +436,7 @@ bool session_impl::schedule_track(gate& g, track& t, bool force) {
     t.outstanding_hint.store(t.outstanding, std::memory_order_relaxed);
     t.bytes_hint.store(t.bytes_in_flight, std::memory_order_relaxed);
     t.in_flight.push_back(*pw);
+    if (trace::enabled()) trace::emit_stamped(posted, pw->type == packet_wrapper::kind::packet ? trace::event::packet_post : trace::event::data_post, g.rank, t.rail, pw->data_cookie, 0, pw->length, reinterpret_cast<std::uintptr_t>(pw));
     _waiter.kick();  // the driver may have queued it: sleepers re-arm
     // (The session's totals are the tracks' counters: see stats().)
     if (pw->type == packet_wrapper::kind::packet) {
@@ -450,6 +461,7 @@ void session_impl::send_done(packet_wrapper* pw) {
     std::lock_guard tl(t.lock);
     if (!pw->track_hook.is_linked()) return;  // reclaimed by a failure meanwhile
     t.in_flight.erase(t.in_flight.iterator_to(*pw));
+    if (trace::enabled()) trace::emit(pw->type == packet_wrapper::kind::packet ? trace::event::packet_done : trace::event::data_done, g.rank, t.rail, pw->data_cookie, 0, pw->length, reinterpret_cast<std::uintptr_t>(pw));
     t.outstanding--;
     t.bytes_in_flight -= pw->length;
     t.outstanding_hint.store(t.outstanding, std::memory_order_relaxed);
@@ -474,6 +486,9 @@ void session_impl::send_done(packet_wrapper* pw) {
 void session_impl::complete(request_state& r) {
   // (A receive completes under the matching lock.)
   if (r.unpack_waiting) note_unpack_waiting(*_gates[r.msg.source], r, false);
+  // (A send that succeeded was recorded by finish_send_if_done; one sent
+  // inline by its send_inline record.)
+  if (trace::enabled() && (r.type == request_state::kind::recv || r.error != errc::ok)) trace_completion(r);
   if (r.cb && r.owner) {
     r.finishing = true;
     t_deferred.push({this, &r});

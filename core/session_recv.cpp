@@ -28,6 +28,7 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
   std::lock_guard ml(_match_lock);
   wire::short_header sh;
   if (wire::is_short(bytes, sh)) {
+    if (trace::enabled()) trace::emit(trace::event::packet_arrive, g.rank, 0, sh.tag, sh.seq, bytes.size(), 1);
     handle_short(g, sh, bytes.subspan(sizeof sh));
     return;
   }
@@ -37,9 +38,11 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
     protocol_violation(g, error);
     return;
   }
+  if (trace::enabled()) trace::emit(trace::event::packet_arrive, g.rank, 0, 0, 0, bytes.size(), 0);
   wire::chunk_view cv;
   while (reader.next(cv, error)) {
     const wire::chunk_header& h = cv.header;
+    if (trace::enabled()) trace::emit(trace::event::chunk_arrive, g.rank, 0, h.tag, h.seq, h.len, h.offset << 8 | h.kind);
     if (g.flow_control && static_cast<chunk_kind>(h.kind) == chunk_kind::data &&
         !charge(g, wire::data_credit(h.offset, h.payload, h.flags)))
       return;
@@ -252,6 +255,7 @@ void session_impl::note_arrivals(gate& g, message_state& m) {
 void session_impl::bind(request_state& r, message_state&& m) {
   r.matched = true;
   r.msg = std::move(m);
+  if (trace::enabled()) trace::emit(trace::event::match, r.msg.source, 0, r.msg.tag, r.msg.seq, r.msg.total);
   r.msg.req = &r;
   r.msg.unexpected = nullptr;
   if (r.msg.credit_held) {
@@ -340,6 +344,7 @@ track& session_impl::pick_rail(gate& g, std::uint64_t& n, const message_state& m
 // overtakes queued data. The gate lock is taken here.
 void session_impl::queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, std::uint64_t offset,
                              std::uint64_t len, std::uint64_t sender_cookie, std::uint64_t recv_cookie) {
+  if (trace::enabled()) trace::emit(trace::event::rdv_ready_sent, g.rank, rail, 0, 0, len, offset);
   std::lock_guard gl(g.lock);
   chunk_entry* e = g.entry_pool.get();
   *e = chunk_entry{};
@@ -403,6 +408,7 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           const post_result got = slot.drv->post_get(t.conn, p.pull_base + p.offset, 0, rr->iov, rr);
           if (got == post_result::posted) {
             slot.lock.unlock();
+            if (trace::enabled()) trace::emit(trace::event::rdv_pull, g.rank, t.rail, m.tag, m.seq, n, p.offset);
             p.offset += n;
             p.len -= n;
             continue;
@@ -480,6 +486,7 @@ void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
   const bool short_data = received != rr->len;
   const bool pulled = rr->pulled;
   const std::uint64_t sender_cookie = rr->sender_cookie, offset = rr->offset, len = rr->len;
+  if (trace::enabled()) trace::emit(trace::event::rdv_data_done, g.rank, rr->rail, r.msg.tag, r.msg.seq, len, offset);
   delete rr;
   if (short_data) {
     protocol_violation(g, "rendezvous data shorter than announced");
@@ -621,6 +628,7 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
                                         : "irecv: source rank " + std::to_string(source) + " out of range";
     return r.error;
   }
+  if (trace::enabled()) trace::emit(trace::event::recv_submit, source, 0, tag, 0, len);
   setup_recv(r, source, tag, mask, buf, len, sealed);
   std::unique_lock ml(_match_lock);
   // An unexpected message that matches is taken first (arrival order).

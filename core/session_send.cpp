@@ -129,6 +129,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.offset = 0;
   e.len = len;
   e.msg_len = len;
+  if (trace::enabled()) trace::emit(trace::event::send_submit, dest, 0, tag, e.seq, len);
   // Work for the progress thread, unless the receiver pulls the bytes.
   // Counted before the entry is visible: nobody can complete it before.
   if (_waiter.counts_work() && !receiver_pulls(g, e)) {
@@ -202,9 +203,11 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   std::uint32_t& seq = g.send_seq.get(r.first_piece.tag & _ordering_mask);
   const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
   const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
+  const trace::stamp posted = trace::enabled() ? trace::stamp_now() : trace::stamp{};
   const post_result res = slot.drv->send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
   slot.lock.unlock();
   if (res != post_result::posted) return false;  // failed: the general path reports it
+  if (trace::enabled()) trace::emit_stamped(posted, trace::event::send_inline, g.rank, 0, h.tag, h.seq, len);
   ++seq;
   g.tx_spent += cost;
   t.inline_round = _rounds.load(std::memory_order_relaxed);
@@ -236,6 +239,7 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
   r.first_piece = chunk_entry{};
   r.first_piece.tag = tag;
   r.first_piece.priority = priority;  // every piece's (express ones at least 1)
+  if (trace::enabled()) trace::emit(trace::event::send_submit, dest, 0, tag, 0, 0);
   // The whole packed message's sequence number is taken when its first
   // piece is queued (queue_piece): a message of its domain sent meanwhile
   // never waits at the receiver for pieces this process has not sent.
@@ -340,10 +344,14 @@ void session_impl::entry_progress(gate& g, chunk_entry& e) {
 }
 
 void session_impl::finish_send_if_done(request_state& r) {
-  if (r.pending_chunks == 0 && r.sealed && !r.finished()) complete(r);
+  if (r.pending_chunks == 0 && r.sealed && !r.finished()) {
+    if (trace::enabled()) trace_completion(r);
+    complete(r);
+  }
 }
 
 void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
+  if (trace::enabled()) trace::emit(trace::event::rdv_ready, g.rank, h.rail, h.tag, h.seq, h.len, h.offset);
   std::unique_lock gl(g.lock);
   auto it = g.rdv_out.find(h.cookie);
   if (it == g.rdv_out.end()) {

@@ -39,6 +39,7 @@ struct core_tunables {
   std::uint64_t unexpected_max = 64ull << 20;  // NMAD_UNEXPECTED_MAX: eager bytes buffered
                                                // unexpectedly per process (0: unlimited)
   bool stats = false;                    // NMAD_STATS: 0 or 1
+  std::string trace;                     // NMAD_TRACE: event trace file (empty: off)
   long progress_spin_us = -1;            // NMAD_PROGRESS_SPIN_US: the progress thread's spin
                                          // before sleeping (default 0; 1000 with copy offload
                                          // and a core to spare)
@@ -140,6 +141,7 @@ core_tunables read_tunables() {
   if (stats != "0" && stats != "1")
     throw std::runtime_error("nmad: NMAD_STATS=" + stats + " (expected 0 or 1)");
   t.stats = stats == "1";
+  t.trace = env_string("NMAD_TRACE", "");
   return t;
 }
 
@@ -197,6 +199,7 @@ session_impl::session_impl(const session_options& opts)
   _rank = _boot->rank();
   _size = _boot->size();
   log_set_rank(_rank);
+  _trace.on = trace::start(t.trace, _rank, _size);  // a bad file name fails here, before connecting
   _ordering_mask = opts.ordering_mask;
   _copy_threshold = t.copy_threshold;
   _unexpected_max = t.unexpected_max;
@@ -618,6 +621,8 @@ void session_impl::shutdown() {
     log_write(log_level::warn, "session", std::string("finalize: ") + e.what());
   }
   if (_print_stats) print_stats();
+  if (_trace.on) trace::stop();
+  _trace.on = false;
   std::lock_guard ml(_match_lock);
   if (_match.any_posted())
     log_write(log_level::warn, "session", "finalize with receives still posted");

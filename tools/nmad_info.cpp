@@ -190,6 +190,7 @@ void print_config() {
       {"NMAD_PROFILE", "auto", "driver profiles: auto (cached; sampled when a multirail job has none), sample, off"},
       {"NMAD_PROFILE_CACHE", "~/.cache/nmad/profiles", "file of the sampled driver profiles (else $XDG_CACHE_HOME/nmad/profiles)"},
       {"NMAD_STATS", "0", "1: print per-gate and per-track send statistics on stderr when a session ends"},
+      {"NMAD_TRACE", "", "record engine events to FILE.<rank> (or a name with %r/%p); nmad-trace merges them"},
       {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
       {"NMAD_OFI_PROVIDER", "", "ofi: libfabric provider to use, e.g. tcp;ofi_rxm, shm (else FI_PROVIDER, else chosen)"},
       {"NMAD_OFI_DOMAIN", "lo", "ofi: libfabric domain (interface) to use (default lo where offered)"},

@@ -1,6 +1,8 @@
 // The progress engine's task list (see progress_engine.hpp).
 #include "core/progress/progress_engine.hpp"
 
+#include "core/common/trace.hpp"
+
 #include <algorithm>
 
 namespace nmad {
@@ -76,7 +78,12 @@ int progress_engine::run_round(runner_place where) {
     const task t = _tasks[i];
     if (!where.admits(t.opts.scope)) continue;
     if (!_finished.empty() && std::find(_finished.begin(), _finished.end(), t.id) != _finished.end()) continue;
+    const std::uint64_t t0 = trace::enabled() ? trace::now() : 0;
     const task_result r = t.fn ? t.fn(t.arg) : task_result{t.work(t.arg), false};
+    if (t0) {
+      const std::uint64_t t1 = trace::now();
+      trace::emit_at(t1, trace::event::task_run, -1, 0, 0, 0, t1 - t0, static_cast<std::uint64_t>(r.work));
+    }
     _calls.fetch_add(1, std::memory_order_relaxed);
     if (r.work > 0) work += r.work;
     if (t.opts.repeat == task_repeat::once || r.done)

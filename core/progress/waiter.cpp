@@ -10,6 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/common/trace.hpp"
+
 namespace nmad {
 namespace {
 
@@ -134,6 +136,15 @@ void waiter::wait(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
 }
 
 void waiter::wait_inner(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
+  // A wait that did not find its condition done: one trace record at its end.
+  struct traced {
+    std::uint64_t t0 = trace::enabled() ? trace::now() : 0;
+    ~traced() {
+      if (!t0 || !trace::enabled()) return;
+      const std::uint64_t t1 = trace::now();
+      trace::emit_at(t1, trace::event::wait, -1, 0, 0, 0, t1 - t0, 0);
+    }
+  } traced_wait;
   if (!_threaded || _policy.load(std::memory_order_relaxed) == wait_policy::busy) {
     lead(done, arg);
     return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/common/trace.hpp"
 #include "core/protocol/wire.hpp"
 
 namespace nmad {
@@ -83,6 +84,7 @@ bool packet_builder::add(collect_list& list, chunk_entry& e, std::uint64_t max_p
   }
   // Headers always go to staging, so consecutive headers merge into one entry.
   append_bytes(&h, sizeof h, true);
+  if (trace::enabled()) trace::emit(trace::event::chunk, -1, 0, h.tag, h.seq, h.len, h.offset << 8 | h.kind);
   // Gather from the user buffer unless the payload is small or the gather
   // list is nearly full (the staging buffer always has room for a copy).
   if (take > 0) append_bytes(e.ptr, take, take <= _copy_threshold || _pw.niov + 2 > _max_iov);

@@ -1,6 +1,8 @@
 // Schedule building and execution. See schedule.hpp.
 #include "mpi_layer/coll/schedule.hpp"
 
+#include "core/common/trace.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -248,6 +250,7 @@ bool executor::advance_locked() {
     const round& r = rounds[_round];
     if (!_posted) {
       _posted = true;
+      if (trace::enabled()) trace::emit(trace::event::coll_step, -1, 0, _seq, static_cast<std::uint32_t>(_round), r.comm.size(), 0);
       for (std::size_t i = 0; i < r.comm.size() && _error == errc::ok; ++i) {
         const step& s = r.comm[i];
         errc e;
@@ -287,6 +290,7 @@ bool executor::advance_locked() {
       fail(errc::internal, std::string("local step of round ") + std::to_string(_round) + " failed: " + e.what());
       return true;
     }
+    if (trace::enabled()) trace::emit(trace::event::coll_step, -1, 0, _seq, static_cast<std::uint32_t>(_round), r.comm.size(), 1);
     ++_round;
     _posted = false;
   }
