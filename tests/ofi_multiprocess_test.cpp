@@ -106,6 +106,39 @@ TEST_CASE("ofi: a 4 MiB rendezvous arrives whole (receiver posts first, sender c
   }
 }
 
+// Rendezvous data by RMA read (the receiver fi_read()s the sender's
+// registered buffer) and, forced off, by tagged messages: the same random
+// traffic checked byte by byte; each process's closing line counts its
+// reads and its registration cache.
+TEST_CASE("ofi: rendezvous by RMA read (NMAD_OFI_RMA=on) and by messages (off), 3 processes") {
+  const std::regex line("ofi info: RMA reads (\\d+), registration cache: (\\d+) hits, (\\d+) misses");
+  for (const char* prov : kProviders) {
+    for (const char* rma : {"on", "off"}) {
+      INFO("prov: ", prov);
+      INFO("rma: ", rma);
+      auto r = run("tests/workers/engine_worker", 3, {"stress", slow() ? "150" : "500", "9"},
+                   over_ofi(prov, {{"NMAD_OFI_RMA", rma}, {"NMAD_RDV_THRESHOLD", "1024"}}));
+      CHECK(r.status == 0);
+      CHECK(count(r.out, "in order") == 3);
+      int lines = 0;
+      for (std::sregex_iterator i(r.err.begin(), r.err.end(), line), e; i != e; ++i) {
+        ++lines;
+        CHECK(std::stoull((*i)[1]) > 0);  // reads
+        CHECK(std::stoull((*i)[3]) > 0);  // misses: each buffer registered once at least
+      }
+      CHECK(lines == (std::string(rma) == "on" ? 3 : 0));
+    }
+  }
+  // A pulled 4 MiB rendezvous arrives whole.
+  for (const char* prov : kProviders) {
+    INFO("prov: ", prov);
+    auto r = run("tests/workers/engine_worker", 2, {"pull", "0"}, over_ofi(prov, {{"NMAD_OFI_RMA", "on"}}));
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "pull: 4194304 bytes verified"));
+    CHECK(contains(r.err, "ofi info: RMA reads 1,"));
+  }
+}
+
 TEST_CASE("ofi: MPI programs (point-to-point modes, ordering, pair types, collectives) over each provider") {
   struct prog {
     const char* name;
