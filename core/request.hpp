@@ -63,6 +63,7 @@ struct pending_rdv {
   std::uint64_t len;
   bool pullable = false;
   std::uint64_t pull_base = 0;  // sender's address of message offset 0 (mod 2^64)
+  std::uint32_t pull_key = 0;   // the sender driver's key for post_get (driver::expose)
 };
 
 // Receiver-side state of one incoming message (matched or unexpected).

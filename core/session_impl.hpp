@@ -87,6 +87,15 @@ struct driver_slot final : driver_events {
   void on_connection_failed(connection_id conn, std::string_view reason) override;
 };
 
+// A rendezvous entry offered for pulling (chunk_flag::pullable) leaves the
+// gate's rdv_out: nobody reads its bytes any more, its exposure ends (see
+// driver::expose). Called once per entry, with the gate lock held.
+inline void end_exposure(gate& g, chunk_entry& e) {
+  if (!(e.flags & chunk_flag::pullable)) return;
+  e.flags &= static_cast<std::uint8_t>(~chunk_flag::pullable);
+  g.tracks[0].slot->drv->unexpose(e.ptr, e.len);
+}
+
 class session_impl final : private wait_engine {
  public:
   explicit session_impl(const session_options& opts);

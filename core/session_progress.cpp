@@ -615,7 +615,10 @@ void session_impl::clean_up_failed(gate& g, bool close) {
     }
     for (auto& ds : g.data_out) note(ds.entry);
     g.data_out.clear();
-    for (auto& [cookie, e] : g.rdv_out) note(e);
+    for (auto& [cookie, e] : g.rdv_out) {
+      end_exposure(g, *e);
+      note(e);
+    }
     g.rdv_out.clear();
     for (request_state* r : sends) {
       if (r->held_piece && r->held_piece->pooled) g.entry_pool.put(r->held_piece);

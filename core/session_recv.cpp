@@ -162,6 +162,7 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     if (h.flags & chunk_flag::pullable) {
       p.pullable = true;
       p.pull_base = h.cookie2 - h.offset;  // wraps modulo 2^64, like the address arithmetic
+      p.pull_key = h.rail;
     }
     m->rdvs.push_back(p);
     if (r) ask_rdvs(g, *r);
@@ -405,7 +406,7 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           g.rdv_in[rr->cookie] = rr;
           m.rdv_in_flight++;
           // (A driver reports a peer it found gone from poll(), never from here.)
-          const post_result got = slot.drv->post_get(t.conn, p.pull_base + p.offset, 0, rr->iov, rr);
+          const post_result got = slot.drv->post_get(t.conn, p.pull_base + p.offset, p.pull_key, rr->iov, rr);
           if (got == post_result::posted) {
             slot.lock.unlock();
             if (trace::enabled()) trace::emit(trace::event::rdv_pull, g.rank, t.rail, m.tag, m.seq, n, p.offset);

@@ -41,6 +41,23 @@ static bool receiver_pulls(const gate& g, const chunk_entry& e) {
   return e.kind == chunk_kind::rdv_req && e.len > 0 && g.tracks[0].caps->rdma_get;
 }
 
+// The track-0 driver makes the entry's bytes readable by the peer: the
+// address (cookie2) and key (rail, on the wire too) the receiver's post_get
+// needs travel in the request. Gate lock held, so the driver is only
+// try-locked: busy (or unable), the rendezvous is pushed instead.
+static bool expose_for_pull(gate& g, chunk_entry& e) {
+  driver_slot& slot = *g.tracks[0].slot;
+  if (!slot.lock.try_lock()) return false;
+  std::uint64_t addr = 0;
+  std::uint32_t key = 0;
+  const bool ok = slot.drv->expose(e.ptr, e.len, addr, key);
+  slot.lock.unlock();
+  if (!ok) return false;
+  e.cookie2 = addr;
+  e.rail = key;
+  return true;
+}
+
 void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   e.req = &r;
   if (r.seq_pending) {  // a packed message's first queued piece
@@ -54,10 +71,7 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
     g.rdv_requests.add();
     e.rdv_left = e.len;
     g.rdv_out[e.cookie] = &e;
-    if (receiver_pulls(g, e)) {
-      e.flags |= chunk_flag::pullable;
-      e.cookie2 = reinterpret_cast<std::uintptr_t>(e.ptr);
-    }
+    if (receiver_pulls(g, e) && expose_for_pull(g, e)) e.flags |= chunk_flag::pullable;
   }
   r.pending_chunks++;
   e.queued_round = _rounds.load(std::memory_order_relaxed);
@@ -370,7 +384,10 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
   }
   e.rdv_left -= h.len;
   e.awaiting_ack = false;
-  if (e.rdv_left == 0) g.rdv_out.erase(it);
+  if (e.rdv_left == 0) {
+    g.rdv_out.erase(it);
+    end_exposure(g, e);
+  }
   if (!(h.flags & (chunk_flag::discard | chunk_flag::pulled)) && h.len > 0) {
     e.wrappers++;  // released when the data wrapper completes
     g.data_out.push_back({&e, h.cookie2, h.offset, h.len, h.rail});
@@ -428,6 +445,7 @@ void session_impl::handle_cancel_ack(gate& g, const wire::chunk_header& h) {
   }
   if (!(h.flags & chunk_flag::cancel_ok)) return;  // matched: the rtr follows
   g.rdv_out.erase(it);
+  end_exposure(g, e);
   e.rdv_left = 0;
   e.awaiting_ack = false;
   r->error = errc::cancelled;

@@ -436,6 +436,30 @@ void session_impl::open_drivers(const session_options& opts) {
     }
     return;
   }
+  if (opts.driver.find(',') != std::string::npos) {
+    // A list "shm,ofi": like auto among the listed drivers only (named, so
+    // on-request drivers too, and one that does not open stops start-up);
+    // per peer, the lowest-latency one that reaches it.
+    std::string rest = opts.driver;
+    for (;;) {
+      const std::size_t comma = rest.find(',');
+      const std::string name = rest.substr(0, comma);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      const driver_descriptor* d = find_network_driver(name);
+      if (!d)
+        throw std::runtime_error("nmad: unknown driver '" + name + "' in NMAD_DRIVER='" + opts.driver +
+                                 "' (available: " + list_names(network_drivers()) + ")");
+      for (const auto& sl : _slots)
+        if (sl->drv->caps().name == name)
+          throw std::runtime_error("nmad: driver '" + name + "' named twice in NMAD_DRIVER='" + opts.driver + "'");
+      open_one(d->create());
+      if (comma == std::string::npos) break;
+    }
+    std::stable_sort(_slots.begin() + 1, _slots.end(), [](const auto& a, const auto& b) {
+      return a->drv->caps().latency_us < b->drv->caps().latency_us;
+    });
+    return;
+  }
   if (opts.driver != "auto") {
     const driver_descriptor* d = find_network_driver(opts.driver);
     if (!d)

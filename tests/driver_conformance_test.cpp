@@ -471,8 +471,11 @@ TEST_CASE("8 MiB of data into a scattered 3-entry iovec") {
 }
 
 // rdma_get is advertised exactly when post_get works: the receiver copies
-// the peer's bytes itself (into a scattered list), the completion comes
-// from poll(), the peer takes no part. Drivers without it refuse post_get.
+// the peer's bytes itself (into a scattered list) at the address and key
+// the peer's expose() gave, the completion comes from poll(), the peer's
+// engine takes no part (ofi's peer driver is polled: with manual progress
+// its provider serves the read only then; it reports nothing). Drivers
+// without it refuse post_get.
 TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or is refused") {
   for (const auto& d : network_drivers()) {
     INFO("driver ", label(d));
@@ -481,15 +484,19 @@ TEST_CASE("rdma_get: post_get pulls the peer's memory into a scattered iovec, or
     auto src = make_bytes(n, 23);
     std::vector<std::byte> dst(n + 64, std::byte{0xEE});
     iovec riov[2] = {iov_of(&dst[0], 1000), iov_of(&dst[1032], n - 1000)};
-    const auto remote = reinterpret_cast<std::uintptr_t>(src.data());
+    std::uint64_t remote = reinterpret_cast<std::uintptr_t>(src.data());
+    std::uint32_t key = 0;
+    if (p.b->caps().rdma_get) REQUIRE(p.b->expose(src.data(), n, remote, key));
     const std::size_t peer_events = p.eb.total();
-    const post_result r = p.a->post_get(p.a2b, remote, 0, riov, tok(9));
+    const post_result r = p.a->post_get(p.a2b, remote, key, riov, tok(9));
     if (!p.a->caps().rdma_get) {
       CHECK(r == post_result::failed);
       continue;
     }
     REQUIRE(r == post_result::posted);
-    REQUIRE(poll_until({p.a.get()}, [&] { return !p.ea.recvs_done.empty(); }));
+    const drivers pollers = d.name == "ofi" ? p.both() : drivers{p.a.get()};
+    REQUIRE(poll_until(pollers, [&] { return !p.ea.recvs_done.empty(); }));
+    p.b->unexpose(src.data(), n);
     CHECK(p.ea.recvs_done[0] == std::pair<void*, std::size_t>(tok(9), n));
     std::vector<std::byte> got(dst.begin(), dst.begin() + 1000);
     got.insert(got.end(), dst.begin() + 1032, dst.begin() + 1032 + static_cast<std::ptrdiff_t>(n - 1000));
@@ -967,4 +974,115 @@ TEST_CASE("ofi: shm reaches this host only; providers do not mix") {
   REQUIRE(poll_until({shm.get()}, [&] { return !ea.failed.empty(); }));
   CHECK(ea.failed[0].first == c);
   CHECK(ea.failed[0].second.find("another host") != std::string::npos);
+}
+
+// RMA read rendezvous over ofi, forced on and off, and the registration
+// cache (NMAD_OFI_MR_CACHE=2): a range inside a registered region is a hit,
+// a new one a miss; unused regions beyond 2 are closed, least recently used
+// first, once their exposures are released (applied by the next poll).
+TEST_CASE("ofi: RMA read on and off (NMAD_OFI_RMA), registration cache hits, misses and evictions") {
+  for (const auto& d : network_drivers()) {
+    if (d.name != "ofi" || d.description == "udp;ofi_rxd") continue;
+    INFO("driver ", label(d));
+    {
+      env_guard on("NMAD_OFI_RMA", "on");
+      env_guard cache("NMAD_OFI_MR_CACHE", "2");
+      pair_fixture p(d);
+      REQUIRE(p.a->caps().rdma_get);
+      REQUIRE(p.b->caps().rdma_get);
+      const std::size_t n = 8 << 20;
+      auto src = make_bytes(n, 31);
+      // The whole buffer, then 1 MiB inside it (a hit on the same region).
+      struct read_case {
+        std::size_t offset, len;
+      };
+      for (const read_case rc : {read_case{0, n}, read_case{4096 + 3, 1 << 20}}) {
+        CAPTURE(rc.offset);
+        std::uint64_t remote = 0;
+        std::uint32_t key = 0;
+        REQUIRE(p.b->expose(src.data() + rc.offset, rc.len, remote, key));
+        std::vector<std::byte> dst(rc.len);
+        iovec riov = iov_of(dst.data(), rc.len);
+        const std::size_t before = p.ea.recvs_done.size(), peer_events = p.eb.total();
+        REQUIRE(p.a->post_get(p.a2b, remote, key, {&riov, 1}, tok(40 + rc.offset)) == post_result::posted);
+        REQUIRE(poll_until(p.both(), [&] { return p.ea.recvs_done.size() > before; }));
+        CHECK(p.ea.recvs_done.back() == std::pair<void*, std::size_t>(tok(40 + rc.offset), rc.len));
+        CHECK(std::equal(dst.begin(), dst.end(), src.begin() + static_cast<std::ptrdiff_t>(rc.offset)));
+        CHECK(p.eb.total() == peer_events);
+      }
+      auto st = nmad::ofi_driver_rma_stats(*p.b);
+      CHECK(st.rma);
+      CHECK(st.misses == 1);
+      CHECK(st.hits == 1);
+      CHECK(st.exposed == 2);
+      CHECK(nmad::ofi_driver_rma_stats(*p.a).reads == 2);
+      p.b->unexpose(src.data(), n);
+      p.b->unexpose(src.data() + 4096 + 3, 1 << 20);
+      p.b->poll();
+      st = nmad::ofi_driver_rma_stats(*p.b);
+      CHECK(st.exposed == 0);
+      CHECK(st.cached == 1);  // kept for the next send from that buffer
+      // Three more buffers exposed at once, then released: 4 unused regions,
+      // the 2 least recently used go (the first buffer's, then the second's).
+      std::vector<std::byte> more[3] = {make_bytes(1 << 16, 1), make_bytes(1 << 16, 2), make_bytes(1 << 16, 3)};
+      for (auto& m : more) {
+        std::uint64_t remote = 0;
+        std::uint32_t key = 0;
+        REQUIRE(p.b->expose(m.data(), m.size(), remote, key));
+      }
+      st = nmad::ofi_driver_rma_stats(*p.b);
+      CHECK(st.misses == 4);
+      CHECK(st.cached == 4);  // in use: never closed
+      CHECK(st.evictions == 0);
+      for (auto& m : more) p.b->unexpose(m.data(), m.size());
+      p.b->poll();
+      st = nmad::ofi_driver_rma_stats(*p.b);
+      CHECK(st.cached == 2);
+      CHECK(st.evictions == 2);
+      // The most recent survive: exposing the last buffer again is a hit.
+      std::uint64_t remote = 0;
+      std::uint32_t key = 0;
+      REQUIRE(p.b->expose(more[2].data(), more[2].size(), remote, key));
+      CHECK(nmad::ofi_driver_rma_stats(*p.b).hits == 2);
+      p.b->unexpose(more[2].data(), more[2].size());
+      CHECK(p.ea.failed.empty());
+      CHECK(p.eb.failed.empty());
+    }
+    {
+      env_guard off("NMAD_OFI_RMA", "off");
+      pair_fixture p(d);
+      CHECK_FALSE(p.a->caps().rdma_get);
+      std::vector<std::byte> buf(4096);
+      std::uint64_t remote = 0;
+      std::uint32_t key = 0;
+      CHECK_FALSE(p.b->expose(buf.data(), buf.size(), remote, key));
+      iovec riov = iov_of(buf.data(), buf.size());
+      CHECK(p.a->post_get(p.a2b, 4096, 1, {&riov, 1}, tok(5)) == post_result::failed);
+      CHECK_FALSE(nmad::ofi_driver_rma_stats(*p.a).rma);
+      // Large data still moves, as tagged messages.
+      const std::size_t n = 4 << 20;
+      auto src = make_bytes(n, 8);
+      std::vector<std::byte> dst(n);
+      iovec s = iov_of(src.data(), n), r = iov_of(dst.data(), n);
+      REQUIRE(p.a->post_recv_data(p.a2b, 7, {&r, 1}, tok(1)) == post_result::posted);
+      REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, 7, {&s, 1}, tok(2)); }));
+      REQUIRE(poll_until(p.both(), [&] { return !p.ea.recvs_done.empty(); }));
+      CHECK(dst == src);
+    }
+  }
+}
+
+TEST_CASE("ofi: bad NMAD_OFI_RMA and NMAD_OFI_MR_CACHE values stop open, naming them") {
+  recorder ev;
+  {
+    env_guard g("NMAD_OFI_RMA", "maybe");
+    auto d = nmad::make_ofi_driver_for("tcp;ofi_rxm");
+    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_RMA='maybe'"), std::runtime_error);
+  }
+  {
+    env_guard g("NMAD_OFI_MR_CACHE", "-1");
+    auto d = nmad::make_ofi_driver_for("shm");
+    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_MR_CACHE='-1'"), std::runtime_error);
+  }
+  CHECK(ev.total() == 0);
 }

@@ -128,10 +128,10 @@ struct cluster {
   }
 };
 
-// The set of ranks each rank reports a tcp connection with (NMAD_LOG=info).
-std::map<int, std::set<int>> tcp_peers(const std::string& err) {
+// The set of ranks each rank reports a connection with over `driver` (NMAD_LOG=info).
+std::map<int, std::set<int>> tcp_peers(const std::string& err, const std::string& driver = "tcp") {
   std::map<int, std::set<int>> out;
-  const std::regex re("nmad\\[(\\d+)\\] tcp info: connected to rank (\\d+)");
+  const std::regex re("nmad\\[(\\d+)\\] " + driver + " info: connected to rank (\\d+)");
   for (std::sregex_iterator i(err.begin(), err.end(), re), e; i != e; ++i)
     out[std::stoi((*i)[1])].insert(std::stoi((*i)[2]));
   return out;
@@ -227,6 +227,33 @@ TEST_CASE("4 ranks on 2 emulated hosts: MPI_COMM_TYPE_SHARED per host, shm insid
   CHECK(tcp_peers(one.err).empty());
   CHECK(count(one.err, "peer(s) over shm,") == 2);
   CHECK(c.counter(c.host(0), "lo", "TX") - lo0 < bytes / 8);
+}
+
+TEST_CASE("4 ranks on 2 emulated hosts, NMAD_DRIVER=shm,ofi: shm inside a host, ofi (tcp;ofi_rxm) between hosts") {
+  SKIP_UNLESS_EMULATION_WORKS();
+  cluster c({});
+  const long bytes = 1 << 20;
+  long long sent_before[2];
+  for (int h = 0; h < 2; ++h) sent_before[h] = c.counter("", c.p + "-v" + std::to_string(h), "RX");
+  auto r = c.job({"hosts", "2", std::to_string(bytes)}, {{"NMAD_DRIVER", "shm,ofi"},
+                                                         {"NMAD_OFI_PROVIDER", "tcp;ofi_rxm"},
+                                                         {"NMAD_OFI_DOMAIN", "eth0"},
+                                                         {"NMAD_LOG", "info"}});
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "PASS emu_job rank") == 4);
+  // ofi connections exactly between ranks of different hosts, no tcp driver.
+  auto peers = tcp_peers(r.err, "ofi");
+  CHECK(peers[0] == std::set<int>{2, 3});
+  CHECK(peers[1] == std::set<int>{2, 3});
+  CHECK(peers[2] == std::set<int>{0, 1});
+  CHECK(peers[3] == std::set<int>{0, 1});
+  CHECK(tcp_peers(r.err).empty());
+  CHECK(count(r.err, "over shm+ofi") + count(r.err, "over ofi+shm") == 4);
+  // The inter-host exchanges crossed each host's link.
+  for (int h = 0; h < 2; ++h) {
+    CAPTURE(h);
+    CHECK(c.counter("", c.p + "-v" + std::to_string(h), "RX") - sent_before[h] >= 4 * bytes);
+  }
 }
 
 TEST_CASE("--rate shapes the links: 8 MiB between hosts at 200mbit takes at least 0.3 s") {

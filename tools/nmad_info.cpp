@@ -172,7 +172,7 @@ void print_config() {
     const char* what;
   };
   static const knob knobs[] = {
-      {"NMAD_DRIVER", "auto", "network driver, or auto: per peer (shm here, tcp elsewhere)"},
+      {"NMAD_DRIVER", "auto", "network driver, auto: per peer (shm here, tcp elsewhere), or a list (shm,ofi): per peer among those"},
       {"NMAD_DRIVERS", "", "several rails, e.g. shm+tcp or tcp+tcp: one track per listed driver"},
       {"NMAD_STRATEGY", "default", "packet scheduling strategy: a name (built-in or plugin) or a plugin's path"},
       {"NMAD_STRATEGY_PATH", "", "colon-separated directories searched for libnmad_strategy_<name>.so"},
@@ -195,6 +195,8 @@ void print_config() {
       {"NMAD_OFI_PROVIDER", "", "ofi: libfabric provider to use, e.g. tcp;ofi_rxm, shm (else FI_PROVIDER, else chosen)"},
       {"NMAD_OFI_DOMAIN", "lo", "ofi: libfabric domain (interface) to use (default lo where offered)"},
       {"NMAD_OFI_CONNECT_TIMEOUT_MS", "5000", "ofi: time a peer has to answer the hello"},
+      {"NMAD_OFI_RMA", "auto", "ofi: rendezvous by RMA read: auto (where the provider has FI_RMA), on, off"},
+      {"NMAD_OFI_MR_CACHE", "64", "ofi: unused memory registrations kept (LRU); 0: register per rendezvous"},
       {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
       {"NMAD_TCP_HOSTS", "", "tcp: one address per tcp rail (NMAD_DRIVERS=tcp+tcp: a,b), instead of NMAD_TCP_HOST"},
       {"NMAD_RAIL_BANDWIDTH", "", "MB/s of each rail of NMAD_DRIVERS (e.g. 100,25): what split_balance divides data by"},

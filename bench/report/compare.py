@@ -329,17 +329,18 @@ class FiConfig(Config):
 
     # tcp: a connected msg endpoint (an rdm endpoint sets its connection up
     # inside the timed loop); shm: rdm, the only endpoint type it has.
+    # tcp;ofi_rxm: the rdm endpoint the ofi driver uses (libfabric-tcp-rxm).
     ENDPOINT = {"tcp": "msg", "shm": "rdm"}
 
-    def __init__(self, provider):
+    def __init__(self, provider, name=None):
         ep = self.ENDPOINT.get(provider, "rdm")
-        super().__init__("libfabric-%s" % provider, "libfabric (fi_pingpong, raw)",
+        super().__init__(name or "libfabric-%s" % provider, "libfabric (fi_pingpong, raw)",
                          "%s provider, %s endpoint, 127.0.0.1" % (provider, ep))
         self.provider, self.endpoint = provider, ep
         self.note = "fi_pingpong prints the mean over its iterations (no median), so it is more exposed to load"
         self.launcher = ("taskset -c 0 fi_pingpong -p %s -e %s -B PORT -I N -S SIZE & "
                          "taskset -c 1 fi_pingpong -p %s -e %s -P PORT -I N -S SIZE 127.0.0.1"
-                         % (provider, ep, provider, ep))
+                         % (shlex.quote(provider), ep, shlex.quote(provider), ep))
 
     def supports(self, bench):
         return bench == "pingpong"
@@ -406,11 +407,21 @@ class NativeConfig(Config):
     """nmad's native ping-pong (//bench:nmad_pingpong) under tools/nmad-run."""
     kind = "native"
 
+    # --nmad-drivers names that mean the ofi driver over one provider.
+    OFI = {"ofi-tcp": "tcp;ofi_rxm", "ofi-shm": "shm", "ofi-udp": "udp;ofi_rxd"}
+
     def __init__(self, driver, run_bin, bench_bin, strategy="default"):
-        super().__init__("nmad-native-%s" % driver, "nmad native API", "driver %s, strategy %s" % (driver, strategy),
-                         ours=True)
+        self.env = {}
+        transport = "driver %s, strategy %s" % (driver, strategy)
+        name = "nmad-native-%s" % driver
+        if driver in self.OFI:
+            self.env = {"NMAD_OFI_PROVIDER": self.OFI[driver]}
+            transport = "driver ofi (provider %s), strategy %s" % (self.OFI[driver], strategy)
+            driver = "ofi"
+        super().__init__(name, "nmad native API", transport, ours=True)
         self.driver, self.run_bin, self.bench_bin, self.strategy = driver, run_bin, bench_bin, strategy
-        self.launcher = "%s -n 2 %s --json --driver %s --strategy %s" % (
+        self.launcher = "%s%s -n 2 %s --json --driver %s --strategy %s" % (
+            "".join("%s=%s " % (k, shlex.quote(v)) for k, v in self.env.items()),
             os.path.relpath(run_bin, REPO), os.path.relpath(bench_bin, REPO), driver, strategy)
         self.library = "nmad (native)"
 
@@ -421,8 +432,9 @@ class NativeConfig(Config):
         argv = [self.run_bin, "-n", "2", self.bench_bin, "--json", "--sizes",
                 ",".join(str(s) for s in parse_sizes(params["sizes"])), "--reps", str(params["iters"]),
                 "--driver", self.driver, "--strategy", self.strategy]
-        rc, out, err, secs = run_cmd(argv, ctx.timeout, cwd=REPO)
-        raw = dict(config=self.name, bench=bench, rep=rep, command=" ".join(argv), rc=rc, seconds=round(secs, 3))
+        rc, out, err, secs = run_cmd(argv, ctx.timeout, env=self.env, cwd=REPO)
+        raw = dict(config=self.name, bench=bench, rep=rep, command=" ".join(argv), rc=rc, seconds=round(secs, 3),
+                   env=self.env)
         if rc != 0:
             raise BenchError("exit code %d: %s" % (rc, tail(err) or tail(out)), raw)
         try:
@@ -504,6 +516,17 @@ def peer_configs(np, failures):
                                  ("openmpi-tcp", "self,tcp", "TCP loopback (pml ob1, btl tcp)")):
         c = MpiConfig(name, "Open MPI", transport, "openmpi", "mpicc.openmpi",
                       ["mpirun.openmpi", "-np", str(np)] + OMPI_COMMON + ["--mca", "btl", btl])
+        if why:
+            c.skip(why)
+        cfgs.append(c)
+    # Open MPI's OFI MTL over the libfabric providers the ofi driver uses
+    # (it leaves tcp and shm out unless told to include them).
+    for name, prov in (("openmpi-ofi-tcp", "tcp"), ("openmpi-ofi-shm", "shm")):
+        common = [a for a in OMPI_COMMON]
+        common[common.index("ob1")] = "cm"
+        c = MpiConfig(name, "Open MPI", "libfabric %s provider (pml cm, mtl ofi)" % prov, "openmpi",
+                      "mpicc.openmpi", ["mpirun.openmpi", "-np", str(np)] + common +
+                      ["--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", prov])
         if why:
             c.skip(why)
         cfgs.append(c)
@@ -727,7 +750,8 @@ def main(argv=None):
         epilog="benchmarks: %s\ngroups for --only: %s\n"
                "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-thread, nmad-tcp-thread, "
                "nmad-offload, nmad-offload-off, nmad-tcp-offload, nmad-tcp-offload-off, nmad-native-<driver>, "
-               "libfabric-tcp, libfabric-shm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
+               "nmad-ofi-tcp, nmad-ofi-shm, openmpi-ofi-tcp, openmpi-ofi-shm, "
+               "libfabric-tcp, libfabric-shm, libfabric-tcp-rxm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
                    "%s=%s" % (k, "+".join(v)) for k, v in sorted(GROUPS.items()) if k != "all")))
     ap.add_argument("--out", default=os.path.join(REPO, "out", "compare"), help="output directory (default out/compare)")
     ap.add_argument("--quick", action="store_true", help="fewer sizes, iterations and repetitions (< 5 min here)")
@@ -742,7 +766,9 @@ def main(argv=None):
                     help="seconds for bazel build and for tools/install (default 900, --quick 180)")
     ap.add_argument("--nmad-prefix", help="install prefix of our MPI layer (default out/install)")
     ap.add_argument("--nmad-launch-args", default="", help="extra arguments for our mpiexec")
-    ap.add_argument("--nmad-drivers", default="tcp", help="drivers of the native ping-pong (default tcp)")
+    ap.add_argument("--nmad-drivers", default="tcp",
+                    help="drivers of the native ping-pong (default tcp; ofi-tcp, ofi-shm: the ofi driver over "
+                         "libfabric's tcp;ofi_rxm or shm provider)")
     ap.add_argument("--nmad-strategy", default="default", help="strategy of the native ping-pong")
     ap.add_argument("--strategy-configs", action="store_true",
                     help="add nmad-strategy-<name> and nmad-tcp-strategy-<name> for every strategy nmad-info lists")
@@ -817,15 +843,20 @@ def main(argv=None):
                         "%s-strategy-%s" % (label, strat), "nmad MPI layer",
                         "%s, NMAD_STRATEGY=%s" % ("tcp driver (loopback)" if drv_env else "default drivers", strat),
                         "nmad", ours.mpicc, list(ours.launch), env=env, ours=True))
-        for c in [tcp, busy, thread, tcp_thread] + offload + strategy_configs:
+        # Over the ofi driver, one libfabric provider each (against Open
+        # MPI's OFI MTL on the same provider).
+        ofi = [MpiConfig("nmad-ofi-%s" % label, "nmad MPI layer", "ofi driver, libfabric %s provider" % prov, "nmad",
+                         ours.mpicc, list(ours.launch), env={"NMAD_DRIVER": "ofi", "NMAD_OFI_PROVIDER": prov},
+                         ours=True) for label, prov in (("tcp", "tcp;ofi_rxm"), ("shm", "shm"))]
+        for c in [tcp, busy, thread, tcp_thread] + ofi + offload + strategy_configs:
             if ours.status != "ok":
                 c.skip(ours.note or "as nmad", ours.status)
             configs.append(c)
         configs += peer_configs(args.np, failures)
     if "pingpong" in benches:
         configs += native_configs(args, notes)
-        for prov in ("tcp", "shm"):
-            c = FiConfig(prov)
+        for prov, fname in (("tcp", None), ("shm", None), ("tcp;ofi_rxm", "libfabric-tcp-rxm")):
+            c = FiConfig(prov, fname)
             if not shutil.which("fi_pingpong"):
                 c.skip("fi_pingpong not found (package libfabric-bin%s)" % (
                     ": " + failures["libfabric-bin"] if "libfabric-bin" in failures else ""))

@@ -33,7 +33,8 @@ constexpr std::uint8_t last = 1;      // this piece ends its message
 constexpr std::uint8_t discard = 2;   // rtr: receiver drops these bytes
 constexpr std::uint8_t cancel_ok = 4; // cancel_ack: the message was withdrawn
 constexpr std::uint8_t pullable = 8;  // rdv_req: cookie2 = sender's address of
-                                      // `offset`; the receiver may pull the bytes
+                                      // `offset` (rail: its key, driver::expose);
+                                      // the receiver may pull the bytes
 constexpr std::uint8_t pulled = 16;   // rtr: the receiver pulled the range itself
                                       // (the sender's part is done)
 }  // namespace chunk_flag
@@ -58,7 +59,9 @@ struct chunk_entry {
   request_state* req = nullptr;   // owning send request (null for control)
   std::uint64_t tag = 0;
   std::uint32_t seq = 0;
-  std::uint32_t rail = 0;         // rtr: track index the data must use
+  std::uint32_t rail = 0;         // rtr: track index the data must use;
+                                  // rdv_req with pullable: the key of
+                                  // driver::expose for the receiver's post_get
   const std::byte* ptr = nullptr; // data: next byte to send
   std::uint64_t offset = 0;       // data/rdv_req: absolute offset in message
   std::uint64_t len = 0;          // data: bytes left to packetize

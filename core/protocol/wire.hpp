@@ -42,7 +42,8 @@ struct chunk_header {
   std::uint32_t payload;   // bytes following this header (data chunks)
   std::uint64_t tag;
   std::uint32_t seq;
-  std::uint32_t rail;      // rtr: track index for the data
+  std::uint32_t rail;      // rtr: track index for the data; rdv_req with
+                           // pullable: the sender driver's key (driver::expose)
   std::uint64_t offset;    // absolute offset in the message
   std::uint64_t len;       // range length (data: == payload)
   std::uint64_t msg_len;   // total length or chunk_entry::unknown_length

@@ -175,6 +175,23 @@ class driver {
                                std::span<const iovec> dst, void* token) {
     return post_result::failed;
   }
+  // The sender's side of post_get (rdma_get drivers): called, with the poll
+  // lock held, when a rendezvous of [ptr, ptr+len) is offered for pulling.
+  // Sets what a peer's post_get must pass to read `ptr`: `remote_addr` and
+  // `remote_key` (32 bits: it travels in the rendezvous request). False if
+  // the range cannot be exposed now (the rendezvous is then pushed). Every
+  // expose that returned true is matched by exactly one unexpose(ptr, len)
+  // once no peer reads the range any more (the receiver said it pulled it,
+  // the send was withdrawn, the gate failed); unexpose may come from any
+  // thread without the poll lock (a driver that registers memory defers
+  // the release to its next call under the lock). Default: peers read by
+  // address without a key (shm's cross-memory attach).
+  virtual bool expose(const void* ptr, std::size_t len, std::uint64_t& remote_addr, std::uint32_t& remote_key) {
+    remote_addr = reinterpret_cast<std::uintptr_t>(ptr);
+    remote_key = 0;
+    return true;
+  }
+  virtual void unexpose(const void* ptr, std::size_t len) {}
 
   // Makes progress: completes sends, reads arrivals, accepts and
   // authenticates connections. Returns how much work it did (0 = idle).

@@ -8,6 +8,28 @@
 //   NMAD_OFI_CONNECT_TIMEOUT_MS  time a peer has to answer a hello (5000): a
 //                                dead address shows only this way (ofi_rxm
 //                                retries a refused connection by itself)
+//   NMAD_OFI_RMA                 auto (RMA read rendezvous where the provider
+//                                offers FI_RMA), on (required: open fails
+//                                without), off (tagged messages only)
+//   NMAD_OFI_MR_CACHE            registrations kept once unused (64; 0: each
+//                                exposure registers and deregisters)
+//
+// RMA read rendezvous. With RMA, rdma_get is advertised: the engine's
+// expose() registers the sender's buffer (FI_REMOTE_READ, the key this
+// driver chooses, or the provider's with FI_MR_PROV_KEY: it must fit in 32
+// bits, else that rendezvous is pushed) and the receiver's post_get()
+// fi_read()s it. Addresses are virtual where the provider's mr_mode has
+// FI_MR_VIRT_ADDR, else offsets into the registered region (expose() says
+// which). Registrations are cached: a region covering the range is reused
+// (hit), else one is registered (miss); regions no exposure uses stay, the
+// NMAD_OFI_MR_CACHE most recently used of them, the rest are closed (least
+// recently used first). A region freed by the application while cached is
+// harmless with the providers this driver accepts: none pins memory
+// (FI_MR_LOCAL is refused), a registration only names an address range the
+// provider reads at the time of a read, and reads happen only while the
+// exposure that published the key lasts (the engine's send is pending, so
+// the buffer is alive). unexpose() may come from another thread: it only
+// queues the range; the next poll()/expose()/post_get() applies it.
 //
 // Tag layout (64 bits). Bit 63 set: bulk data, bits 62..32 the receiver's
 // connection id for the sender, bits 31..0 the low half of the cookie. Bit 63
@@ -37,6 +59,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
 #include <unistd.h>
@@ -44,12 +67,15 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -258,7 +284,7 @@ std::vector<candidate> candidates(fi_info* list, const std::string& domain) {
 }
 
 // ---- the driver -----------------------------------------------------------------
-enum class op_kind : std::uint8_t { rx_buffer, send, recv_data, ctrl_send };
+enum class op_kind : std::uint8_t { rx_buffer, send, recv_data, ctrl_send, get };
 
 struct op {
   fi_context2 ctx;  // first: libfabric hands back &ctx as op_context
@@ -311,6 +337,10 @@ class ofi_driver final : public driver {
                              void* token) override;
   post_result post_recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
                              void* token) override;
+  post_result post_get(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
+                       std::span<const iovec> dst, void* token) override;
+  bool expose(const void* ptr, std::size_t len, std::uint64_t& remote_addr, std::uint32_t& remote_key) override;
+  void unexpose(const void* ptr, std::size_t len) override;
   int poll() override;
   bool quiet() const override { return _conns.empty() && _ctrl_pending == 0 && _ctrl_queue.empty(); }
   void close_connection(connection_id id) override;
@@ -318,6 +348,13 @@ class ofi_driver final : public driver {
 
   const std::string& provider() const { return _prov; }
   bool has_wait_fd() const { return _wait_fd >= 0; }
+  ofi_rma_stats rma_stats() const {
+    ofi_rma_stats st = _mr_stats;
+    st.rma = _rma;
+    st.cached = _regions.size();
+    st.exposed = _exposures.size();
+    return st;
+  }
 
  private:
   void check(int ret, const char* call) const {
@@ -353,6 +390,17 @@ class ofi_driver final : public driver {
     _ops.erase(o);
     delete o;
   }
+  // The registration cache (see the top of this file).
+  struct region {
+    std::uintptr_t base;
+    std::size_t len;
+    fid_mr* mr;
+    std::uint64_t key;
+    std::size_t refs;  // exposures using it
+  };
+  void apply_released();
+  void trim_cache();
+  void close_regions();
   op* new_op(op_kind k, connection_id c) {
     op* o = new op;
     o->kind = k;
@@ -389,6 +437,17 @@ class ofi_driver final : public driver {
   std::deque<queued_ctrl> _ctrl_queue;
   int _depth = 0;
   bool _rx_error_logged = false;
+  // RMA read rendezvous.
+  bool _rma = false, _virt_addr = false, _prov_key = false, _mr_endpoint = false;
+  bool _expose_error_logged = false;
+  std::size_t _cache_max = 64;
+  std::uint32_t _next_key = 1;
+  std::list<region> _regions;  // most recently used first
+  std::multimap<std::pair<std::uintptr_t, std::size_t>, std::list<region>::iterator> _exposures;
+  std::mutex _released_lock;  // unexpose() from any thread
+  std::vector<std::pair<std::uintptr_t, std::size_t>> _released;
+  std::atomic<bool> _any_released{false};
+  ofi_rma_stats _mr_stats;
 };
 
 ofi_driver::~ofi_driver() {
@@ -407,6 +466,12 @@ ofi_driver::~ofi_driver() {
       flush_ctrl();
       drain_quietly();
     }
+    if (_rma)
+      log_write(log_level::info, "ofi",
+                "RMA reads " + std::to_string(_mr_stats.reads) + ", registration cache: " +
+                    std::to_string(_mr_stats.hits) + " hits, " + std::to_string(_mr_stats.misses) + " misses, " +
+                    std::to_string(_mr_stats.evictions) + " evictions");
+    close_regions();
     fi_close(&_ep->fid);
   }
   if (_av) fi_close(&_av->fid);
@@ -446,6 +511,115 @@ void ofi_driver::settle_quietly(op* o, const fi_cq_tagged_entry* e) {
   release(o);
 }
 
+void ofi_driver::close_regions() {
+  _exposures.clear();
+  for (region& r : _regions) fi_close(&r.mr->fid);
+  _regions.clear();
+}
+
+void ofi_driver::apply_released() {
+  if (!_any_released.load(std::memory_order_acquire)) return;
+  std::vector<std::pair<std::uintptr_t, std::size_t>> done;
+  {
+    std::lock_guard l(_released_lock);
+    done.swap(_released);
+    _any_released.store(false, std::memory_order_relaxed);
+  }
+  for (const auto& k : done) {
+    auto it = _exposures.find(k);
+    if (it == _exposures.end()) continue;  // not exposed (a caller's mistake): nothing to release
+    --it->second->refs;
+    _exposures.erase(it);
+  }
+  trim_cache();
+}
+
+// Regions no exposure uses beyond _cache_max go, least recently used first.
+void ofi_driver::trim_cache() {
+  std::size_t idle = 0;
+  for (const region& r : _regions) idle += r.refs == 0;
+  for (auto it = _regions.end(); idle > _cache_max && it != _regions.begin();) {
+    --it;
+    if (it->refs) continue;
+    fi_close(&it->mr->fid);
+    it = _regions.erase(it);
+    --idle;
+    ++_mr_stats.evictions;
+  }
+}
+
+bool ofi_driver::expose(const void* ptr, std::size_t len, std::uint64_t& remote_addr, std::uint32_t& remote_key) {
+  if (!_rma || !_ep || !ptr || len == 0) return false;
+  apply_released();
+  const auto p = reinterpret_cast<std::uintptr_t>(ptr);
+  auto it = std::find_if(_regions.begin(), _regions.end(),
+                         [&](const region& r) { return r.base <= p && len <= r.len && p - r.base <= r.len - len; });
+  if (it != _regions.end()) {
+    ++_mr_stats.hits;
+    _regions.splice(_regions.begin(), _regions, it);  // most recently used (it stays valid)
+  } else {
+    ++_mr_stats.misses;
+    std::uint64_t want = 0;
+    if (!_prov_key) {
+      want = _next_key;
+      _next_key = _next_key == 0xffffffffu ? 1 : _next_key + 1;
+    }
+    fid_mr* mr = nullptr;
+    int ret = fi_mr_reg(_domain, ptr, len, FI_REMOTE_READ, 0, want, 0, &mr, nullptr);
+    if (ret == 0 && _mr_endpoint) {
+      ret = fi_mr_bind(mr, &_ep->fid, 0);
+      if (ret == 0) ret = fi_mr_enable(mr);
+    }
+    const std::uint64_t key = ret == 0 ? fi_mr_key(mr) : 0;
+    if (ret != 0 || key > 0xffffffffu || key == FI_KEY_NOTAVAIL) {
+      if (mr) fi_close(&mr->fid);
+      if (!_expose_error_logged)
+        log_write(log_level::warn, "ofi",
+                  ret != 0 ? fi_error(_prov, "fi_mr_reg", ret) + ": rendezvous data is pushed instead"
+                           : "the provider's registration key does not fit in 32 bits: rendezvous data is pushed");
+      _expose_error_logged = true;
+      return false;
+    }
+    _regions.push_front({p, len, mr, key, 0});
+    it = _regions.begin();
+  }
+  ++it->refs;
+  _exposures.emplace(std::make_pair(p, len), it);
+  remote_addr = _virt_addr ? p : p - it->base;
+  remote_key = static_cast<std::uint32_t>(it->key);
+  trim_cache();
+  return true;
+}
+
+void ofi_driver::unexpose(const void* ptr, std::size_t len) {
+  std::lock_guard l(_released_lock);
+  _released.emplace_back(reinterpret_cast<std::uintptr_t>(ptr), len);
+  _any_released.store(true, std::memory_order_release);
+}
+
+post_result ofi_driver::post_get(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
+                                 std::span<const iovec> dst, void* token) {
+  // Anything but posted makes the engine ask the peer to push the range.
+  conn* c = find(id);
+  if (!_rma || !c || c->st != state::established || dst.empty() || dst.size() > _iov_limit ||
+      c->in_flight >= kMaxSendsInFlight)
+    return post_result::failed;
+  apply_released();
+  op* o = new_op(op_kind::get, id);
+  o->token = token;
+  o->capacity = total_len(dst);
+  const ssize_t r = fi_readv(_ep, dst.data(), nullptr, dst.size(), c->addr, remote_addr, remote_key, &o->ctx);
+  if (r == 0) {
+    ++c->in_flight;
+    c->sends.insert(o);
+    ++_mr_stats.reads;
+    return post_result::posted;
+  }
+  release(o);
+  if (r != -FI_EAGAIN) fail(*c, fi_error(_prov, "fi_read", static_cast<int>(r)));
+  return post_result::failed;
+}
+
 void ofi_driver::open(const driver_config& config) {
   if (_ep) throw std::runtime_error("ofi driver: already open");
   if (!config.events) throw std::runtime_error("ofi driver: no driver_events");
@@ -454,6 +628,11 @@ void ofi_driver::open(const driver_config& config) {
                              std::to_string(config.size));
   _cfg = config;
   _connect_timeout = std::chrono::milliseconds(env_number("NMAD_OFI_CONNECT_TIMEOUT_MS", 5000, 1, 3600000));
+  _cache_max = static_cast<std::size_t>(env_number("NMAD_OFI_MR_CACHE", 64, 0, 1 << 20));
+  std::string rma_mode = "auto";
+  if (const char* v = std::getenv("NMAD_OFI_RMA"); v && *v) rma_mode = v;
+  if (rma_mode != "auto" && rma_mode != "on" && rma_mode != "off")
+    throw std::runtime_error("ofi driver: NMAD_OFI_RMA='" + rma_mode + "' (expected auto, on or off)");
   std::string forced = _forced, forced_by = "forced";
   if (forced.empty()) {
     if (const char* p = std::getenv("NMAD_OFI_PROVIDER"); p && *p) forced = p, forced_by = "NMAD_OFI_PROVIDER";
@@ -479,6 +658,31 @@ void ofi_driver::open(const driver_config& config) {
   }
   fi_info* info = cands.front().info;
   _prov = cands.front().provider;
+  // RMA read: the same provider and domain asked again with FI_RMA.
+  info_ptr rma_list;
+  if (rma_mode != "off") {
+    info_ptr rma_hints = make_hints(_prov);
+    rma_hints->caps |= FI_RMA | FI_READ | FI_REMOTE_READ;
+    fi_info* rraw = nullptr;
+    const int rret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, rma_hints.get(), &rraw);
+    rma_list.reset(rraw);
+    const std::string dom = info->domain_attr->name ? info->domain_attr->name : "";
+    fi_info* with_rma = nullptr;
+    if (rret == 0)
+      for (const candidate& c : candidates(rma_list.get(), dom))
+        if (c.provider == _prov) with_rma = c.info;
+    if (with_rma) {
+      info = with_rma;
+      _rma = true;
+    } else if (rma_mode == "on") {
+      throw std::runtime_error("ofi driver: NMAD_OFI_RMA=on but provider '" + _prov +
+                               "' offers no RMA read (FI_RMA) here" +
+                               (rret ? std::string(" (fi_getinfo: ") + fi_strerror(-rret) + ")" : std::string()));
+    }
+  }
+  _virt_addr = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  _prov_key = (info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+  _mr_endpoint = (info->domain_attr->mr_mode & FI_MR_ENDPOINT) != 0;
 
   check(fi_fabric(info->fabric_attr, &_fabric, nullptr), "fi_fabric");
   check(fi_domain(_fabric, info, &_domain, nullptr), "fi_domain");
@@ -522,7 +726,7 @@ void ofi_driver::open(const driver_config& config) {
   _caps.max_inline = std::min<std::size_t>(_inject, kMaxPacket);
   _caps.gather_scatter = _iov_limit > 1;
   _caps.zero_copy_data = true;  // the provider moves bytes from/to the caller's iovec
-  _caps.rdma_get = false;
+  _caps.rdma_get = _rma;
   _caps.node_local = is_node_local(info);
   // Estimates, placed behind the built-in drivers of the same reach (the
   // session's automatic choice never takes ofi; NMAD_DRIVER=ofi does).
@@ -808,6 +1012,19 @@ void ofi_driver::complete(const fi_cq_tagged_entry& e) {
       _cfg.events->on_recv_data_done(token, e.len);
       return;
     }
+    case op_kind::get: {  // an RMA read: the whole iovec is in
+      const bool dead = o->dead;
+      void* token = o->token;
+      const std::size_t n = o->capacity;
+      conn* c = dead ? nullptr : find(o->conn);
+      if (c) {
+        c->sends.erase(o);
+        --c->in_flight;
+      }
+      release(o);
+      if (c) _cfg.events->on_recv_data_done(token, n);
+      return;
+    }
   }
 }
 
@@ -839,16 +1056,20 @@ void ofi_driver::complete_error(const fi_cq_err_entry& e) {
       return;
     }
     case op_kind::send:
+    case op_kind::get:
     case op_kind::recv_data: {
       const bool dead = o->dead;
       const connection_id id = o->conn;
       const std::uint64_t cookie = o->cookie;
       const bool recv = o->kind == op_kind::recv_data;
+      const bool get = o->kind == op_kind::get;
       release(o);
       if (dead || e.err == FI_ECANCELED) return;
       conn* c = find(id);
       if (!c) return;
-      if (recv && e.err == FI_ETRUNC)
+      if (get)
+        fail(*c, "RMA read of the peer's rendezvous data failed: " + text + " [" + _prov + "]");
+      else if (recv && e.err == FI_ETRUNC)
         fail(*c, "protocol error: data for cookie " + std::to_string(cookie) + " exceeds the bytes posted (" + text +
                      ")");
       else
@@ -926,6 +1147,7 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
 int ofi_driver::poll() {
   if (!_ep || _depth > 0) return 0;
   ++_depth;
+  apply_released();
   int work = 0;
   if (!_rx_idle.empty()) {
     std::vector<op*> idle;
@@ -995,6 +1217,11 @@ std::unique_ptr<driver> make_ofi_driver_for(std::string_view provider) {
   return std::make_unique<ofi_driver>(std::string(provider));
 }
 
+ofi_rma_stats ofi_driver_rma_stats(const driver& d) {
+  const auto* o = dynamic_cast<const ofi_driver*>(&d);
+  return o ? o->rma_stats() : ofi_rma_stats{};
+}
+
 std::vector<ofi_provider_status> ofi_probe_providers() {
   std::vector<ofi_provider_status> out;
   std::string domain;
@@ -1024,6 +1251,7 @@ std::vector<ofi_provider_status> ofi_probe_providers() {
       s.detail = std::string("domain ") + (c.info->domain_attr->name ? c.info->domain_attr->name : "?") +
                  ", max iov " + std::to_string(k.max_iov) + ", inline " + std::to_string(k.max_inline) + " B" +
                  ", sleep on " + (d.has_wait_fd() ? "the CQ's wait fd" : "nothing (busy)") +
+                 (k.rdma_get ? ", RMA read rendezvous" : ", no RMA read") +
                  (k.node_local ? ", this host only" : "");
     } catch (const std::exception& e) {
       s.detail = e.what();

@@ -17,10 +17,10 @@
 // layout): packets land in receive buffers posted in advance, bulk data of
 // cookie C goes straight into the iovec post_recv_data(C) posted (the
 // provider's own rendezvous moves large messages: ofi_rxm and shm pull them
-// from the sender's buffer once matched, so zero_copy_data holds). The
-// receiver-pulled rendezvous (post_get, rdma_get) is not offered: the engine
-// publishes a sender's address but no registration key, which libfabric's
-// RMA needs (see README.md).
+// from the sender's buffer once matched, so zero_copy_data holds). Where
+// the provider offers RMA (FI_RMA; NMAD_OFI_RMA=auto|on|off), rdma_get is
+// advertised: expose() registers the sender's buffer (through a registration
+// cache, NMAD_OFI_MR_CACHE) and the receiver's post_get() fi_read()s it.
 //
 // Connections. RDM endpoints have none; the driver makes its own: connect()
 // inserts the peer's address and sends a hello (rank, job key, own address);
@@ -41,6 +41,19 @@ std::unique_ptr<driver> make_ofi_driver();
 // The driver with `provider` forced (what NMAD_OFI_PROVIDER does), for the
 // conformance test's run per provider.
 std::unique_ptr<driver> make_ofi_driver_for(std::string_view provider);
+
+// The RMA read rendezvous of an ofi driver (zeros for another driver):
+// whether it is on (NMAD_OFI_RMA, the provider's FI_RMA), the registration
+// cache's counters (expose() found a region: hit; registered one: miss;
+// closed an unused one beyond NMAD_OFI_MR_CACHE: eviction), the regions held
+// and exposures not yet released (unexpose() is applied by the driver's next
+// poll()), and the reads post_get() started.
+struct ofi_rma_stats {
+  bool rma = false;
+  std::uint64_t hits = 0, misses = 0, evictions = 0, reads = 0;
+  std::size_t cached = 0, exposed = 0;
+};
+ofi_rma_stats ofi_driver_rma_stats(const driver& d);
 
 // What nmad-info prints: each provider libfabric offers for the driver's
 // needs, and whether the driver can open it (detail: why not, or its caps).

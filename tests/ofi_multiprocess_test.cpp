@@ -1,0 +1,190 @@
+// The ofi driver carrying real jobs: processes started by nmad-run with
+// NMAD_DRIVER=ofi over the libfabric providers tcp;ofi_rxm and shm, running
+// the engine's random-traffic and ping-pong scenarios
+// (tests/workers/engine_worker.cpp), MPI test programs (tests/mpi/), and
+// ofi as one rail of two next to the built-in drivers
+// (tests/workers/strategy_worker.cpp). The workers check every byte and the
+// order themselves; here we check exit statuses, what they report, and
+// that the ofi driver really carried the job (its connection lines at
+// NMAD_LOG=info).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/test_paths.hpp"
+
+namespace {
+
+using env_list = std::vector<std::pair<std::string, std::string>>;
+
+const char* const kProviders[] = {"tcp;ofi_rxm", "shm"};
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+int count(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// Under the sanitizers (slow) the jobs are smaller.
+bool slow() { return std::getenv("NMAD_TEST_ONE_LEVEL") != nullptr; }
+
+nmad_test::run_result run(const std::string& program, int nprocs, std::vector<std::string> args, env_list env,
+                          int timeout_s = 150) {
+  std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(nprocs), "--timeout",
+                                   std::to_string(timeout_s), nmad_test::runfile(program)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  nmad_test::run_options o;
+  o.timeout_s = timeout_s + 30;
+  o.env = std::move(env);
+  auto r = nmad_test::run(argv, o);
+  if (r.status != 0) MESSAGE(program << ": status " << r.status << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+  return r;
+}
+
+env_list over_ofi(const char* provider, env_list more = {}) {
+  env_list e = {{"NMAD_DRIVER", "ofi"}, {"NMAD_OFI_PROVIDER", provider}, {"NMAD_LOG", "info"}};
+  e.insert(e.end(), more.begin(), more.end());
+  return e;
+}
+
+// Every pair of an n-process job connected over ofi with `provider`: each
+// process logs one line per peer.
+void check_connected_over(const nmad_test::run_result& r, const char* provider, int nprocs) {
+  CHECK(count(r.err, std::string("ofi info: connected to rank")) == nprocs * (nprocs - 1));
+  CHECK(count(r.err, std::string("(") + provider + ")") >= nprocs * (nprocs - 1));
+}
+
+}  // namespace
+
+TEST_CASE("ofi: 3 processes exchange random messages of random sizes and tags (eager and rendezvous)") {
+  for (const char* prov : kProviders) {
+    INFO("prov: ", prov);
+    auto r = run("tests/workers/engine_worker", 3, {"stress", slow() ? "300" : "1200", "5"},
+                 over_ofi(prov, {{"NMAD_STRATEGY", "aggreg"}}));
+    CHECK(r.status == 0);
+    CHECK(count(r.out, "in order") == 3);
+    check_connected_over(r, prov, 3);
+  }
+}
+
+TEST_CASE("ofi: 4 processes, small rendezvous threshold: mostly rendezvous data") {
+  for (const char* prov : kProviders) {
+    INFO("prov: ", prov);
+    auto r = run("tests/workers/engine_worker", 4, {"stress", slow() ? "150" : "600", "3"},
+                 over_ofi(prov, {{"NMAD_RDV_THRESHOLD", "512"}}));
+    CHECK(r.status == 0);
+    CHECK(count(r.out, "in order") == 4);
+    check_connected_over(r, prov, 4);
+  }
+}
+
+TEST_CASE("ofi: 2 processes ping-pong, and pack/unpack request/answer") {
+  for (const char* prov : kProviders) {
+    INFO("prov: ", prov);
+    auto r = run("tests/workers/engine_worker", 2, {"pingpong", "2000"}, over_ofi(prov));
+    CHECK(r.status == 0);
+    CHECK(count(r.out, "round trips ok") == 2);
+    auto p = run("tests/workers/engine_worker", 2, {"pack", "20"}, over_ofi(prov, {{"NMAD_RDV_THRESHOLD", "64"}}));
+    CHECK(p.status == 0);
+    CHECK(contains(p.out, "20 calls answered correctly"));
+  }
+}
+
+TEST_CASE("ofi: a 4 MiB rendezvous arrives whole (receiver posts first, sender computes meanwhile)") {
+  for (const char* prov : kProviders) {
+    INFO("prov: ", prov);
+    auto r = run("tests/workers/engine_worker", 2, {"pull", "0"}, over_ofi(prov));
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "pull: 4194304 bytes verified"));
+  }
+}
+
+// Rendezvous data by RMA read (the receiver fi_read()s the sender's
+// registered buffer) and, forced off, by tagged messages: the same random
+// traffic checked byte by byte; each process's closing line counts its
+// reads and its registration cache.
+TEST_CASE("ofi: rendezvous by RMA read (NMAD_OFI_RMA=on) and by messages (off), 3 processes") {
+  const std::regex line("ofi info: RMA reads (\\d+), registration cache: (\\d+) hits, (\\d+) misses");
+  for (const char* prov : kProviders) {
+    for (const char* rma : {"on", "off"}) {
+      INFO("prov: ", prov);
+      INFO("rma: ", rma);
+      auto r = run("tests/workers/engine_worker", 3, {"stress", slow() ? "150" : "500", "9"},
+                   over_ofi(prov, {{"NMAD_OFI_RMA", rma}, {"NMAD_RDV_THRESHOLD", "1024"}}));
+      CHECK(r.status == 0);
+      CHECK(count(r.out, "in order") == 3);
+      int lines = 0;
+      for (std::sregex_iterator i(r.err.begin(), r.err.end(), line), e; i != e; ++i) {
+        ++lines;
+        CHECK(std::stoull((*i)[1]) > 0);  // reads
+        CHECK(std::stoull((*i)[3]) > 0);  // misses: each buffer registered once at least
+      }
+      CHECK(lines == (std::string(rma) == "on" ? 3 : 0));
+    }
+  }
+  // A pulled 4 MiB rendezvous arrives whole.
+  for (const char* prov : kProviders) {
+    INFO("prov: ", prov);
+    auto r = run("tests/workers/engine_worker", 2, {"pull", "0"}, over_ofi(prov, {{"NMAD_OFI_RMA", "on"}}));
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "pull: 4194304 bytes verified"));
+    CHECK(contains(r.err, "ofi info: RMA reads 1,"));
+  }
+}
+
+TEST_CASE("ofi: MPI programs (point-to-point modes, ordering, pair types, collectives) over each provider") {
+  struct prog {
+    const char* name;
+    int nprocs;
+  };
+  const prog progs[] = {{"send_modes", 2}, {"ordering", 4}, {"p2p_pair_types", 2}, {"type_rendezvous", 2},
+                        {"coll_basic", 3}};
+  for (const char* prov : kProviders) {
+    for (const prog& p : progs) {
+      INFO("prov: ", prov);
+      INFO("p.name: ", p.name);
+      auto r = run(std::string("tests/mpi/") + p.name, p.nprocs, {}, over_ofi(prov));
+      CHECK(r.status == 0);
+      CHECK(count(r.out, std::string("PASS ") + p.name + " rank") == p.nprocs);
+      CHECK_FALSE(contains(r.out, "FAIL"));
+      check_connected_over(r, prov, p.nprocs);
+    }
+  }
+}
+
+// (With the shm provider, bursts of a few hundred messages each way in
+// flight at once stall here: see drivers/ofi/README.md, known problems; its
+// run is kept to 100 messages a flow.)
+TEST_CASE("ofi as a rail next to a built-in driver (ofi+tcp, shm+ofi): random flows, every byte and order checked") {
+  struct rails {
+    const char* drivers;
+    const char* provider;
+    int messages;
+  };
+  for (const rails& rl : {rails{"ofi+tcp", "tcp;ofi_rxm", 300}, rails{"shm+ofi", "tcp;ofi_rxm", 300},
+                          rails{"shm+ofi", "shm", 100}}) {
+    for (const char* strat : {"default", "split_balance"}) {
+      INFO("rl.drivers: ", rl.drivers);
+      INFO("rl.provider: ", rl.provider);
+      INFO("strat: ", strat);
+      auto r = run("tests/workers/strategy_worker", 2, {"flows", "4", std::to_string(slow() ? 100 : rl.messages)},
+                   {{"NMAD_DRIVERS", rl.drivers},
+                    {"NMAD_OFI_PROVIDER", rl.provider},
+                    {"NMAD_STRATEGY", strat},
+                    {"NMAD_RDV_THRESHOLD", "16384"},
+                    {"NMAD_LOG", "info"}});
+      CHECK(r.status == 0);
+      CHECK(count(r.out, std::string("flows ok with strategy ") + strat) == 2);
+      // Both rails on each gate (the profile sampling at start-up opens
+      // drivers of its own, so the session's line is what counts).
+      CHECK(count(r.err, std::string("peer(s) over ") + rl.drivers) == 2);
+    }
+  }
+}
