@@ -927,6 +927,7 @@ TEST_CASE("tcp: fragmented transfers, many in flight, both directions") {
     REQUIRE(post_retry(p.both(), [&] { return p.a->post_recv_data(p.a2b, 200 + i, ba[i].riov, tok(200 + i)); }));
   }
   // Largest first, so the packets and small transfers queue behind it.
+  const std::uint32_t packet = 0x5EED;  // lives until its send is done
   std::size_t recvs_when_packet = ~std::size_t{0};
   p.eb.packet_hook = [&](connection_id, std::span<const std::byte>) {
     if (recvs_when_packet == ~std::size_t{0}) recvs_when_packet = p.eb.recvs_done.size();
@@ -935,8 +936,7 @@ TEST_CASE("tcp: fragmented transfers, many in flight, both directions") {
     REQUIRE(post_retry(p.both(), [&] { return p.a->post_send_data(p.a2b, 100 + k, ab[k].siov, tok(1000 + k)); }));
     REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, 200 + k, ba[k].siov, tok(2000 + k)); }));
     if (k == sizes.size() - 1) {
-      std::uint32_t x = 0x5EED;
-      iovec v = iov_of(&x, sizeof x);
+      iovec v = iov_of(&packet, sizeof packet);
       REQUIRE(post_retry(p.both(), [&] { return p.a->post_send_packet(p.a2b, {&v, 1}, tok(3)); }));
     }
   }
