@@ -21,7 +21,9 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -861,6 +863,17 @@ TEST_CASE("tcp: malformed frames after a valid handshake fail the connection onc
     h.length = a->caps().max_packet_size + 1;
     raw.send(h);
   }
+  SUBCASE("fragments adding up to more than the posted iovec") {
+    h = {};
+    h.kind = wire::kind_data_more;
+    h.length = 10;
+    h.cookie = 9;
+    raw.send(h);
+    raw.send("0123456789", 10);
+    h.kind = wire::kind_data;
+    h.length = 7;
+    raw.send(h);
+  }
   SUBCASE("bad frame magic") {
     h = {};
     h.magic ^= 1;
@@ -879,6 +892,142 @@ TEST_CASE("tcp: malformed frames after a valid handshake fail the connection onc
   CHECK(ea.failed[0].second.find("protocol error") != std::string::npos);
   CHECK(ea.recvs_done.empty());
   CHECK(a->post_send_packet(c, {&r, 1}, nullptr) == post_result::failed);
+}
+
+// Bulk data in fragments (NMAD_TCP_FRAGMENT, here its smallest, 4 KiB):
+// transfers around the fragment boundaries, all in flight at once in both
+// directions with packets between them; every byte lands in place, each
+// transfer is reported once with its length, and a packet posted behind a
+// large transfer passes the fragments not sent yet.
+TEST_CASE("tcp: fragmented transfers, many in flight, both directions") {
+  const auto* tcp = nmad::find_driver("tcp");
+  REQUIRE(tcp);
+  env_guard frag("NMAD_TCP_FRAGMENT", "4K");
+  env_guard buf("NMAD_TCP_SOCKBUF", "64K");
+  pair_fixture p(*tcp);
+  const std::size_t f = 4096;
+  const std::vector<std::size_t> sizes = {0, 1, f - 1, f, f + 1, 2 * f - 1, 2 * f, 2 * f + 1,
+                                          3 * f + 17, (1 << 20) + 5, 8 << 20};
+  struct xfer {
+    std::vector<std::byte> src, dst;
+    iovec siov[2], riov[2];
+  };
+  // Both directions: a -> b with cookies 100+i, b -> a with 200+i.
+  std::vector<xfer> ab(sizes.size()), ba(sizes.size());
+  auto prepare = [&](std::vector<xfer>& xs, unsigned seed) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      xfer& x = xs[i];
+      x.src = make_bytes(sizes[i], seed + static_cast<unsigned>(i));
+      x.dst.assign(sizes[i] + 3, std::byte{0xEE});  // 3 bytes more room than sent
+      const std::size_t cut = sizes[i] / 3;  // split differently on each side
+      x.siov[0] = iov_of(x.src.data(), cut);
+      x.siov[1] = iov_of(x.src.data() + cut, sizes[i] - cut);
+      const std::size_t rcut = std::min(sizes[i], f + 1);
+      x.riov[0] = iov_of(x.dst.data(), rcut);
+      x.riov[1] = iov_of(x.dst.data() + rcut, x.dst.size() - rcut);
+    }
+  };
+  prepare(ab, 30);
+  prepare(ba, 60);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    REQUIRE(post_retry(p.both(), [&] { return p.b->post_recv_data(p.b2a, 100 + i, ab[i].riov, tok(100 + i)); }));
+    REQUIRE(post_retry(p.both(), [&] { return p.a->post_recv_data(p.a2b, 200 + i, ba[i].riov, tok(200 + i)); }));
+  }
+  // Largest first, so the packets and small transfers queue behind it.
+  const std::uint32_t packet = 0x5EED;  // lives until its send is done
+  std::size_t recvs_when_packet = ~std::size_t{0};
+  p.eb.packet_hook = [&](connection_id, std::span<const std::byte>) {
+    if (recvs_when_packet == ~std::size_t{0}) recvs_when_packet = p.eb.recvs_done.size();
+  };
+  for (std::size_t k = sizes.size(); k-- > 0;) {
+    REQUIRE(post_retry(p.both(), [&] { return p.a->post_send_data(p.a2b, 100 + k, ab[k].siov, tok(1000 + k)); }));
+    REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, 200 + k, ba[k].siov, tok(2000 + k)); }));
+    if (k == sizes.size() - 1) {
+      iovec v = iov_of(&packet, sizeof packet);
+      REQUIRE(post_retry(p.both(), [&] { return p.a->post_send_packet(p.a2b, {&v, 1}, tok(3)); }));
+    }
+  }
+  REQUIRE(poll_until(p.both(), [&] {
+    return p.ea.recvs_done.size() == sizes.size() && p.eb.recvs_done.size() == sizes.size() &&
+           p.ea.sends_done.size() == sizes.size() + 1 && p.eb.sends_done.size() == sizes.size();
+  }));
+  // The packet passed the 8 MiB transfer (at most the bytes the sockets
+  // held were ahead of it): it came before any transfer a sent completed.
+  CHECK(recvs_when_packet == 0);
+  auto check_side = [&](std::vector<xfer>& xs, recorder& rx, std::uintptr_t base) {
+    std::map<void*, std::size_t> got(rx.recvs_done.begin(), rx.recvs_done.end());
+    CHECK(got.size() == sizes.size());  // each reported once
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      INFO("size ", sizes[i]);
+      CHECK(got[tok(base + i)] == sizes[i]);
+      CHECK(std::equal(xs[i].src.begin(), xs[i].src.end(), xs[i].dst.begin()));
+      CHECK(std::all_of(xs[i].dst.begin() + static_cast<std::ptrdiff_t>(sizes[i]), xs[i].dst.end(),
+                        [](std::byte b) { return b == std::byte{0xEE}; }));
+    }
+  };
+  check_side(ab, p.eb, 100);
+  check_side(ba, p.ea, 200);
+  std::set<void*> sent_a(p.ea.sends_done.begin(), p.ea.sends_done.end());
+  std::set<void*> sent_b(p.eb.sends_done.begin(), p.eb.sends_done.end());
+  CHECK(sent_a.size() == sizes.size() + 1);
+  CHECK(sent_b.size() == sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    CHECK(sent_a.count(tok(1000 + i)) == 1);
+    CHECK(sent_b.count(tok(2000 + i)) == 1);
+  }
+  CHECK(p.ea.failed.empty());
+  CHECK(p.eb.failed.empty());
+}
+
+// A sender dying half-way through a fragmented transfer: the receiver's
+// connection fails once with a reason, the transfer is never reported.
+TEST_CASE("tcp: a peer dying mid-way through a fragmented transfer") {
+  const auto* tcp = nmad::find_driver("tcp");
+  REQUIRE(tcp);
+  env_guard frag("NMAD_TCP_FRAGMENT", "64K");
+  env_guard buf("NMAD_TCP_SOCKBUF", "64K");
+  pair_fixture p(*tcp);
+  const std::size_t n = 16 << 20;
+  std::vector<std::byte> room(n), bytes = make_bytes(n, 5);
+  iovec r = iov_of(room.data(), n), s = iov_of(bytes.data(), n);
+  REQUIRE(p.a->post_recv_data(p.a2b, 1, {&r, 1}, tok(1)) == post_result::posted);
+  REQUIRE(post_retry(p.both(), [&] { return p.b->post_send_data(p.b2a, 1, {&s, 1}, tok(2)); }));
+  // Some fragments across (a's buffer starts filling), then b goes away.
+  REQUIRE(poll_until(p.both(), [&] { return room[64 << 10] == bytes[64 << 10]; }));
+  CHECK(p.ea.recvs_done.empty());
+  p.b.reset();
+  REQUIRE(poll_until({p.a.get()}, [&] { return !p.ea.failed.empty(); }));
+  poll_for({p.a.get()}, 100ms);
+  REQUIRE(p.ea.failed.size() == 1);
+  CHECK(p.ea.failed[0].first == p.a2b);
+  CHECK(!p.ea.failed[0].second.empty());
+  CHECK(p.ea.recvs_done.empty());
+}
+
+TEST_CASE("tcp: a bad NMAD_TCP_FRAGMENT or NMAD_TCP_SOCKBUF stops open, naming it") {
+  const auto* tcp = nmad::find_driver("tcp");
+  REQUIRE(tcp);
+  for (const char* name : {"NMAD_TCP_FRAGMENT", "NMAD_TCP_SOCKBUF"}) {
+    for (const char* bad : {"abc", "12Q", "100", "-4096", "2G"}) {
+      INFO(name, "=", bad);
+      env_guard g(name, bad);
+      recorder ev;
+      auto drv = tcp->create();
+      try {
+        drv->open({0, 2, kKey, &ev});
+        FAIL("open accepted it");
+      } catch (const std::exception& e) {
+        CHECK(std::string(e.what()).find(name) != std::string::npos);
+      }
+    }
+    for (const char* good : {"0", "4096", "256K", "1M"}) {
+      INFO(name, "=", good);
+      env_guard g(name, good);
+      recorder ev;
+      auto drv = tcp->create();
+      CHECK_NOTHROW(drv->open({0, 2, kKey, &ev}));
+    }
+  }
 }
 
 TEST_CASE("shm: peers on another host are not reachable, and connecting to one fails") {

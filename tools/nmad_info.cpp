@@ -207,6 +207,8 @@ void print_config() {
       {"NMAD_RUN_OVERSUBSCRIBE", "0", "nmad-run: 1 = no warning for more ranks than CPUs on this host"},
       {"NMAD_PMI_AUTH", "(from nmad-run)", "this rank's token for nmad-run's PMI port (PMI_PORT)"},
       {"NMAD_TCP_USER_TIMEOUT_MS", "0", "tcp: fail a connection whose peer host stops answering this long (0 = kernel's)"},
+      {"NMAD_TCP_FRAGMENT", "512K", "tcp: bulk data longer than this goes in fragments of this size (0 = whole)"},
+      {"NMAD_TCP_SOCKBUF", "256K", "tcp: SO_SNDBUF and SO_RCVBUF of every socket (0 = kernel's autotuning)"},
       {"NMAD_RUN_TIMEOUT", "none", "nmad-run: end the job after this many seconds"},
       {"NMAD_RUN_KILL_GRACE", "2", "nmad-run: seconds the others get after a rank fails"},
       {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks as placed (core, auto: 2+ ranks that fit, none)"},

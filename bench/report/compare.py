@@ -92,8 +92,8 @@ BENCHES = OrderedDict([
     ("oversub16", dict(src="oversub.c", args=["--ops", "alltoall,ring", "--tag", "16"], np=16,
                        full=dict(sizes="0", iters=100), quick=dict(sizes="0", iters=25))),
     ("memcpy", dict(src="memcpy_bw.c", args=[], plain=True,
-                    full=dict(sizes="4K,64K,1M,16M,128M", bytes="1G", trials=3),
-                    quick=dict(sizes="64K,1M,64M", bytes="256M", trials=2))),
+                    full=dict(sizes="4K,64K,1M,4M,16M,128M", bytes="1G", trials=3),
+                    quick=dict(sizes="64K,1M,4M,64M", bytes="256M", trials=2))),
 ])
 
 GROUPS = {

@@ -24,6 +24,7 @@ connection_id tcp_driver::connect(int peer_rank, std::string_view address) {
   } else {
     set_nodelay(c.fd);
     set_liveness(c.fd, tun_.user_timeout);
+    set_sockbuf(c.fd, tun_.sockbuf);
     wire::hello h;
     h.rank = cfg_.rank;
     h.key_len = static_cast<std::uint32_t>(cfg_.job_key.size());
@@ -66,6 +67,7 @@ int tcp_driver::accept_all() {
     // wait for the peer's delayed ack, ~40 ms), and the liveness options.
     set_nodelay(fd);
     set_liveness(fd, tun_.user_timeout);
+    set_sockbuf(fd, tun_.sockbuf);
     auto c = std::make_unique<conn>();
     c->id = next_id_++;
     c->fd = fd;

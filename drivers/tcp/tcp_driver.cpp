@@ -18,6 +18,11 @@
 //                                  this long, or whose idle peer host stops
 //                                  answering keepalive probes, fails
 //                                  (default 0: the kernel's, ~15 min)
+//   NMAD_TCP_FRAGMENT              bulk data longer than this goes in
+//                                  fragments of this size (default 512K;
+//                                  0: one frame per transfer)
+//   NMAD_TCP_SOCKBUF               SO_SNDBUF and SO_RCVBUF of every socket
+//                                  (default 256K; 0: the kernel's autotuning)
 // Fixed limits: packets up to 64 KiB (one receive buffer per connection),
 // 64 iovec entries per post_*, 32 sends in flight per connection; one
 // sendmsg gathers up to 256 entries across queued sends; one poll() makes at
@@ -30,6 +35,12 @@
 // are exact: a body is read together with the *next* header only (readv of
 // body remainder + header), so data bodies go straight into the iovec
 // posted for their cookie and never through an intermediate buffer.
+// Bulk data longer than the fragment size is queued as several frames at
+// once (each a header and a slice of the caller's iovec: no copy), so the
+// socket always has the next fragment to take; a packet posted meanwhile
+// goes ahead of the fragments not started yet instead of waiting for the
+// whole transfer. The receiver reads each fragment straight into the posted
+// iovec after the previous one and reports the transfer at its last.
 // post_* may already write to the socket, but every callback is made from
 // poll(). Callbacks may re-enter post_* and close_connection (a closed
 // connection is kept alive in graveyard_ until the outermost poll returns);
@@ -81,6 +92,7 @@ void tcp_driver::open(const driver_config& config) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("tcp driver: socket: " + errno_text(errno));
   int one = 1;
+  set_sockbuf(fd, tun_.sockbuf);  // before listen: accepted sockets inherit it
   if (tun_.port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 ||
       ::listen(fd, SOMAXCONN) < 0) {
@@ -116,7 +128,7 @@ post_result tcp_driver::post_send_packet(connection_id id, std::span<const iovec
   post_result r = check_postable(c, iov.size());
   if (r != post_result::posted) return r;
   if (total_len(iov) > kMaxPacket) return post_result::failed;
-  if (c->sendq.size() + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
+  if (c->queued_reports + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
   enqueue(*c, wire::kind_packet, 0, iov, token);
   return post_result::posted;
 }
@@ -174,7 +186,7 @@ post_result tcp_driver::post_send_data(connection_id id, std::uint64_t cookie,
   conn* c = find(id);
   post_result r = check_postable(c, iov.size());
   if (r != post_result::posted) return r;
-  if (c->sendq.size() + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
+  if (c->queued_reports + c->done.size() >= kMaxSendsInFlight) return post_result::retry;
   enqueue(*c, wire::kind_data, cookie, iov, token);
   return post_result::posted;
 }
@@ -192,18 +204,62 @@ post_result tcp_driver::post_recv_data(connection_id id, std::uint64_t cookie,
   return post_result::posted;
 }
 
+// A new entry of the send queue: at the back, or (a packet) ahead of the
+// fragments not started yet, so that control traffic and small messages do
+// not wait behind a whole bulk transfer. Inserting in the middle of the
+// deque moves entries: their header parts are pointed at their new place.
+send_op& tcp_driver::push_op(conn& c, bool ahead_of_fragments) {
+  auto at = c.sendq.end();
+  if (ahead_of_fragments) {
+    at = std::find_if(c.sendq.begin(), c.sendq.end(), [](const send_op& o) {
+      return o.fragment && o.left == sizeof o.hdr + o.hdr.length;
+    });
+  }
+  if (at == c.sendq.end()) return c.sendq.emplace_back();  // deque: &op.hdr stays put
+  const auto pos = at - c.sendq.begin();
+  c.sendq.emplace(at);
+  for (send_op& o : c.sendq)
+    if (o.owned.empty() && !o.cur.parts.empty()) o.cur.parts[0].iov_base = &o.hdr;
+  return c.sendq[static_cast<std::size_t>(pos)];
+}
+
+// Queues a frame, or (bulk data longer than the fragment size) one frame
+// per fragment, each with its own header and the caller's bytes (no copy);
+// only the last is reported.
 void tcp_driver::enqueue(conn& c, std::uint32_t kind, std::uint64_t cookie,
                          std::span<const iovec> iov, void* token) {
   bool was_idle = !c.wants_write();
-  send_op& op = c.sendq.emplace_back();  // deque: &op.hdr stays put
-  op.hdr.kind = kind;
-  op.hdr.length = total_len(iov);
-  op.hdr.cookie = cookie;
-  op.cur.parts.reserve(iov.size() + 1);
-  op.cur.parts.push_back({&op.hdr, sizeof op.hdr});
-  op.cur.parts.insert(op.cur.parts.end(), iov.begin(), iov.end());
-  op.left = sizeof op.hdr + op.hdr.length;
-  op.token = token;
+  const std::size_t len = total_len(iov);
+  const std::size_t frag = tun_.fragment;
+  const bool cut = kind == wire::kind_data && frag > 0 && len > frag;
+  iov_cursor src;
+  if (cut) src.parts.assign(iov.begin(), iov.end());
+  std::size_t left = len;
+  do {
+    send_op& op = push_op(c, kind == wire::kind_packet);
+    const std::size_t piece = cut ? std::min(frag, left) : len;
+    left -= piece;
+    op.hdr.kind = cut && left > 0 ? wire::kind_data_more : kind;
+    op.hdr.length = piece;
+    op.hdr.cookie = cookie;
+    op.fragment = cut;
+    op.cur.parts.push_back({&op.hdr, sizeof op.hdr});
+    if (cut) {
+      iovec v[kMaxIov];
+      int n = 0;
+      src.fill(v, &n, kMaxIov, piece);
+      src.advance(piece);
+      op.cur.parts.insert(op.cur.parts.end(), v, v + n);
+    } else {
+      op.cur.parts.insert(op.cur.parts.end(), iov.begin(), iov.end());
+    }
+    op.left = sizeof op.hdr + piece;
+    op.report = left == 0;
+    if (op.report) {
+      op.token = token;
+      ++c.queued_reports;
+    }
+  } while (left > 0);
   if (was_idle) flush_out(c);  // completion is still reported by poll()
 }
 
@@ -219,11 +275,12 @@ void tcp_driver::fail(conn& c, std::string reason) {
   c.st = state::failed;
   c.fail_reason = std::move(reason);
   c.sendq.clear();
+  c.queued_reports = 0;
   // c.done keeps the sends already written out whole: settle() reports
   // them as done before the failure (a peer that read them and exited
   // must not turn them into errors).
   c.recvs.clear();
-  c.rx_data = {};
+  c.rx_data = nullptr;
 }
 
 void tcp_driver::close_connection(connection_id id) {
@@ -369,7 +426,10 @@ int tcp_driver::flush_out(conn& c) {
       op.left -= take;
       sent -= take;
       if (op.left) break;
-      if (op.report) c.done.push_back(op.token);
+      if (op.report) {
+        c.done.push_back(op.token);
+        --c.queued_reports;
+      }
       c.sendq.pop_front();
     }
     if (static_cast<std::size_t>(r) < want) return work;  // socket full
@@ -389,7 +449,7 @@ int tcp_driver::read_frames(conn& c) {
         v[n++] = {c.pkt_buf.data() + c.rx_got, body_left};
         want += body_left;
       } else {
-        want += c.rx_data.cur.fill(v, &n, kMaxIov, body_left);
+        want += c.rx_data->cur.fill(v, &n, kMaxIov, body_left);
       }
     }
     if (want == (c.rx_in_body ? c.rx_len - c.rx_got : 0)) {  // whole body listed
@@ -412,7 +472,7 @@ int tcp_driver::read_frames(conn& c) {
     if (c.rx_in_body) {
       std::size_t take = std::min(got, c.rx_len - c.rx_got);
       c.rx_got += take;
-      if (c.rx_kind == wire::kind_data) c.rx_data.cur.advance(take);
+      if (c.rx_kind != wire::kind_packet) c.rx_data->cur.advance(take);
       got -= take;
       if (c.rx_got == c.rx_len) finish_body(c);
     }
@@ -437,21 +497,22 @@ void tcp_driver::start_body(conn& c) {
                   " bytes exceeds the maximum of " + std::to_string(kMaxPacket));
       return;
     }
-  } else if (h.kind == wire::kind_data) {
+  } else if (h.kind == wire::kind_data || h.kind == wire::kind_data_more) {
     auto it = c.recvs.find(h.cookie);
     if (it == c.recvs.end()) {
       fail(c, "protocol error: data frame for unknown cookie " + std::to_string(h.cookie));
       return;
     }
-    if (h.length > it->second.capacity) {
+    recv_op& op = it->second;
+    if (h.length > op.capacity - op.got) {
       fail(c, "protocol error: data frame of " + std::to_string(h.length) +
                   " bytes for cookie " + std::to_string(h.cookie) +
-                  " exceeds the " + std::to_string(it->second.capacity) +
-                  " bytes posted");
+                  (op.got ? " after " + std::to_string(op.got) + " bytes" : std::string()) +
+                  " exceeds the " + std::to_string(op.capacity) + " bytes posted");
       return;
     }
-    c.rx_data = std::move(it->second);
-    c.recvs.erase(it);
+    c.rx_data = &op;  // stays put: recvs is a node-based map
+    c.rx_cookie = h.cookie;
   } else {
     fail(c, "protocol error: unknown frame kind " + std::to_string(h.kind));
     return;
@@ -469,9 +530,14 @@ void tcp_driver::finish_body(conn& c) {
   if (c.rx_kind == wire::kind_packet) {
     cfg_.events->on_packet(c.id, std::span<const std::byte>(c.pkt_buf.data(), c.rx_len));
   } else {
-    void* token = c.rx_data.token;
-    c.rx_data = {};
-    cfg_.events->on_recv_data_done(token, c.rx_len);
+    recv_op* op = c.rx_data;
+    c.rx_data = nullptr;
+    op->got += c.rx_len;
+    if (c.rx_kind == wire::kind_data_more) return;  // more fragments follow
+    void* token = op->token;
+    const std::size_t got = op->got;
+    c.recvs.erase(c.rx_cookie);
+    cfg_.events->on_recv_data_done(token, got);
   }
 }
 

@@ -40,6 +40,9 @@ constexpr std::size_t kMaxIov = 64;
 constexpr std::size_t kMaxSendsInFlight = 32;
 constexpr int kMaxWriteIov = 256;
 constexpr int kMaxReadsPerPoll = 64;
+constexpr int kDefaultSockbuf = 256 * 1024;
+constexpr std::size_t kDefaultFragment = 512 * 1024;
+constexpr std::size_t kMinFragment = 4096;
 
 struct tunables {
   std::string host = "127.0.0.1";
@@ -52,6 +55,10 @@ struct tunables {
   std::chrono::milliseconds user_timeout{0};
   // Incoming connections one source address may hold in their handshake.
   unsigned pending_per_source = 256;
+  // SO_SNDBUF/SO_RCVBUF of every connection; 0: the kernel's autotuning.
+  int sockbuf = kDefaultSockbuf;
+  // Bulk data longer than this goes in fragments of this size (0: whole).
+  std::size_t fragment = kDefaultFragment;
 };
 
 inline long env_number(const char* name, long def, long lo, long hi) {
@@ -64,6 +71,33 @@ inline long env_number(const char* name, long def, long lo, long hi) {
                              "' is not a number in [" + std::to_string(lo) +
                              ", " + std::to_string(hi) + "]");
   return x;
+}
+
+// A byte count with an optional K, M or G suffix (powers of 1024).
+inline std::size_t env_bytes(const char* name, std::size_t def, std::size_t lo, std::size_t hi,
+                             bool zero_ok) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  unsigned long long x = 0;
+  const char* end = v + std::strlen(v);
+  auto [p, ec] = std::from_chars(v, end, x);
+  unsigned shift = 0;
+  if (ec == std::errc{} && p != end && p + 1 == end) {
+    switch (*p) {
+      case 'k': case 'K': shift = 10; ++p; break;
+      case 'm': case 'M': shift = 20; ++p; break;
+      case 'g': case 'G': shift = 30; ++p; break;
+      default: break;
+    }
+  }
+  const bool ok = ec == std::errc{} && p == end && x <= (hi >> shift) &&
+                  ((x << shift) >= lo || (zero_ok && x == 0));
+  if (!ok)
+    throw std::runtime_error(std::string("tcp driver: ") + name + "='" + v +
+                             "' is not a byte count in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "] (optional K, M or G suffix)" +
+                             (zero_ok ? " or 0" : ""));
+  return static_cast<std::size_t>(x << shift);
 }
 
 // `instance`: which tcp rail this is (driver_config::instance). With
@@ -101,6 +135,8 @@ inline tunables read_tunables(int instance = 0) {
       env_number("NMAD_TCP_USER_TIMEOUT_MS", 0, 0, 3600000));
   t.pending_per_source = static_cast<unsigned>(
       env_number("NMAD_TCP_PENDING_PER_HOST", 256, 1, 1000000));
+  t.sockbuf = static_cast<int>(env_bytes("NMAD_TCP_SOCKBUF", kDefaultSockbuf, 4096, 1u << 30, true));
+  t.fragment = env_bytes("NMAD_TCP_FRAGMENT", kDefaultFragment, kMinFragment, 1u << 30, true);
   return t;
 }
 
@@ -150,6 +186,13 @@ inline bool same_key(std::string_view a, std::string_view b) {
     diff |= static_cast<std::size_t>(x ^ y);
   }
   return diff == 0;
+}
+
+// Fixed socket buffer sizes (0: leave the kernel's autotuning alone).
+inline void set_sockbuf(int fd, int bytes) {
+  if (bytes <= 0) return;
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }
 
 inline void set_nodelay(int fd) {
@@ -218,13 +261,16 @@ struct send_op {
   iov_cursor cur;  // parts[0] is hdr itself (or `owned`)
   std::size_t left = 0;
   void* token = nullptr;
-  bool report = true;                 // false: an inline send (never reported)
+  bool report = true;                 // false: an inline send or a fragment
+                                      // before the last (never reported)
+  bool fragment = false;              // a piece of a transfer cut in fragments
   std::vector<std::byte> owned;       // inline send: the bytes not written yet
 };
 
 struct recv_op {
   iov_cursor cur;
   std::size_t capacity = 0;
+  std::size_t got = 0;  // bytes of the fragments received so far
   void* token = nullptr;
 };
 
@@ -246,8 +292,11 @@ struct conn {
   std::string hs_out;
   std::size_t hs_sent = 0;
 
-  // Sends in post order; tokens of finished sends not yet reported.
+  // Sends in post order (a packet may pass fragments not started yet);
+  // tokens of finished sends not yet reported. `queued_reports`: entries of
+  // sendq that will be reported (what counts against the in-flight limit).
   std::deque<send_op> sendq;
+  std::size_t queued_reports = 0;
   std::vector<void*> done;
   std::vector<void*> reporting;  // the batch settle() is reporting now
 
@@ -258,7 +307,8 @@ struct conn {
   bool rx_in_body = false;
   std::uint32_t rx_kind = 0;
   std::size_t rx_len = 0, rx_got = 0;
-  recv_op rx_data;
+  recv_op* rx_data = nullptr;  // data frames: the receive in `recvs` it fills
+  std::uint64_t rx_cookie = 0;
   std::vector<std::byte> pkt_buf;
 
   bool wants_write() const { return hs_sent < hs_out.size() || !sendq.empty(); }
@@ -323,6 +373,7 @@ class tcp_driver final : public driver {
   post_result check_postable(conn* c, std::size_t iov_count) const;
   void enqueue(conn& c, std::uint32_t kind, std::uint64_t cookie,
                std::span<const iovec> iov, void* token);
+  send_op& push_op(conn& c, bool ahead_of_fragments);
   void fail(conn& c, std::string reason);
   int accept_all();
   int progress_pending();

@@ -9,6 +9,12 @@
 // own rank. An accepting side that refuses simply closes the socket.
 // After the handshake, each direction is a sequence of frames: a
 // frame_header then `length` body bytes.
+//
+// Bulk data goes as one or more data frames with the receiver's cookie: a
+// transfer cut in fragments sends `kind_data_more` frames then one
+// `kind_data` frame that ends it. The stream keeps a transfer's fragments in
+// order, so the receiver places each after the previous one; frames of
+// other transfers and packets may come between them.
 #include <cstdint>
 #include <type_traits>
 
@@ -32,7 +38,7 @@ struct ack {
 };
 
 constexpr std::uint32_t frame_magic = 0x4e4d4652;  // "NMFR"
-enum frame_kind : std::uint32_t { kind_packet = 1, kind_data = 2 };
+enum frame_kind : std::uint32_t { kind_packet = 1, kind_data = 2, kind_data_more = 3 };
 
 struct frame_header {
   std::uint32_t magic = frame_magic;
