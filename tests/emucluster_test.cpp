@@ -256,6 +256,34 @@ TEST_CASE("4 ranks on 2 emulated hosts, NMAD_DRIVER=shm,ofi: shm inside a host, 
   }
 }
 
+TEST_CASE("4 ranks on 2 emulated hosts under MPICH's hydra (mpiexec.hydra through tools/emucluster-ssh)") {
+  SKIP_UNLESS_EMULATION_WORKS();
+  const char* hydra = "/usr/bin/mpiexec.hydra";
+  REQUIRE_MESSAGE(::access(hydra, X_OK) == 0, "mpiexec.hydra not found: tools/test installs it (Debian package mpich)");
+  cluster c({});
+  const long bytes = 1 << 20;
+  nmad_test::run_options o;
+  o.timeout_s = 120;
+  o.env = {{"NMAD_LOG", "info"}};
+  // hydra's own PMI-1 server connects the ranks, not nmad-run's.
+  o.unset_env = {"PMI_FD", "PMI_PORT", "PMI_RANK", "PMI_SIZE", "NMAD_JOB_KEY"};
+  auto r = nmad_test::run({tool(), "run", "--prefix", c.p, "--", hydra, "-hosts", c.host(0) + "," + c.host(1), "-ppn", "2",
+                           "-n", "4", job_program(), "hosts", "2", std::to_string(bytes)},
+                          o);
+  if (r.status != 0) MESSAGE("status " << r.status << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "PASS emu_job rank") == 4);
+  CHECK(contains(r.out, "rank 0 host " + c.host(0) + " shared 0 of 2"));
+  CHECK(contains(r.out, "rank 1 host " + c.host(0) + " shared 1 of 2"));
+  CHECK(contains(r.out, "rank 2 host " + c.host(1) + " shared 0 of 2"));
+  CHECK(contains(r.out, "rank 3 host " + c.host(1) + " shared 1 of 2"));
+  auto peers = tcp_peers(r.err);
+  CHECK(peers[0] == std::set<int>{2, 3});
+  CHECK(peers[1] == std::set<int>{2, 3});
+  CHECK(peers[2] == std::set<int>{0, 1});
+  CHECK(peers[3] == std::set<int>{0, 1});
+}
+
 TEST_CASE("--rate shapes the links: 8 MiB between hosts at 200mbit takes at least 0.3 s") {
   SKIP_UNLESS_EMULATION_WORKS();
   const long bytes = 8 << 20;  // 67 Mbit: 0.34 s at 200 Mbit/s
