@@ -75,6 +75,7 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -89,6 +90,14 @@ using steady = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxPacket = 32 * 1024;
 constexpr std::size_t kRecvBuffers = 64;
+// The shm provider (libfabric 1.17) loses packets that arrive while no
+// receive buffer is posted (the sender sees them complete, the receiver
+// never does, and buffers posted later do not get them): with it, the
+// driver posts half as many packet buffers as the provider's receive queue
+// takes (rx_attr->size; the other half is for rendezvous data receives,
+// which the provider refuses, FI_ENOMEM, once the queue is full), up to
+// this many, from one block left untouched until the provider writes in it.
+constexpr std::size_t kMaxRecvBuffersShm = 512;
 constexpr std::size_t kMaxSendsInFlight = 64;
 constexpr int kCqBatch = 32;
 constexpr int kMaxCqReadsPerPoll = 8;
@@ -297,6 +306,7 @@ struct op {
   std::size_t capacity = 0;
   ctrl_type ctrl = ctrl_type::hello;
   std::vector<std::byte> owned;  // bytes this op sends from, or receives into
+  std::byte* rx = nullptr;       // rx_buffer: its kMaxPacket bytes in _rx_block
 };
 
 // await_ack: hello sent, no answer yet; ack_queued: hello accepted, the ack
@@ -428,6 +438,8 @@ class ofi_driver final : public driver {
   std::vector<connection_id> _to_report;  // failed, not reported yet
   std::size_t _ctrl_pending = 0;
   std::vector<op*> _rx_idle;  // packet buffers to post again
+  std::size_t _rx_count = 0;  // packet buffers, each kMaxPacket bytes of _rx_block
+  std::unique_ptr<std::byte[]> _rx_block;
   struct queued_ctrl {
     fi_addr_t to;
     std::uint64_t tag;
@@ -500,7 +512,7 @@ void ofi_driver::settle_quietly(op* o, const fi_cq_tagged_entry* e) {
   if (o->kind == op_kind::rx_buffer) {  // not posted again: the endpoint closes
     ctrl_header h;
     if (e && (e->tag & kCtrlBit) && e->len >= sizeof h) {
-      std::memcpy(&h, o->owned.data(), sizeof h);
+      std::memcpy(&h, o->rx, sizeof h);
       conn* c = find(static_cast<connection_id>((e->tag >> 32) & kMaxConnId));
       if (std::memcmp(h.magic, kCtrlMagic, 4) == 0 && h.type == ctrl_type::bye && c && c->peer_id == h.sender_id)
         c->st = state::failed;
@@ -734,9 +746,13 @@ void ofi_driver::open(const driver_config& config) {
   _caps.bandwidth_mbps = _caps.node_local ? 5000 : 1000;
   _caps.overhead_us = 1;
 
-  for (std::size_t i = 0; i < kRecvBuffers; ++i) {
+  _rx_count = kRecvBuffers;
+  if (_caps.node_local)
+    _rx_count = std::clamp<std::size_t>(info->rx_attr->size / 2, kRecvBuffers, kMaxRecvBuffersShm);
+  _rx_block.reset(new std::byte[_rx_count * kMaxPacket]);  // not initialised: pages stay untouched
+  for (std::size_t i = 0; i < _rx_count; ++i) {
     op* o = new_op(op_kind::rx_buffer, invalid_connection);
-    o->owned.resize(kMaxPacket);
+    o->rx = _rx_block.get() + i * kMaxPacket;
     post_rx_buffer(o);
   }
   log_write(log_level::info, "ofi",
@@ -747,7 +763,7 @@ void ofi_driver::open(const driver_config& config) {
 // A buffer the provider cannot take now (FI_EAGAIN) is posted again from
 // the next poll().
 void ofi_driver::post_rx_buffer(op* o) {
-  ssize_t r = fi_trecv(_ep, o->owned.data(), o->owned.size(), nullptr, FI_ADDR_UNSPEC, 0, kIgnoreNonData, &o->ctx);
+  ssize_t r = fi_trecv(_ep, o->rx, kMaxPacket, nullptr, FI_ADDR_UNSPEC, 0, kIgnoreNonData, &o->ctx);
   if (r == 0) return;
   if (r != -FI_EAGAIN) throw std::runtime_error(fi_error(_prov, "fi_trecv (packet buffer)", static_cast<int>(r)));
   _rx_idle.push_back(o);
@@ -974,7 +990,7 @@ void ofi_driver::complete(const fi_cq_tagged_entry& e) {
   if (!o || !_ops.count(o)) return;  // an inject or a stranger: nothing to do
   switch (o->kind) {
     case op_kind::rx_buffer: {
-      const std::span<const std::byte> bytes(o->owned.data(), e.len);
+      const std::span<const std::byte> bytes(o->rx, e.len);
       if (e.tag & kCtrlBit) {
         on_ctrl(e.tag, bytes);
       } else {
