@@ -77,6 +77,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -717,6 +718,16 @@ void ofi_driver::open(const driver_config& config) {
   check(fi_endpoint(_domain, info, &_ep, nullptr), "fi_endpoint");
   check(fi_ep_bind(_ep, &_cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
   check(fi_ep_bind(_ep, &_av->fid, 0), "fi_ep_bind(av)");
+  if (is_node_local(info)) {
+    // The shm provider names its segment after the process id: two
+    // processes of one host in different pid namespaces (containers,
+    // sandboxes) would open each other's. A name of our own instead.
+    std::random_device rd;
+    char own[96];
+    std::snprintf(own, sizeof own, "fi_shm://nmad_%08x%08x_%d", rd(), rd(), static_cast<int>(::getpid()));
+    if (fi_setname(&_ep->fid, own, std::strlen(own) + 1) != 0)
+      log_write(log_level::info, "ofi", "the shm provider keeps its own endpoint name (fi_setname refused)");
+  }
   check(fi_enable(_ep), "fi_enable");
   char name[kMaxAddr];
   std::size_t len = sizeof name;
