@@ -77,18 +77,7 @@ bool parse_copy_offload(std::string_view text, std::size_t& out) {
     out = kCopyOffloadDefaultMin;
     return true;
   }
-  std::size_t v = 0, i = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    if (v > (std::size_t{1} << 40)) return false;
-    v = v * 10 + static_cast<std::size_t>(text[i] - '0');
-  }
-  if (i == 0) return false;
-  const std::string_view unit = text.substr(i);
-  if (unit == "K" || unit == "k" || unit == "KiB") v <<= 10;
-  else if (unit == "M" || unit == "m" || unit == "MiB") v <<= 20;
-  else if (!unit.empty()) return false;
-  out = v;
-  return true;
+  return parse_size(text, out);
 }
 
 std::size_t env_size(const char* name, std::size_t fallback) {
