@@ -79,10 +79,22 @@ void write_pending(thread_buffer* b) {
 
 // A clock record: this instant as counter and CLOCK_MONOTONIC ns.
 void emit_clock() {
-  const std::uint64_t before = now();
-  const std::uint64_t ns = monotonic_ns();
-  const std::uint64_t after = now();
-  emit_at(before + (after - before) / 2, event::clock, -1, 0, 0, 0, 0, ns);
+  // The tightest of a few (counter, clock, counter) readings: a thread
+  // preempted between two reads would pair the clock with a counter value
+  // off by its time away, and shift every record of the process in the
+  // merged timeline against the other ranks'.
+  std::uint64_t best_gap = ~std::uint64_t{0}, best_at = 0, best_ns = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::uint64_t before = now();
+    const std::uint64_t ns = monotonic_ns();
+    const std::uint64_t after = now();
+    if (after - before < best_gap) {
+      best_gap = after - before;
+      best_at = before + (after - before) / 2;
+      best_ns = ns;
+    }
+  }
+  emit_at(best_at, event::clock, -1, 0, 0, 0, 0, best_ns);
 }
 
 // At a thread's end: its records to the file, its buffer to the free list.
