@@ -114,7 +114,12 @@ std::size_t session::copy_offload_min() const { return _impl->copy_offload_min()
 void session::abort(int exit_code, const std::string& message) { _impl->abort(exit_code, message); }
 
 bool session::cancel(request& req) { return _impl->cancel(state_of(req)); }
-int session::progress() { return _impl->progress(); }
+int session::progress() {
+  const int work = _impl->progress();
+  if (work == 0) _impl->the_waiter().idle_poll();
+  return work;
+}
+void session::idle_poll() { _impl->the_waiter().idle_poll(); }
 void session::notify_waiters() { _impl->notify_waiters(); }
 int session::progress_all_drivers() { return _impl->progress(/*wait_busy_drivers=*/true); }
 session_stats session::stats() const { return _impl->stats(); }

@@ -353,6 +353,10 @@ class session_impl final : private wait_engine {
     bool close;
   };
   std::vector<failure> _failures;          // to clean up
+  // Whether the machine is contended now (the waiter's yield and spin
+  // decisions, idle test calls); declared before the waiter, which uses it.
+  std::unique_ptr<load_probe> _load_probe = make_system_load_probe();
+  load_monitor _load_monitor{*_load_probe};
   waiter _waiter;
   std::unique_ptr<bootstrap> _boot;
   int _rank = 0;

@@ -232,9 +232,14 @@ void session_impl::wait_until(request_state& r) {
 
 bool session_impl::test(request_state& r) {
   if (r.is_complete()) return true;
-  engine_scope scope(*this);
-  progress_now();
-  return r.is_complete();
+  int work;
+  {
+    engine_scope scope(*this);
+    work = progress_now();
+  }
+  if (r.is_complete()) return true;
+  if (work == 0) _waiter.idle_poll();  // the polling discipline (waiter.hpp)
+  return false;
 }
 
 errc session_impl::wait(request_state& r) {

@@ -666,16 +666,21 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
 }
 
 unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, recv_status& st) {
-  engine_scope scope(*this);
-  progress_now();
-  std::lock_guard ml(_match_lock);
-  unexpected_message* u = find_unexpected(source, tag, mask, st);
-  // Detached: chunks still arriving keep landing in u->msg through the
-  // gate's `active` map, exactly as while it was on the list.
-  if (u) {
-    _match.remove_unexpected(*u);
-    _detached.push_back(*u);
+  unexpected_message* u = nullptr;
+  int work;
+  {
+    engine_scope scope(*this);
+    work = progress_now();
+    std::lock_guard ml(_match_lock);
+    u = find_unexpected(source, tag, mask, st);
+    // Detached: chunks still arriving keep landing in u->msg through the
+    // gate's `active` map, exactly as while it was on the list.
+    if (u) {
+      _match.remove_unexpected(*u);
+      _detached.push_back(*u);
+    }
   }
+  if (!u && work == 0) _waiter.idle_poll();  // the polling discipline (waiter.hpp)
   return u;
 }
 
@@ -763,10 +768,16 @@ errc session_impl::unpack_end(request_state& r) {
 }
 
 bool session_impl::iprobe(int source, tag_t tag, tag_t mask, recv_status& st) {
-  engine_scope scope(*this);
-  progress_now();
-  std::lock_guard ml(_match_lock);
-  return find_unexpected(source, tag, mask, st) != nullptr;
+  bool found;
+  int work;
+  {
+    engine_scope scope(*this);
+    work = progress_now();
+    std::lock_guard ml(_match_lock);
+    found = find_unexpected(source, tag, mask, st) != nullptr;
+  }
+  if (!found && work == 0) _waiter.idle_poll();  // the polling discipline (waiter.hpp)
+  return found;
 }
 
 recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {

@@ -33,7 +33,7 @@ struct core_tunables {
   std::string wait = "fixed-spin";       // NMAD_WAIT: busy, block, fixed-spin
   long wait_spin_us = -1;                // NMAD_WAIT_SPIN_US (fixed-spin: spin before blocking;
                                          // default 100, 20 on an oversubscribed machine)
-  std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while spinning (auto: if oversubscribed)
+  std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while polling (auto: while contended)
   std::string progress = "auto";         // NMAD_PROGRESS: none, thread, auto
   std::string copy_offload = "off";      // NMAD_COPY_OFFLOAD: off, on, or the smallest size (bytes)
   std::uint64_t unexpected_max = 64ull << 20;  // NMAD_UNEXPECTED_MAX: eager bytes buffered
@@ -290,17 +290,20 @@ session_impl::session_impl(const session_options& opts)
   int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
   if (const char* v = std::getenv("NMAD_RUN_CPUS"); v && std::atoi(v) > 0) cpus = std::atoi(v);
   const bool oversubscribed = local > cpus;
-  _waiter.set_yield_when_idle(t.wait_yield == "1" || (t.wait_yield == "auto" && oversubscribed));
+  // Yielding follows the load monitor (auto): the job alone oversubscribing
+  // the machine is its floor; other jobs show in its samples.
+  _load_monitor.set_static_contended(oversubscribed);
+  _waiter.set_load_monitor(&_load_monitor);
+  _waiter.set_yield_mode(t.wait_yield == "1"   ? waiter::yield_mode::always
+                         : t.wait_yield == "0" ? waiter::yield_mode::never
+                                               : waiter::yield_mode::when_contended);
   _waiter.set_yield_after(std::chrono::microseconds(t.wait_yield == "0" ? -1 : 10));
   // This process's share of the CPUs: the leader spins on one, followers
   // may spin on the rest (none here: they sleep until their completion).
   _waiter.set_spinning_threads(std::max(1, cpus / std::max(1, local)));
-  // Oversubscribed, a spinner delays the process it waits for: spin less.
-  if (oversubscribed && t.wait_spin_us < 0) {
-    wait_config wc = _waiter.config();
-    wc.spin = std::chrono::microseconds(20);
-    _waiter.set_config(wc);
-  }
+  // Contended, a spinner delays the process it waits for: spin less (20 us
+  // unless NMAD_WAIT_SPIN_US says otherwise), then sleep.
+  if (t.wait_spin_us >= 0) _waiter.set_contended_spin(std::chrono::microseconds(t.wait_spin_us));
   connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
   _job_cpus = cpus;
   start_progress(t.progress);

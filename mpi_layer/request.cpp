@@ -196,6 +196,10 @@ namespace {
 // return at once) spinning.
 constexpr int kTestRounds = 64;
 constexpr int kIdleRoundsWithProgressThread = 3;
+// A call that ends without its condition after rounds that found nothing
+// follows the polling discipline (session::idle_poll: on a contended
+// machine it gives the CPU away, so that a loop of test calls lets the
+// processes it waits for run).
 template <class Done>
 void progress_until(Done&& done) {
   nmad::session& s = *st().session;
@@ -203,7 +207,10 @@ void progress_until(Done&& done) {
   int idle = 0;
   for (int i = 0; i < kTestRounds; ++i) {
     if (s.progress_all_drivers() > 0) idle = 0;
-    else if (++idle > idle_allowed) return;
+    else if (++idle > idle_allowed) {
+      if (!done()) s.idle_poll();
+      return;
+    }
     if (done()) return;
   }
 }

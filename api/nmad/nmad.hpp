@@ -274,7 +274,18 @@ class session {
   void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(100));
   wait_policy get_wait_policy() const;
 
-  int progress();                    // one round of progress; work done
+  // One round of progress; work done. A round that found nothing follows
+  // the polling discipline (idle_poll()).
+  int progress();
+  // The polling discipline of calls that must not block: a call whose
+  // progress found nothing to do ends with idle_poll(). On a contended
+  // machine (more runnable threads than CPUs, measured at run time; see
+  // NMAD_WAIT_YIELD in docs/CONFIGURATION.md) it gives the CPU away once,
+  // so that a loop of such calls lets the processes it waits for run;
+  // elsewhere it costs next to nothing. test(), iprobe(), improbe() and
+  // progress() call it themselves; a layer above that polls through
+  // progress_all_drivers() calls it when its own test found nothing.
+  void idle_poll();
   // One round of progress like progress(), except that a driver another
   // thread (the progress thread) is polling at that moment is waited for
   // instead of skipped: on return, every event the drivers had delivered

@@ -161,10 +161,16 @@ void waiter::wait_inner(bool (*done)(void*), void* arg, std::atomic<int>* slot) 
   }
 }
 
+void waiter::idle_poll_yield() {
+  _idle_yields.fetch_add(1, std::memory_order_relaxed);
+  sched_yield();
+}
+
 void waiter::lead(bool (*done)(void*), void* arg) {
   using clock = std::chrono::steady_clock;
   unsigned idle = 0;
   clock::time_point spin_start{};
+  bool yield = false;  // yield_now(), asked again every kClockEvery idle rounds
   for (;;) {
     const int work = _engine.progress_round();
     if (done(arg)) return;
@@ -173,7 +179,8 @@ void waiter::lead(bool (*done)(void*), void* arg) {
       continue;
     }
     ++idle;
-    if (_yield.load(std::memory_order_relaxed)) sched_yield();
+    if (idle % kClockEvery == 1) yield = yield_now();
+    if (yield) sched_yield();
     switch (_policy.load(std::memory_order_relaxed)) {
       case wait_policy::busy:
         break;
@@ -190,7 +197,10 @@ void waiter::lead(bool (*done)(void*), void* arg) {
           const clock::time_point now = clock::now();
           if (idle == kClockEvery) {
             spin_start = now;
-          } else if (now - spin_start >= std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed))) {
+          } else if (std::int64_t spin = _spin_ns.load(std::memory_order_relaxed);
+                     now - spin_start >= std::chrono::nanoseconds(
+                                             yield ? std::min(spin, _contended_spin_ns.load(std::memory_order_relaxed))
+                                                   : spin)) {
             if (sleep_once(done, arg)) return;
             idle = 0;  // spin again after a wake-up: the rest may follow soon
           } else if (const std::int64_t after = _yield_after_ns.load(std::memory_order_relaxed);

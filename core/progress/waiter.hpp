@@ -69,6 +69,7 @@
 
 #include "core/common/fences.hpp"
 #include "core/common/wait_policy.hpp"
+#include "core/progress/load_monitor.hpp"
 #include "core/transfer/driver.hpp"
 
 namespace nmad {
@@ -112,10 +113,44 @@ class waiter {
     return {_policy.load(std::memory_order_relaxed), std::chrono::nanoseconds(_spin_ns.load(std::memory_order_relaxed))};
   }
   // Whether idle rounds give the CPU away (sched_yield) while spinning: what
-  // an oversubscribed node needs (more processes than cores: the process a
-  // spinner waits for may be queued behind it on the same core).
-  void set_yield_when_idle(bool y) { _yield.store(y, std::memory_order_relaxed); }
-  bool yield_when_idle() const { return _yield.load(std::memory_order_relaxed); }
+  // a contended machine needs (more runnable threads than CPUs: the process
+  // a spinner waits for may be queued behind it on the same CPU).
+  //   never           spin without yielding (NMAD_WAIT_YIELD=0)
+  //   when_contended  yield while the load monitor says the machine is
+  //                   contended (the default; without a monitor: never)
+  //   always          yield on every idle round (NMAD_WAIT_YIELD=1)
+  enum class yield_mode : std::uint8_t { never, when_contended, always };
+  void set_yield_mode(yield_mode m) { _yield_mode.store(m, std::memory_order_relaxed); }
+  yield_mode get_yield_mode() const { return _yield_mode.load(std::memory_order_relaxed); }
+  // The monitor consulted in mode when_contended (null: none); it must
+  // outlive the waiter's use of it.
+  void set_load_monitor(load_monitor* m) { _load.store(m, std::memory_order_release); }
+  load_monitor* the_load_monitor() const { return _load.load(std::memory_order_acquire); }
+  // Whether an idle round should give the CPU away now.
+  bool yield_now() const {
+    switch (_yield_mode.load(std::memory_order_relaxed)) {
+      case yield_mode::never: return false;
+      case yield_mode::always: return true;
+      case yield_mode::when_contended: break;
+    }
+    load_monitor* m = _load.load(std::memory_order_acquire);
+    return m && m->contended();
+  }
+  // While contended, fixed-spin spins at most this long before it sleeps
+  // (a sleeper woken by its peer's packet is scheduled at once, ahead of
+  // threads that burned their share; a spinner competes with them).
+  void set_contended_spin(std::chrono::nanoseconds d) { _contended_spin_ns.store(d.count(), std::memory_order_relaxed); }
+
+  // The polling discipline of the calls that must not block (test,
+  // iprobe, progress, MPI_Test* and their loops): a call whose progress
+  // round found nothing to do calls idle_poll() before it returns. On a
+  // contended machine (yield_now()) it gives the CPU away once, so that a
+  // loop of such calls lets the processes it waits for run; otherwise it
+  // costs one relaxed load and a clock read every few calls.
+  void idle_poll() {
+    if (yield_now()) idle_poll_yield();
+  }
+  std::uint64_t idle_yields() const { return _idle_yields.load(std::memory_order_relaxed); }
   // Otherwise, a fixed-spin leader that found nothing for this long gives
   // its CPU away every few idle rounds while it keeps spinning (negative:
   // never). The machine may be loaded by others, which the job's process
@@ -242,12 +277,16 @@ class waiter {
   bool spin_for_work();
   void app_wait_begin();
   void app_wait_end();
+  void idle_poll_yield();
 
   wait_engine& _engine;
   bool _threaded;
   std::atomic<wait_policy> _policy{wait_policy::fixed_spin};
   std::atomic<std::int64_t> _spin_ns{100000};
-  std::atomic<bool> _yield{false};
+  std::atomic<yield_mode> _yield_mode{yield_mode::when_contended};
+  std::atomic<load_monitor*> _load{nullptr};
+  std::atomic<std::int64_t> _contended_spin_ns{20000};
+  std::atomic<std::uint64_t> _idle_yields{0};
   std::atomic<std::int64_t> _yield_after_ns{10000};
   std::atomic<int> _max_sleep_ms{200};
   alignas(64) std::atomic<int> _sleepers{0};
