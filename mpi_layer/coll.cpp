@@ -219,6 +219,13 @@ struct call {
   bool inter = false;
   int lsize = 0;
   std::vector<int> lmap, rmap;
+  // A blocking call (no request) whose arguments say that no rank moves
+  // any data (a reduction or broadcast of 0 bytes: the standard makes the
+  // counts agree on every rank) sets `nothing` once its arguments are
+  // checked: it returns at once, without a schedule or a sequence number
+  // (every rank skips both alike). Collectives need not synchronize.
+  bool blocking = false;
+  bool nothing = false;
 
   std::byte* temp(std::size_t bytes) {
     temps->push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
@@ -435,6 +442,7 @@ template <class Body>
 int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   call x(fn);
+  x.blocking = req == nullptr;
   if (req) *req = MPI_REQUEST_NULL;
   try {
     open(x, comm);
@@ -454,6 +462,7 @@ int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
   } catch (const std::exception& e) {
     return mpi_raise(fn, x.c, MPI_ERR_INTERN, e.what());
   }
+  if (x.nothing) return MPI_SUCCESS;
   return launch(x, req);
 }
 
@@ -643,6 +652,10 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_C
     }
     x.root(root);
     x.buffer(buf, count, t, "buffer");
+    if (x.blocking && sz(count, t) == 0) {
+      x.nothing = true;
+      return;
+    }
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
     if (const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast)) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
     else x.sch = coll::build_bcast(x.rank, x.size, p, sz(count, t), root);
@@ -673,6 +686,10 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
     if (inplace && !is_root) x.fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root");
     if (!inplace) x.buffer(sbuf, count, t, "send buffer");
     if (is_root) x.buffer(rbuf, count, t, "receive buffer");
+    if (x.blocking && sz(count, t) == 0) {
+      x.nothing = true;
+      return;
+    }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, count, t);
     std::byte* r = is_root ? x.out(rbuf, count, t, inplace) : nullptr;
     // Exscan: rank 0's recvbuf is undefined; leave it untouched when staged.

@@ -56,6 +56,26 @@ int main(int argc, char** argv) {
   CHECK(count_half == (n + 1 - r % 2) / 2, "split size by allreduce = %d", count_half);
   MPI_Comm_free(&half);
 
+  /* Zero-byte operations (the short path: no data on any rank) leave the
+   * buffers alone and keep the communicator usable for what follows,
+   * blocking and non-blocking mixed. */
+  {
+    int guard[2] = {0x5a5a, 0x5a5a};
+    for (int k = 0; k < 3; ++k) {
+      CHECK(MPI_Allreduce(guard, guard + 1, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "allreduce of 0");
+      CHECK(MPI_Reduce(guard, guard + 1, 0, MPI_INT, MPI_SUM, k % n, MPI_COMM_WORLD) == MPI_SUCCESS, "reduce of 0");
+      CHECK(MPI_Bcast(guard, 0, MPI_INT, k % n, MPI_COMM_WORLD) == MPI_SUCCESS, "bcast of 0");
+      CHECK(MPI_Allreduce(NULL, NULL, 0, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS, "allreduce of 0, null");
+      MPI_Request q;
+      CHECK(MPI_Iallreduce(guard, guard + 1, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q) == MPI_SUCCESS, "iallreduce 0");
+      CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait iallreduce of 0");
+      int v = r + k, sum = -1;
+      CHECK(MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "allreduce after 0");
+      CHECK(sum == n * (n - 1) / 2 + n * k, "allreduce after the zero-byte ones: %d", sum);
+    }
+    CHECK(guard[0] == 0x5a5a && guard[1] == 0x5a5a, "zero-byte operations wrote %x %x", guard[0], guard[1]);
+  }
+
   /* Errors are reported, not crashes. */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   double x = 1, y;
