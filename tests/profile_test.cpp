@@ -4,7 +4,12 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <time.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #include <cstdlib>
 #include <filesystem>
@@ -59,6 +64,34 @@ nmad::sample_options quick() {
   return o;
 }
 
+// A load probe whose machine is as the test says (the cache tests must not
+// depend on what else runs beside them: a busy machine rejects samples).
+struct fake_load final : nmad::load_probe {
+  int run_queue = 1;  // the sampler's own thread
+  int cpu_count = 2;
+  std::int64_t switches = 0;
+  std::int64_t switches_step = 0;  // added at each reading (preemptions during the sample)
+  std::int64_t now_ns() override {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+  int runnable() override { return run_queue; }
+  int cpus() override { return cpu_count; }
+  std::int64_t involuntary_switches() override { return switches += switches_step; }
+};
+
+// The cache tests: a quiet machine, and the figures accepted whatever they
+// are (the machine running the tests may be busy with other tests: the
+// checks are tested on their own below).
+fake_load g_quiet;
+nmad::sample_options quiet() {
+  nmad::sample_options o;
+  o.load = &g_quiet;
+  o.check = false;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("sampling measures every network driver over a real loopback pair") {
@@ -85,7 +118,7 @@ TEST_CASE("sampling measures every network driver over a real loopback pair") {
 TEST_CASE("the cache is written at first use, then reused as is") {
   cache_dir c;
   CHECK(nmad::profile_cache_path() == c.file.string());
-  const auto first = nmad::profiles_for({"tcp"}, true);
+  const auto first = nmad::profiles_for({"tcp"}, true, quiet());
   REQUIRE(first.size() == 1);
   REQUIRE(fs::exists(c.file));
   const std::string text = slurp(c.file);
@@ -93,7 +126,7 @@ TEST_CASE("the cache is written at first use, then reused as is") {
   CHECK(text.find("driver tcp ") != std::string::npos);
   // Asking again (even allowed to sample) reuses the cached figures: a new
   // measurement would not give the very same numbers, nor leave the file alone.
-  const auto again = nmad::profiles_for({"tcp"}, true);
+  const auto again = nmad::profiles_for({"tcp"}, true, quiet());
   REQUIRE(again.size() == 1);
   CHECK(again[0].sampled_at == first[0].sampled_at);
   REQUIRE(again[0].points.size() == first[0].points.size());
@@ -133,7 +166,7 @@ TEST_CASE("a cache written under another key (hardware or library changed) is st
     CHECK(nmad::load_profiles(c.file.string(), k, &warning).size() == 1);  // its own key: fine
     CHECK(nmad::profiles_for({"tcp"}, false).empty());
   }
-  const auto fresh = nmad::profiles_for({"tcp"}, true);
+  const auto fresh = nmad::profiles_for({"tcp"}, true, quiet());
   REQUIRE(fresh.size() == 1);
   CHECK(fresh[0].sampled_at > 1);
   std::string warning;
@@ -174,7 +207,7 @@ TEST_CASE("a corrupt cache file is ignored with a warning, never trusted in part
   REQUIRE(good.size() == 1);
   CHECK(good[0].latency_us() == doctest::Approx(0.3));
   write(c.file, "garbage\n");
-  REQUIRE(nmad::profiles_for({"shm"}, true).size() == 1);
+  REQUIRE(nmad::profiles_for({"shm"}, true, quiet()).size() == 1);
   CHECK(nmad::load_profiles(c.file.string(), nmad::current_profile_key(), &warning).size() == 1);
 }
 
@@ -196,4 +229,112 @@ TEST_CASE("the key and the knobs") {
   ::unsetenv("XDG_CACHE_HOME");
   ::setenv("HOME", "/home/someone", 1);
   CHECK(nmad::profile_cache_path() == "/home/someone/.cache/nmad/profiles");
+}
+
+TEST_CASE("a sample taken while the machine is busy is recorded with its load, rejected and never cached") {
+  cache_dir c;
+  fake_load busy;
+  busy.run_queue = 5;  // four other runnable threads on 2 CPUs
+  nmad::sample_options o = quick();
+  o.load = &busy;
+  bool sampled = false;
+  for (const auto& d : nmad::driver_registry())
+    if (d.name == std::string_view("tcp")) {
+      const nmad::driver_profile p = nmad::sample_driver(d, o);
+      CHECK(p.load.others_runnable == 4);
+      CHECK(p.load.cpus == 2);
+      CHECK(p.load.busy());
+      CHECK(p.rejected.find("busy") != std::string::npos);
+      CHECK(p.rejected.find("4 other runnable threads on 2 CPUs") != std::string::npos);
+      sampled = true;
+    }
+  CHECK(sampled);
+  // A session asking for profiles gets none (its estimates stay) and
+  // nothing is cached.
+  nmad::sample_options so;
+  so.load = &busy;
+  CHECK(nmad::profiles_for({"tcp"}, true, so).empty());
+  CHECK_FALSE(fs::exists(c.file));
+  // Preempted often while sampling counts as busy too, whatever the queue said.
+  fake_load preempted;
+  preempted.switches_step = 1000;  // 1000 per reading: thousands per second
+  so.load = &preempted;
+  CHECK(nmad::profiles_for({"tcp"}, true, so).empty());
+  CHECK_FALSE(fs::exists(c.file));
+  // Quiet again: sampled and cached, with the load it was taken under.
+  REQUIRE(nmad::profiles_for({"tcp"}, true, quiet()).size() == 1);
+  REQUIRE(fs::exists(c.file));
+  CHECK(slurp(c.file).find("\nload 0 2 ") != std::string::npos);
+  std::string warning;
+  const auto back = nmad::load_profiles(c.file, nmad::current_profile_key(), &warning);
+  CHECK(warning.empty());
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].load.others_runnable == 0);
+  CHECK(back[0].load.cpus == 2);
+  CHECK_FALSE(back[0].load.busy());
+}
+
+TEST_CASE("a sample under a real artificial load (busy threads beyond the CPUs) is rejected") {
+  cache_dir c;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (long i = 0; i < cpus + 1; ++i)
+    hogs.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  // Let them all be running before the sampler looks.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  nmad::driver_profile p;
+  for (const auto& d : nmad::driver_registry())
+    if (d.name == std::string_view("tcp")) p = nmad::sample_driver(d, quick());
+  const auto sessions = nmad::profiles_for({"tcp"}, true);
+  stop = true;
+  for (auto& t : hogs) t.join();
+  CAPTURE(p.load.text());
+  CHECK(p.load.others_runnable >= cpus);
+  CHECK(p.load.busy());
+  CHECK_FALSE(p.rejected.empty());
+  CHECK(sessions.empty());
+  CHECK_FALSE(fs::exists(c.file));
+}
+
+TEST_CASE("check_profile: times must grow with size and stay near the driver's own estimate") {
+  nmad::driver_caps est;
+  est.latency_us = 0.3;
+  est.bandwidth_mbps = 8000;
+  nmad::driver_profile p;
+  p.load.others_runnable = 0;
+  p.load.cpus = 2;
+  p.load.preemptions_per_s = 0;
+  auto pt = [](std::size_t b, double us) {
+    nmad::profile_point x;
+    x.bytes = b;
+    x.one_way_us = us;
+    x.bandwidth_mbps = static_cast<double>(b) / us;
+    return x;
+  };
+  p.points = {pt(8, 0.5), pt(1024, 0.8), pt(1 << 20, 150)};
+  CHECK(nmad::check_profile(p, est).empty());
+  // Non-monotonic: 1 KiB took less than half of 8 B (the 8-byte round trips
+  // were preempted).
+  p.points = {pt(8, 128), pt(1024, 0.9), pt(1 << 20, 150)};
+  CHECK(nmad::check_profile(p, est).find("not monotonic") != std::string::npos);
+  // Far from the estimate: a 128 us shm latency.
+  p.points = {pt(8, 128), pt(1024, 130), pt(1 << 20, 600)};
+  CHECK(nmad::check_profile(p, est).find("25 times the driver's estimate") != std::string::npos);
+  // A bandwidth far under the estimate.
+  p.points = {pt(8, 0.5), pt(1024, 5), pt(1 << 20, 20000)};
+  CHECK(nmad::check_profile(p, est).find("bandwidth") != std::string::npos);
+  // Busy beats everything else.
+  p.load.others_runnable = 3;
+  CHECK(nmad::check_profile(p, est).find("busy") != std::string::npos);
+  p.load.others_runnable = 0;
+  p.load.preemptions_per_s = 50;
+  CHECK(nmad::check_profile(p, est).find("busy") != std::string::npos);
+  // Unknown load (no /proc): judged by the figures alone.
+  p.load = {};
+  p.points = {pt(8, 0.5), pt(1024, 0.8), pt(1 << 20, 150)};
+  CHECK(nmad::check_profile(p, est).empty());
 }

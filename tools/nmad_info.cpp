@@ -1,7 +1,9 @@
 // nmad-info: what this build of nmad can do on this machine — drivers and
 // their capabilities, strategies, engine tunables, topology, placement.
 //   nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]
-//   nmad-info --sample    samples every network driver, caches and prints the profiles
+//   nmad-info --sample [--force]   samples every network driver, caches and prints the
+//                         profiles (not one sampled while the machine was busy or
+//                         implausible, unless --force)
 //   nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]
 //   nmad-info --split-tree-table [CORES [MAX_N]]
 #include <cstdio>
@@ -66,7 +68,7 @@ profile_cache read_profile_cache() {
 }
 
 // Samples every network driver of the build and rewrites the cache.
-int sample_all() {
+int sample_all(bool force) {
   nmad::register_builtin_drivers();
   const std::string path = nmad::profile_cache_path();
   std::vector<nmad::driver_profile> got;
@@ -76,11 +78,27 @@ int sample_all() {
     std::printf("sampling %s ...\n", std::string(d.name).c_str());
     std::fflush(stdout);
     try {
-      got.push_back(nmad::sample_driver(d));
+      nmad::driver_profile p = nmad::sample_driver(d);
+      std::printf("  latency %.2f us, bandwidth %.0f MB/s; load while sampling: %s\n", p.latency_us(),
+                  p.bandwidth_mbps(), p.load.text().c_str());
+      if (!p.rejected.empty() && !force) {
+        // Never cached: the figures measured the machine's load, not the driver.
+        std::fprintf(stderr, "nmad-info: the %s profile is rejected, not cached: %s (--force caches it anyway)\n",
+                     std::string(d.name).c_str(), p.rejected.c_str());
+        ++failures;
+        continue;
+      }
+      if (!p.rejected.empty())
+        std::printf("  cached although implausible (--force): %s\n", p.rejected.c_str());
+      got.push_back(std::move(p));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "nmad-info: %s\n", e.what());
       ++failures;
     }
+  }
+  if (got.empty()) {
+    std::fprintf(stderr, "nmad-info: no profile to cache (the cache is left as it was)\n");
+    return 1;
   }
   if (path.empty()) {
     std::fprintf(stderr, "nmad-info: no cache directory (set NMAD_PROFILE_CACHE, XDG_CACHE_HOME or HOME): not saved\n");
@@ -130,6 +148,7 @@ void print_drivers() {
       } else {
         std::printf("           latency %.2f us, bandwidth %.0f MB/s (sampled %s), overhead %.2f us (estimate)\n",
                     prof->latency_us(), prof->bandwidth_mbps(), utc_date(prof->sampled_at).c_str(), c.overhead_us);
+        std::printf("           load while sampled: %s\n", prof->load.text().c_str());
         std::printf("           %-9s %12s %12s  %s\n", "size", "one-way us", "MB/s", "path");
         for (const auto& pt : prof->points)
           std::printf("           %-9s %12.2f %12.0f  %s\n", size_text(pt.bytes).c_str(), pt.one_way_us,
@@ -321,7 +340,8 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
 int usage() {
   std::fprintf(stderr,
                "usage: nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]\n"
-               "       nmad-info --sample   (measure every network driver, cache and print the profiles)\n"
+               "       nmad-info --sample [--force]  (measure every network driver, cache and print the profiles;\n"
+               "                    a profile taken on a busy machine or implausible is not cached unless --force)\n"
                "       nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]\n"
                "       nmad-info --split-tree-table [CORES [MAX_N]]\n"
                "SPEC: a synthetic topology (\"pack:2 numa:2 core:12 pu:2\") or an hwloc XML file;\n"
@@ -339,7 +359,7 @@ bool parse_int(const char* s, int lo, int hi, int* out) {
 }
 
 int main(int argc, char** argv) {
-  bool sample = false;
+  bool sample = false, force = false;
   bool all = argc == 1, drivers = all, strategies = all, config = all, topology = all, placement = false;
   std::optional<std::string> spec;
   int nranks = 0, dedicated = 0, table_cores = -1, table_max = 64;
@@ -354,6 +374,7 @@ int main(int argc, char** argv) {
     auto has_value = [&] { return i + 1 < argc && argv[i + 1][0] != '-'; };
     if (a == "--drivers") drivers = true;
     else if (a == "--sample") sample = true;
+    else if (a == "--force") force = true;
     else if (a == "--strategies") strategies = true;
     else if (a == "--config") config = true;
     else if (a == "--topology") {
@@ -394,7 +415,7 @@ int main(int argc, char** argv) {
   }
   int sample_status = 0;
   if (sample) {
-    sample_status = sample_all();
+    sample_status = sample_all(force);
     drivers = true;
   }
   if (placement) return print_placement(*machine, nranks, policy.empty() ? "auto" : policy, dedicated);

@@ -145,6 +145,40 @@ std::string clean(std::string s) {
 
 }  // namespace
 
+std::string profile_load::text() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s other runnable threads on %d CPUs, %s preemptions/s",
+                others_runnable < 0 ? "?" : std::to_string(others_runnable).c_str(), cpus,
+                preemptions_per_s < 0 ? "?" : std::to_string(static_cast<long>(preemptions_per_s + 0.5)).c_str());
+  return buf;
+}
+
+std::string check_profile(const driver_profile& p, const driver_caps& estimate) {
+  char buf[256];
+  if (p.load.busy()) return "sampled while the machine was busy (" + p.load.text() + ")";
+  if (p.points.empty()) return "no points";
+  for (std::size_t k = 1; k < p.points.size(); ++k) {
+    const profile_point& a = p.points[k - 1];
+    const profile_point& b = p.points[k];
+    if (b.one_way_us < 0.5 * a.one_way_us) {
+      std::snprintf(buf, sizeof buf, "not monotonic: %.3g us at %zu B but %.3g us at %zu B", a.one_way_us, a.bytes,
+                    b.one_way_us, b.bytes);
+      return buf;
+    }
+  }
+  if (estimate.latency_us > 0 && p.latency_us() > 25 * estimate.latency_us) {
+    std::snprintf(buf, sizeof buf, "latency %.3g us is over 25 times the driver's estimate (%.3g us)", p.latency_us(),
+                  estimate.latency_us);
+    return buf;
+  }
+  if (estimate.bandwidth_mbps > 0 && p.bandwidth_mbps() * 25 < estimate.bandwidth_mbps) {
+    std::snprintf(buf, sizeof buf, "bandwidth %.4g MB/s is under 1/25 of the driver's estimate (%.4g MB/s)",
+                  p.bandwidth_mbps(), estimate.bandwidth_mbps);
+    return buf;
+  }
+  return {};
+}
+
 double driver_profile::latency_us() const { return points.empty() ? 0 : points.front().one_way_us; }
 
 double driver_profile::bandwidth_mbps() const {
@@ -235,6 +269,10 @@ std::vector<driver_profile> load_profiles(const std::string& path, const profile
       out.push_back(std::move(p));
       cur = &out.back();
       ended = false;
+    } else if (word == "load") {
+      if (!cur || ended || !cur->points.empty()) return bad(n, "load line out of place");
+      if (!(in >> cur->load.others_runnable >> cur->load.cpus >> cur->load.preemptions_per_s))
+        return bad(n, "malformed load line");
     } else if (word == "point") {
       if (!cur || ended) return bad(n, "point outside a driver");
       profile_point p;
@@ -271,6 +309,9 @@ void save_profiles(const std::string& path, const profile_key& key, const std::v
     char buf[128];
     for (const auto& d : profiles) {
       f << "driver " << d.driver << " " << d.sampled_at << "\n";
+      std::snprintf(buf, sizeof buf, "load %d %d %.3g\n", d.load.others_runnable, d.load.cpus,
+                    d.load.preemptions_per_s);
+      f << buf;
       for (const auto& pt : d.points) {
         std::snprintf(buf, sizeof buf, "point %zu %.6g %.6g %s\n", pt.bytes, pt.one_way_us, pt.bandwidth_mbps,
                       pt.bulk ? "bulk" : "packet");
@@ -345,6 +386,17 @@ void idle_pause(unsigned& idle) {
 }  // namespace
 
 driver_profile sample_driver(const driver_descriptor& d, const sample_options& o) {
+  std::unique_ptr<load_probe> own_probe;
+  load_probe* probe = o.load;
+  if (!probe) {
+    own_probe = make_system_load_probe();
+    probe = own_probe.get();
+  }
+  // The load before: runnable threads besides this one (the sampling
+  // threads are not started yet), and the preemption count to compare.
+  const int runnable_before = probe->runnable();
+  const std::int64_t switches_before = probe->involuntary_switches();
+  const std::int64_t t_before = probe->now_ns();
   end_point a, b;
   const std::string key = "nmad-profile-" + random_hex(16);
   int rank = 0;
@@ -473,10 +525,11 @@ driver_profile sample_driver(const driver_descriptor& d, const sample_options& o
     if (!a_error.empty()) throw std::runtime_error(a_error);
     if (!b_error.empty()) throw std::runtime_error(b_error);
     if (rtts.empty()) sample_error(d, "no round trip measured");
-    std::nth_element(rtts.begin(), rtts.begin() + rtts.size() / 2, rtts.end());
+    const std::size_t p10 = rtts.size() / 10;
+    std::nth_element(rtts.begin(), rtts.begin() + p10, rtts.end());
     profile_point p;
     p.bytes = size;
-    p.one_way_us = std::max(1e-3, rtts[rtts.size() / 2] / 2);
+    p.one_way_us = std::max(1e-3, rtts[p10] / 2);
     p.bandwidth_mbps = static_cast<double>(size) / p.one_way_us;  // bytes/us = MB/s
     p.bulk = bulk;
     if (k > 0) prof.points.push_back(p);
@@ -490,10 +543,21 @@ driver_profile sample_driver(const driver_descriptor& d, const sample_options& o
   }
   prof.sampled_at = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::system_clock::now().time_since_epoch()).count();
+  // The load after (the sampling threads have ended), the worse of the two.
+  const int runnable_after = probe->runnable();
+  const std::int64_t switches_after = probe->involuntary_switches();
+  const double seconds = static_cast<double>(probe->now_ns() - t_before) * 1e-9;
+  prof.load.cpus = probe->cpus();
+  const int most = std::max(runnable_before, runnable_after);
+  prof.load.others_runnable = most < 0 ? -1 : std::max(0, most - 1);
+  if (switches_before >= 0 && switches_after >= switches_before && seconds > 0)
+    prof.load.preemptions_per_s = static_cast<double>(switches_after - switches_before) / seconds;
+  prof.rejected = check_profile(prof, a.drv->caps());
   return prof;
 }
 
-std::vector<driver_profile> profiles_for(const std::vector<std::string>& names, bool sample_missing) {
+std::vector<driver_profile> profiles_for(const std::vector<std::string>& names, bool sample_missing,
+                                         const sample_options& o) {
   std::vector<driver_profile> out;
   const std::string path = profile_cache_path();
   if (path.empty() && !sample_missing) return out;
@@ -532,7 +596,14 @@ std::vector<driver_profile> profiles_for(const std::vector<std::string>& names, 
       if (!d || d->loopback) continue;
       try {
         const auto t0 = steady::now();
-        have.push_back(sample_driver(*d));
+        driver_profile p = sample_driver(*d, o);
+        if (!p.rejected.empty() && o.check) {
+          log_write(log_level::warn, "profile",
+                    "the sample of the " + name + " driver is not used nor cached: " + p.rejected +
+                        " (its estimates stay; sample again on a quiet machine: nmad-info --sample)");
+          continue;
+        }
+        have.push_back(std::move(p));
         added = true;
         log_write(log_level::info, "profile",
                   "sampled the " + name + " driver in " +

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress/load_monitor.hpp"
 #include "core/transfer/driver.hpp"
 
 namespace nmad {
@@ -49,10 +50,32 @@ struct profile_point {
   bool bulk = false;         // measured over post_send_data (else packets)
 };
 
+// What the machine was doing while a profile was sampled. A sample taken
+// while other threads wanted the CPUs measures the scheduler, not the
+// driver (a busy machine gave an 8-byte shm latency of 128 us and a tcp
+// one of 1 ms): it is recorded with the profile and such a profile is
+// never cached.
+struct profile_load {
+  int others_runnable = -1;       // runnable threads besides the sampler, the most seen (-1: unknown)
+  int cpus = 0;                   // CPUs online
+  double preemptions_per_s = -1;  // involuntary context switches of the sampler (-1: unknown)
+  // The two sampling threads need a CPU each; more runnable threads than
+  // that leaves, or the sampler preempted 20 times a second or more.
+  bool busy() const {
+    return (others_runnable >= 0 && others_runnable + 2 > cpus) || preemptions_per_s >= 20;
+  }
+  std::string text() const;  // "0 other runnable threads on 2 CPUs, 1.2 preemptions/s"
+};
+
 struct driver_profile {
   std::string driver;          // driver_descriptor::name
   std::int64_t sampled_at = 0; // Unix time
   std::vector<profile_point> points;  // ascending sizes
+  profile_load load;           // the machine while it was sampled
+  // Why the figures are not to be trusted (empty: plausible): sampled on a
+  // busy machine, not monotonic in size, or far from the driver's own
+  // estimate. A rejected profile is never cached nor applied.
+  std::string rejected;
 
   // One-way latency of the smallest size, and the best bandwidth seen.
   double latency_us() const;
@@ -100,14 +123,31 @@ std::vector<double> rail_bandwidths_from_env();
 
 struct sample_options {
   std::vector<std::size_t> sizes = {8, 64, 1024, 8192, 65536, 262144, 1u << 20, 4u << 20};
-  int min_rounds = 5;          // round trips per size, at least...
+  int min_rounds = 20;         // round trips per size, at least...
   double seconds_per_size = 0.05;  // ... and about this long
+  // Where the machine's load is read (null: this machine; tests give a
+  // fake one).
+  load_probe* load = nullptr;
+  // false: the verdict of check_profile is still recorded in `rejected`,
+  // but profiles_for accepts and caches the profile anyway
+  // (`nmad-info --sample --force`).
+  bool check = true;
 };
 
 // Measures `d` (a network driver) over two instances in this process.
+// Per size the figure is the 10th percentile of the round trips (a robust
+// statistic: a preempted round trip does not move it, a median does once
+// a third of them are). Records the load before and after and checks the
+// result (check_profile): `rejected` says why it is not to be used.
 // Throws std::runtime_error when the driver cannot be opened or connected
 // or a transfer fails (the message says which).
 driver_profile sample_driver(const driver_descriptor& d, const sample_options& o = {});
+
+// Why `p` is implausible (empty: plausible), against the driver's own
+// estimates in `estimate`: sampled while busy; a one-way time that falls
+// to less than half of the smaller size's (times grow with size); a
+// latency over 25 times the estimate or a bandwidth under 1/25 of it.
+std::string check_profile(const driver_profile& p, const driver_caps& estimate);
 
 // Fills caps' latency and bandwidth from the profile.
 void apply_profile(driver_caps& caps, const driver_profile& p);
@@ -115,8 +155,11 @@ void apply_profile(driver_caps& caps, const driver_profile& p);
 // A session's start: for every driver name in `names`, the cached profile
 // if valid; if some are missing and `sample_missing`, samples those (under
 // the file lock), rewrites the cache with everything valid and returns all.
+// A sample that check_profile rejects (a busy machine...) is neither
+// returned nor cached: logged with its reason, the estimates stay.
 // Never throws: a failure to sample or write is logged and the estimates
 // stay.
-std::vector<driver_profile> profiles_for(const std::vector<std::string>& names, bool sample_missing);
+std::vector<driver_profile> profiles_for(const std::vector<std::string>& names, bool sample_missing,
+                                         const sample_options& o = {});
 
 }  // namespace nmad
