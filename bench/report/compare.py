@@ -91,6 +91,11 @@ BENCHES = OrderedDict([
                       full=dict(sizes="0", iters=500), quick=dict(sizes="0", iters=200))),
     ("oversub16", dict(src="oversub.c", args=["--ops", "alltoall,ring", "--tag", "16"], np=16,
                        full=dict(sizes="0", iters=100), quick=dict(sizes="0", iters=25))),
+    # Ranks sharing cores (4 ranks on this machine's 2 cores; with --load K,
+    # K busy processes too): every collective at 0 B to 64 KiB and the
+    # Graph500-style polling loop (contention.c).
+    ("contention4", dict(src="contention.c", args=["--tag", "4"], np=4,
+                         full=dict(sizes="0,8,1K,64K", iters=200), quick=dict(sizes="0,8,1K,64K", iters=100))),
     ("memcpy", dict(src="memcpy_bw.c", args=[], plain=True,
                     full=dict(sizes="4K,64K,1M,4M,16M,128M", bytes="1G", trials=3),
                     quick=dict(sizes="64K,1M,4M,64M", bytes="256M", trials=2))),
@@ -109,6 +114,7 @@ GROUPS = {
     "reductions": ["reduce"],
     "ceilings": ["memcpy", "pingpong"],
     "oversub": ["oversub4", "oversub16"],
+    "contention": ["contention4"],
     "all": list(BENCHES),
 }
 
@@ -774,6 +780,9 @@ def main(argv=None):
                     help="add nmad-strategy-<name> and nmad-tcp-strategy-<name> for every strategy nmad-info lists")
     ap.add_argument("--no-nmad-build", action="store_true", help="do not run bazel build or tools/install")
     ap.add_argument("--no-install", action="store_true", help="(wrapper) do not apt-get install missing peers")
+    ap.add_argument("--load", type=int, default=0, metavar="K",
+                    help="start K busy processes (one spinning shell loop each) for the whole run: a loaded "
+                         "machine, as users' machines are (default 0)")
     ap.add_argument("--docs-md", help="also write the report without images to this path "
                                       "(e.g. docs/benchmarks/compare-latest.md)")
     args = ap.parse_args(argv)
@@ -879,6 +888,36 @@ def main(argv=None):
         if isinstance(c, MemcpyConfig) and c.status == "ok":
             build_memcpy(c, os.path.join(builddir, "plain"), ctx)
 
+    hogs = start_load(args.load)
+    try:
+        samples, runs = measure_all(configs, benches, args, reps, ctx)
+    finally:
+        stop_load(hogs)
+    if args.load:
+        notes.append("loaded machine: %d busy processes (spinning shell loops started by bench/compare) ran "
+                     "during every measurement" % args.load)
+    return finish(args, argv, t_start, load_start, reps, benches, configs, notes, ctx, samples, runs, out)
+
+
+def start_load(k):
+    """K busy processes for the whole run (ended by PID in stop_load)."""
+    hogs = []
+    for _ in range(max(0, k)):
+        hogs.append(subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    if hogs:
+        log("load: %d busy processes (pids %s)" % (len(hogs), " ".join(str(h.pid) for h in hogs)))
+    return hogs
+
+
+def stop_load(hogs):
+    for h in hogs:
+        h.kill()
+    for h in hogs:
+        h.wait()
+
+
+def measure_all(configs, benches, args, reps, ctx):
     samples, runs = [], []
     disabled = set()
     active = [c for c in configs if c.status == "ok"]
@@ -903,7 +942,10 @@ def main(argv=None):
                 except OSError as e:
                     ctx.error(c.name, bench, rep, "could not start: %s (not repeated)" % e)
                     disabled.add((c.name, bench))
+    return samples, runs
 
+
+def finish(args, argv, t_start, load_start, reps, benches, configs, notes, ctx, samples, runs, out):
     for cfg, where in ctx.hangs.items():
         launches = sum(1 for r in runs if r.get("config") == cfg)
         ctx.warnings.append("%s: %d of %d launches printed all their results, then hung (in MPI_Finalize) and "
@@ -931,6 +973,7 @@ def main(argv=None):
             params={b: bench_params(b, args) for b in benches},
             host=host_info(),
             load="%.2f / %.2f" % (load_start, os.getloadavg()[0]),
+            busy_processes=args.load,
         ),
         configs=[c.describe() for c in configs],
         notes=notes + ctx.warnings,
