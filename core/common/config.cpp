@@ -168,20 +168,29 @@ std::string quote_value(std::string_view text) {
   return q + "\"";
 }
 
-// Optimal string alignment distance (adjacent transpositions count 1).
-int edit_distance(std::string_view a, std::string_view b) {
-  const std::size_t n = a.size(), m = b.size();
-  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
-  for (std::size_t i = 0; i <= n; ++i) d[i][0] = static_cast<int>(i);
-  for (std::size_t j = 0; j <= m; ++j) d[0][j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= n; ++i)
+// Optimal string alignment distance (adjacent transpositions count 1),
+// over three rolling rows; `rows` is scratch space. Stops at `limit` (and
+// returns it) once no path can end below it: every path crosses one of two
+// consecutive rows (a transposition skips one row, never two).
+int edit_distance(std::string_view a, std::string_view b, std::vector<int>& rows, int limit) {
+  const std::size_t m = b.size();
+  rows.assign(3 * (m + 1), 0);
+  int* before = rows.data();          // row i-2
+  int* prev = before + (m + 1);       // row i-1
+  int* cur = prev + (m + 1);          // row i
+  for (std::size_t j = 0; j <= m; ++j) prev[j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
     for (std::size_t j = 1; j <= m; ++j) {
       const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], before[j - 2] + 1);
     }
-  return d[n][m];
+    if (*std::min_element(cur, cur + m + 1) >= limit && *std::min_element(prev, prev + m + 1) >= limit) return limit;
+    std::swap(before, prev);
+    std::swap(prev, cur);
+  }
+  return std::min(prev[m], limit);
 }
 
 const knob& require(std::string_view name) {
@@ -456,8 +465,12 @@ unknown_name nearest_knob(std::string_view name) {
   unknown_name u;
   u.name = std::string(name);
   u.distance = std::numeric_limits<int>::max();
+  std::vector<int> rows;
   for (const knob& k : knobs()) {
-    const int d = edit_distance(name, k.name);
+    // The length difference is a lower bound of the distance.
+    const std::size_t diff = name.size() > k.name.size() ? name.size() - k.name.size() : k.name.size() - name.size();
+    if (diff >= static_cast<std::size_t>(u.distance)) continue;
+    const int d = edit_distance(name, k.name, rows, u.distance);
     if (d < u.distance) {
       u.distance = d;
       u.nearest = std::string(k.name);
