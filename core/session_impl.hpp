@@ -199,7 +199,7 @@ class session_impl final : private wait_engine {
   static std::string host_identity();
   driver_slot* choose_slot(int peer);
   std::vector<driver_slot*> reaching_slots(int peer);  // multi-rail: every one, in order
-  void connect_all(int timeout_ms);
+  void connect_all(std::chrono::milliseconds timeout);
   // NMAD_PROFILE: fills every slot's caps from the drivers' (sampled) profiles.
   void apply_profiles();
   // NMAD_PROGRESS: decides and starts the progress thread (after connect_all).

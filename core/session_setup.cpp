@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "core/session_impl.hpp"
 #include "core/topology/scheduling.hpp"
@@ -28,14 +29,14 @@ struct core_tunables {
   std::size_t rdv_threshold = 32 * 1024; // NMAD_RDV_THRESHOLD (bytes)
   bool rdv_threshold_set = false;        // it was: every gate uses it
   std::size_t copy_threshold = 256;      // NMAD_COPY_THRESHOLD (bytes)
-  int connect_timeout_ms = 30000;        // NMAD_CONNECT_TIMEOUT_MS
-  int finalize_timeout_ms = 30000;       // NMAD_FINALIZE_TIMEOUT_MS
+  std::chrono::milliseconds connect_timeout{30000};   // NMAD_CONNECT_TIMEOUT_MS
+  std::chrono::milliseconds finalize_timeout{30000};  // NMAD_FINALIZE_TIMEOUT_MS
   std::string wait = "fixed-spin";       // NMAD_WAIT: busy, block, fixed-spin
   long wait_spin_us = -1;                // NMAD_WAIT_SPIN_US (fixed-spin: spin before blocking;
                                          // default 100, 20 on an oversubscribed machine)
   std::string wait_yield = "auto";       // NMAD_WAIT_YIELD: yield while polling (auto: while contended)
   std::string progress = "auto";         // NMAD_PROGRESS: none, thread, auto
-  std::string copy_offload = "off";      // NMAD_COPY_OFFLOAD: off, on, or the smallest size (bytes)
+  std::size_t copy_offload = 0;          // NMAD_COPY_OFFLOAD: the smallest size offloaded (0: off)
   std::uint64_t unexpected_max = 64ull << 20;  // NMAD_UNEXPECTED_MAX: eager bytes buffered
                                                // unexpectedly per process (0: unlimited)
   bool stats = false;                    // NMAD_STATS: 0 or 1
@@ -45,92 +46,28 @@ struct core_tunables {
                                          // and a core to spare)
 };
 
-// Copy offload's smallest size when NMAD_COPY_OFFLOAD=on.
-constexpr std::size_t kCopyOffloadDefaultMin = 16 * 1024;
-
-// "<n>[K|M|G]" (or KiB, MiB, GiB) -> n bytes.
-bool parse_size(std::string_view text, std::size_t& out) {
-  std::size_t v = 0, i = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    if (v > (std::size_t{1} << 40)) return false;
-    v = v * 10 + static_cast<std::size_t>(text[i] - '0');
-  }
-  if (i == 0) return false;
-  const std::string_view unit = text.substr(i);
-  int shift = 0;
-  if (unit == "K" || unit == "k" || unit == "KiB") shift = 10;
-  else if (unit == "M" || unit == "m" || unit == "MiB") shift = 20;
-  else if (unit == "G" || unit == "g" || unit == "GiB") shift = 30;
-  else if (!unit.empty()) return false;
-  if (shift && v > (std::size_t{1} << (62 - shift))) return false;
-  out = v << shift;
-  return true;
-}
-
-// "off"/"none"/"0" -> 0, "on" -> the default, "<n>[K|M]" -> n bytes.
-bool parse_copy_offload(std::string_view text, std::size_t& out) {
-  if (text == "off" || text == "none" || text == "0") {
-    out = 0;
-    return true;
-  }
-  if (text == "on") {
-    out = kCopyOffloadDefaultMin;
-    return true;
-  }
-  return parse_size(text, out);
-}
-
-std::size_t env_size(const char* name, std::size_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 0);
-  if (*end) throw std::runtime_error(std::string("nmad: ") + name + "=" + v + " is not a number");
-  return static_cast<std::size_t>(x);
-}
-
-std::string env_string(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? std::string(v) : fallback;
-}
-
+// Every knob is read through the configuration reader (core/common/
+// config.hpp), which has checked them all when the session started: a bad
+// value never reaches here.
 core_tunables read_tunables() {
   core_tunables t;
-  t.strategy = env_string("NMAD_STRATEGY", t.strategy);
-  t.driver = env_string("NMAD_DRIVERS", env_string("NMAD_DRIVER", t.driver));
-  t.rdv_threshold_set = std::getenv("NMAD_RDV_THRESHOLD") != nullptr;
-  t.rdv_threshold = env_size("NMAD_RDV_THRESHOLD", t.rdv_threshold);
-  t.copy_threshold = env_size("NMAD_COPY_THRESHOLD", t.copy_threshold);
-  t.connect_timeout_ms = static_cast<int>(env_size("NMAD_CONNECT_TIMEOUT_MS", t.connect_timeout_ms));
-  t.finalize_timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", t.finalize_timeout_ms));
-  t.wait = env_string("NMAD_WAIT", t.wait);
-  if (const char* v = std::getenv("NMAD_WAIT_SPIN_US"); v && *v)
-    t.wait_spin_us = static_cast<long>(env_size("NMAD_WAIT_SPIN_US", 0));
-  t.wait_yield = env_string("NMAD_WAIT_YIELD", t.wait_yield);
-  t.progress = env_string("NMAD_PROGRESS", t.progress);
-  if (progress_mode m; !parse_progress_mode(t.progress, m))
-    throw std::runtime_error("nmad: NMAD_PROGRESS=" + t.progress + " (expected none, thread or auto)");
-  t.copy_offload = env_string("NMAD_COPY_OFFLOAD", t.copy_offload);
-  if (const char* v = std::getenv("NMAD_PROGRESS_SPIN_US"); v && *v)
-    t.progress_spin_us = static_cast<long>(env_size("NMAD_PROGRESS_SPIN_US", 0));
-  if (std::size_t n; !parse_copy_offload(t.copy_offload, n))
-    throw std::runtime_error("nmad: NMAD_COPY_OFFLOAD=" + t.copy_offload +
-                             " (expected off, on, or the smallest size offloaded in bytes, e.g. 16K)");
-  if (const char* v = std::getenv("NMAD_UNEXPECTED_MAX"); v && *v) {
-    std::size_t n = 0;
-    if (std::string_view(v) == "unlimited") n = 0;
-    else if (!parse_size(v, n))
-      throw std::runtime_error(std::string("nmad: NMAD_UNEXPECTED_MAX=") + v +
-                               " (expected bytes, e.g. 64M or 512K, or 0/unlimited)");
-    t.unexpected_max = n;
-  }
-  if (t.wait_yield != "auto" && t.wait_yield != "0" && t.wait_yield != "1")
-    throw std::runtime_error("nmad: NMAD_WAIT_YIELD=" + t.wait_yield + " (expected auto, 0 or 1)");
-  const std::string stats = env_string("NMAD_STATS", "0");
-  if (stats != "0" && stats != "1")
-    throw std::runtime_error("nmad: NMAD_STATS=" + stats + " (expected 0 or 1)");
-  t.stats = stats == "1";
-  t.trace = env_string("NMAD_TRACE", "");
+  t.strategy = config::text("NMAD_STRATEGY");
+  t.driver = config::is_set("NMAD_DRIVERS") ? config::text("NMAD_DRIVERS") : config::text("NMAD_DRIVER");
+  const auto rdv = config::optional_size("NMAD_RDV_THRESHOLD");
+  t.rdv_threshold_set = rdv.has_value();
+  if (rdv) t.rdv_threshold = *rdv;
+  t.copy_threshold = config::size("NMAD_COPY_THRESHOLD");
+  t.connect_timeout = config::milliseconds("NMAD_CONNECT_TIMEOUT_MS");
+  t.finalize_timeout = config::milliseconds("NMAD_FINALIZE_TIMEOUT_MS");
+  t.wait = config::word("NMAD_WAIT");
+  if (auto v = config::optional_duration("NMAD_WAIT_SPIN_US")) t.wait_spin_us = v->count();
+  t.wait_yield = config::word("NMAD_WAIT_YIELD");
+  t.progress = config::word("NMAD_PROGRESS");
+  t.copy_offload = config::size("NMAD_COPY_OFFLOAD");
+  if (auto v = config::optional_duration("NMAD_PROGRESS_SPIN_US")) t.progress_spin_us = v->count();
+  t.unexpected_max = config::size("NMAD_UNEXPECTED_MAX");
+  t.stats = config::flag("NMAD_STATS");
+  t.trace = config::text("NMAD_TRACE");
   return t;
 }
 
@@ -175,6 +112,9 @@ session_impl::session_impl(const session_options& opts)
       _pending_lock(opts.threads == thread_level::multiple),
       _waiter(*this, opts.threads == thread_level::multiple),
       _tasks(opts.threads == thread_level::multiple) {
+  // Every NMAD_* value is checked before anything starts; a bad one stops
+  // the session naming it (config.hpp: "The start-up check").
+  const std::vector<std::string> unknown_knobs = config::check_environment();
   const core_tunables t = read_tunables();
   {
     const std::string w = opts.wait.empty() ? t.wait : opts.wait;
@@ -188,6 +128,10 @@ session_impl::session_impl(const session_options& opts)
   _rank = _boot->rank();
   _size = _boot->size();
   log_set_rank(_rank);
+  // Unknown NMAD_* names: said once per job, by rank 0 (nmad-run has said
+  // it already for its jobs).
+  if (_rank == 0 && !config::is_set("NMAD_RUN_SIZE"))
+    for (const std::string& w : unknown_knobs) log_write(log_level::warn, "config", w);
   _trace.on = trace::start(t.trace, _rank, _size);  // a bad file name fails here, before connecting
   _ordering_mask = opts.ordering_mask;
   _copy_threshold = t.copy_threshold;
@@ -288,7 +232,7 @@ session_impl::session_impl(const session_options& opts)
   // The job's CPUs on this machine: what nmad-run could use (it may bind
   // each rank to one of them), else this process's own affinity.
   int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  if (const char* v = std::getenv("NMAD_RUN_CPUS"); v && std::atoi(v) > 0) cpus = std::atoi(v);
+  if (auto v = config::optional_integer("NMAD_RUN_CPUS")) cpus = static_cast<int>(*v);
   const bool oversubscribed = local > cpus;
   // Yielding follows the load monitor (auto): the job alone oversubscribing
   // the machine is its floor; other jobs show in its samples.
@@ -304,14 +248,14 @@ session_impl::session_impl(const session_options& opts)
   // Contended, a spinner delays the process it waits for: spin less (20 us
   // unless NMAD_WAIT_SPIN_US says otherwise), then sleep.
   if (t.wait_spin_us >= 0) _waiter.set_contended_spin(std::chrono::microseconds(t.wait_spin_us));
-  connect_all(opts.connect_timeout_ms ? opts.connect_timeout_ms : t.connect_timeout_ms);
+  connect_all(opts.connect_timeout_ms > 0 ? std::chrono::milliseconds(opts.connect_timeout_ms) : t.connect_timeout);
   _job_cpus = cpus;
   start_progress(t.progress);
   // Copy offload needs the progress thread (nothing else copies while the
   // caller goes on).
   std::size_t offload = 0;
   if (opts.copy_offload >= 0) offload = static_cast<std::size_t>(opts.copy_offload);
-  else parse_copy_offload(t.copy_offload, offload);  // checked by read_tunables
+  else offload = t.copy_offload;
   _copy_offload_min = _progress_thread ? offload : 0;
   if (_progress_thread) {
     // Offloading pays only if the thread sees the work at once: it spins
@@ -347,11 +291,7 @@ void session_impl::start_progress(const std::string& text) {
     return;
   }
   progress_thread::options o;
-  if (const char* v = std::getenv("NMAD_PROGRESS_CPUS"); v && *v) {
-    const auto cpus = topology::parse_cpu_list(v);
-    if (!cpus) throw std::runtime_error(std::string("nmad: NMAD_PROGRESS_CPUS=") + v + " is not a CPU list (e.g. 0-3,8)");
-    o.cpus = *cpus;
-  }
+  if (const std::string v = config::text("NMAD_PROGRESS_CPUS"); !v.empty()) o.cpus = *config::parse_cpu_list(v);
   try {
     o.priority = topology::priorities_from_env().progress;
   } catch (const std::invalid_argument& e) {
@@ -550,7 +490,7 @@ std::vector<driver_slot*> session_impl::reaching_slots(int peer) {
 
 driver_slot* session_impl::choose_slot(int peer) { return reaching_slots(peer).front(); }
 
-void session_impl::connect_all(int timeout_ms) {
+void session_impl::connect_all(std::chrono::milliseconds timeout) {
   engine_scope scope(*this);
   // Higher ranks listen, lower ranks connect: exactly one connection a
   // pair. (The direction is not neutral over tcp loopback: with ranks bound
@@ -574,7 +514,7 @@ void session_impl::connect_all(int timeout_ms) {
     bool& flag;
     ~done_connecting() { flag = false; }
   } reset{_connecting};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     bool all = true, failed = false;
     for (auto& g : _gates) {
@@ -590,7 +530,7 @@ void session_impl::connect_all(int timeout_ms) {
           if (!t.connected) missing += " " + std::to_string(g->rank) + " (" + t.slot->drv->caps().name + ")";
       throw std::runtime_error("nmad: rank " + std::to_string(_rank) +
                                " could not connect to rank(s)" + missing + " within " +
-                               std::to_string(timeout_ms) + " ms");
+                               std::to_string(timeout.count()) + " ms");
     }
     if (progress_now() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -609,8 +549,8 @@ void session_impl::connect_all(int timeout_ms) {
 
 void session_impl::shutdown() {
   _progress_thread.reset();  // its engine calls end before the engine does
-  const int timeout_ms = static_cast<int>(env_size("NMAD_FINALIZE_TIMEOUT_MS", 30000));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const std::chrono::milliseconds timeout = config::milliseconds("NMAD_FINALIZE_TIMEOUT_MS");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   // Flush what is still queued or in flight (sends whose requests the
   // application already forgot still owe the peer their bytes).
   bool timed_out = false;
@@ -624,7 +564,7 @@ void session_impl::shutdown() {
   });
   if (timed_out)
     log_write(log_level::warn, "session",
-              "finalize: sends still pending after " + std::to_string(timeout_ms) + " ms; dropping them");
+              "finalize: sends still pending after " + std::to_string(timeout.count()) + " ms; dropping them");
   engine_scope scope(*this);
   bool any_failed = false;
   for (auto& g : _gates) any_failed |= g->failed;

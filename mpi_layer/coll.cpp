@@ -49,6 +49,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/common/config.hpp"
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
@@ -1087,9 +1088,12 @@ void coll_finalize() {
       if (auto p = w.lock(); p && !p->ex->done()) pending.push_back(std::move(p));
     s.live.clear();
   }
-  long timeout_ms = 10000;
-  if (const char* e = std::getenv("NMAD_COLL_FINALIZE_TIMEOUT_MS")) timeout_ms = std::atol(e);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::chrono::milliseconds timeout{10000};
+  try {
+    timeout = nmad::config::milliseconds("NMAD_COLL_FINALIZE_TIMEOUT_MS");  // checked at MPI_Init
+  } catch (const std::exception&) {
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   st().session->wait_until([&] {
     bool all_done = true;
     for (auto& p : pending) all_done = p->ex->advance() && all_done;

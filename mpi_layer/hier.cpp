@@ -35,6 +35,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
@@ -69,11 +70,15 @@ std::uint64_t fnv1a(const std::string& s) {
 enum class hier_mode { automatic, on, off, invalid };
 hier_mode mode() {
   static const hier_mode m = [] {
-    const char* v = std::getenv("NMAD_COLL_HIER");
-    if (!v || !*v || std::strcmp(v, "auto") == 0) return hier_mode::automatic;
-    if (std::strcmp(v, "on") == 0) return hier_mode::on;
-    if (std::strcmp(v, "off") == 0) return hier_mode::off;
-    return hier_mode::invalid;
+    std::string v;
+    try {
+      v = nmad::config::word("NMAD_COLL_HIER");  // a bad value stops MPI_Init before this
+    } catch (const std::exception&) {
+      return hier_mode::invalid;
+    }
+    if (v == "on") return hier_mode::on;
+    if (v == "off") return hier_mode::off;
+    return hier_mode::automatic;
   }();
   return m;
 }
@@ -95,7 +100,7 @@ void init_world_hosts() {
   world_places().clear();
   if (mode() == hier_mode::invalid) {
     std::fprintf(stderr, "nmad MPI: MPI_Init: NMAD_COLL_HIER=%s is not auto, on or off: collectives stay flat\n",
-                 std::getenv("NMAD_COLL_HIER"));
+                 nmad::config::is_set("NMAD_COLL_HIER") ? std::getenv("NMAD_COLL_HIER") : "");
     return;
   }
   if (s.world_size < 2 || mode() == hier_mode::off) return;

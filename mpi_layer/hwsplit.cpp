@@ -33,6 +33,7 @@
 #include <mutex>
 #include <unistd.h>
 
+#include "core/common/config.hpp"
 #include "core/topology/hw_levels.hpp"
 #include "core/topology/placement.hpp"
 #include "core/topology/topology.hpp"
@@ -114,16 +115,15 @@ std::optional<std::vector<std::string>> per_rank_list(const char* var, const std
 }
 
 std::optional<std::vector<std::string>> emulated_hosts(std::string& detail) {
-  const char* v = std::getenv("NMAD_EMULATED_HOSTS");
-  if (!v || !*v) return std::vector<std::string>{};
+  const std::string v = nmad::config::text("NMAD_EMULATED_HOSTS");
+  if (v.empty()) return std::vector<std::string>{};
   return per_rank_list("NMAD_EMULATED_HOSTS", v, ',', st().world_size, detail);
 }
 
 // The CPUs (of topology t) this process is bound to; empty: unbound.
 bool hw_binding(const topo::machine_topology& t, std::vector<int>& cpus, std::string& detail) {
   const state& s = st();
-  const char* v = std::getenv("NMAD_HW_BINDING");
-  std::string mode = v ? v : "";
+  std::string mode = nmad::config::text("NMAD_HW_BINDING");
   if (mode.empty()) mode = t.this_system() ? "affinity" : "placement";
   cpus.clear();
   if (mode == "none") return true;

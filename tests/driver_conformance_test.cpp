@@ -1095,7 +1095,7 @@ TEST_CASE("ofi: a forced provider libfabric does not offer stops open, naming it
   {
     env_guard g("NMAD_OFI_CONNECT_TIMEOUT_MS", "soon");
     auto d = nmad::make_ofi_driver_for("tcp;ofi_rxm");
-    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_CONNECT_TIMEOUT_MS='soon'"),
+    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_CONNECT_TIMEOUT_MS=\"soon\""),
                          std::runtime_error);
   }
   CHECK(ev.total() == 0);
@@ -1226,12 +1226,12 @@ TEST_CASE("ofi: bad NMAD_OFI_RMA and NMAD_OFI_MR_CACHE values stop open, naming 
   {
     env_guard g("NMAD_OFI_RMA", "maybe");
     auto d = nmad::make_ofi_driver_for("tcp;ofi_rxm");
-    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_RMA='maybe'"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_RMA=\"maybe\""), std::runtime_error);
   }
   {
     env_guard g("NMAD_OFI_MR_CACHE", "-1");
     auto d = nmad::make_ofi_driver_for("shm");
-    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_MR_CACHE='-1'"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_MR_CACHE=\"-1\""), std::runtime_error);
   }
   CHECK(ev.total() == 0);
 }

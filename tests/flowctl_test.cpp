@@ -130,5 +130,5 @@ TEST_CASE("a message never waits for a receive of another tag sharing its sequen
 TEST_CASE("a bad NMAD_UNEXPECTED_MAX is a clear start-up error") {
   auto r = run_worker({"crosstag"}, {{"NMAD_UNEXPECTED_MAX", "lots"}});
   CHECK(r.status != 0);
-  CHECK(r.err.find("NMAD_UNEXPECTED_MAX=lots") != std::string::npos);
+  CHECK(r.err.find("NMAD_UNEXPECTED_MAX=\"lots\": expected a size in bytes") != std::string::npos);
 }

@@ -549,7 +549,7 @@ TEST_CASE("more ranks than CPUs: one warning saying what the wait policy does, s
             .err.empty());
   auto bad = launch({"-n", "1", worker(), "hello"}, nmad_test::run_options().set("NMAD_RUN_OVERSUBSCRIBE", "yes"));
   CHECK(bad.status == 2);
-  CHECK(bad.err.find("NMAD_RUN_OVERSUBSCRIBE must be 0 or 1") != std::string::npos);
+  CHECK(bad.err.find("NMAD_RUN_OVERSUBSCRIBE=\"yes\": expected 0 or 1") != std::string::npos);
   // As many ranks as CPUs: no warning.
   CHECK(launch({"-n", std::to_string(cpus), "--timeout", "60", worker(), "hello"}).err.empty());
 }

@@ -218,7 +218,7 @@ TEST_CASE("the key and the knobs") {
   CHECK_FALSE(k.library.empty());
   CHECK(k.text().find('\n') == std::string::npos);
   ::setenv("NMAD_PROFILE", "sometimes", 1);
-  CHECK_THROWS_WITH(nmad::profile_mode_from_env(), doctest::Contains("NMAD_PROFILE='sometimes'"));
+  CHECK_THROWS_WITH(nmad::profile_mode_from_env(), doctest::Contains("NMAD_PROFILE=\"sometimes\""));
   ::setenv("NMAD_PROFILE", "off", 1);
   CHECK(nmad::profile_mode_from_env() == nmad::profile_mode::off);
   ::unsetenv("NMAD_PROFILE");

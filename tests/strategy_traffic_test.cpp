@@ -122,7 +122,7 @@ TEST_CASE("bad multirail knobs stop start-up, naming what is wrong") {
       {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", "127.0.0.1"}},
        "names 1 address(es), but this process opens tcp rail 2"},
       {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", "127.0.0.1,localhost"}},
-       "NMAD_TCP_HOSTS entry 2 'localhost' is not an IPv4 address"},
+       "NMAD_TCP_HOSTS=\"127.0.0.1,localhost\": entry 2 'localhost' is not an IPv4 address"},
       {{{"NMAD_DRIVERS", "tcp+tcp"}, {"NMAD_TCP_HOSTS", ",127.0.0.1"}}, "entry 1 is empty"},
   };
   for (const bad& b : cases) {

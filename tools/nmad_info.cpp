@@ -1,6 +1,8 @@
 // nmad-info: what this build of nmad can do on this machine — drivers and
 // their capabilities, strategies, engine tunables, topology, placement.
 //   nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]
+//             (--config exits 1 when a knob's value would stop start-up)
+//   nmad-info --knob-names   every knob of the table, one name a line
 //   nmad-info --sample [--force]   samples every network driver, caches and prints the
 //                         profiles (not one sampled while the machine was busy or
 //                         implausible, unless --force)
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "core/common/config.hpp"
 #include "core/progress/progress_thread.hpp"
 #include "core/strategy/strategy.hpp"
 #include "core/topology/placement.hpp"
@@ -184,71 +187,47 @@ void print_strategies() {
   std::printf("  plugin directories: %s\n", dirs.c_str());
 }
 
-void print_config() {
-  struct knob {
-    const char* name;
-    const char* def;
-    const char* what;
+// Every knob of the table (core/common/config_knobs.cpp) with its value and
+// where it came from, grouped by the part of nmad that reads it; then the
+// NMAD_* names that are no knob. False when a value would stop a session
+// (or nmad-run) from starting.
+bool print_config() {
+  namespace config = nmad::config;
+  static const std::pair<std::string_view, const char*> groups[] = {
+      {"engine", "engine"}, {"shm", "shm driver"}, {"tcp", "tcp driver"}, {"ofi", "ofi driver"},
+      {"mpi", "MPI layer"}, {"launcher", "nmad-run and nmad-info"}, {"tools", "scripts"}, {"testing", "tests"},
   };
-  static const knob knobs[] = {
-      {"NMAD_DRIVER", "auto", "network driver, auto: per peer (shm here, tcp elsewhere), or a list (shm,ofi): per peer among those"},
-      {"NMAD_DRIVERS", "", "several rails, e.g. shm+tcp or tcp+tcp: one track per listed driver"},
-      {"NMAD_STRATEGY", "default", "packet scheduling strategy: a name (built-in or plugin) or a plugin's path"},
-      {"NMAD_STRATEGY_PATH", "", "colon-separated directories searched for libnmad_strategy_<name>.so"},
-      {"NMAD_RDV_THRESHOLD", "driver's/32768", "bytes from which messages go by rendezvous (unset: the driver's preference)"},
-      {"NMAD_COPY_THRESHOLD", "256", "payloads up to this size are copied into the packet"},
-      {"NMAD_UNEXPECTED_MAX", "64M", "eager bytes peers may make this process buffer unexpectedly (shared by its peers; 0 = unlimited)"},
-      {"NMAD_CONNECT_TIMEOUT_MS", "30000", "time allowed to connect to every peer"},
-      {"NMAD_FINALIZE_TIMEOUT_MS", "30000", "time allowed to flush sends at finalize"},
-      {"NMAD_WAIT", "fixed-spin", "how blocking calls wait: busy, block, fixed-spin"},
-      {"NMAD_WAIT_SPIN_US", "100", "fixed-spin: microseconds of polling before sleeping (20 if oversubscribed)"},
-      {"NMAD_WAIT_YIELD", "auto", "give the CPU away on idle polls (auto: always if more processes than cores, else after 10 us idle)"},
-      {"NMAD_ASYMMETRIC_FENCES", "1", "0: full fences on both sides of sleep/wake handshakes (no membarrier)"},
-      {"NMAD_SHM_RING", "262144", "shm: bytes per ring (power of two)"},
-      {"NMAD_SHM_CMA", "1", "shm: 0 = bulk data through the ring, not cross-memory attach"},
-      {"NMAD_PROFILE", "auto", "driver profiles: auto (cached; sampled when a multirail job has none), sample, off"},
-      {"NMAD_PROFILE_CACHE", "~/.cache/nmad/profiles", "file of the sampled driver profiles (else $XDG_CACHE_HOME/nmad/profiles)"},
-      {"NMAD_STATS", "0", "1: print per-gate and per-track send statistics on stderr when a session ends"},
-      {"NMAD_TRACE", "", "record engine events to FILE.<rank> (or a name with %r/%p); nmad-trace merges them"},
-      {"NMAD_LOG", "warn", "log level: error, warn, info, debug"},
-      {"NMAD_OFI_PROVIDER", "", "ofi: libfabric provider to use, e.g. tcp;ofi_rxm, shm (else FI_PROVIDER, else chosen)"},
-      {"NMAD_OFI_DOMAIN", "lo", "ofi: libfabric domain (interface) to use (default lo where offered)"},
-      {"NMAD_OFI_CONNECT_TIMEOUT_MS", "5000", "ofi: time a peer has to answer the hello"},
-      {"NMAD_OFI_RMA", "auto", "ofi: rendezvous by RMA read: auto (where the provider has FI_RMA), on, off"},
-      {"NMAD_OFI_MR_CACHE", "64", "ofi: unused memory registrations kept (LRU); 0: register per rendezvous"},
-      {"NMAD_TCP_HOST", "127.0.0.1", "tcp: address to listen on and advertise"},
-      {"NMAD_TCP_HOSTS", "", "tcp: one address per tcp rail (NMAD_DRIVERS=tcp+tcp: a,b), instead of NMAD_TCP_HOST"},
-      {"NMAD_RAIL_BANDWIDTH", "", "MB/s of each rail of NMAD_DRIVERS (e.g. 100,25): what split_balance divides data by"},
-      {"NMAD_TCP_PORT", "0", "tcp: fixed listening port (0 = any)"},
-      {"NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "5000", "tcp: time a stranger has to present the job key"},
-      {"NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", "tcp: time a peer has to answer a connection"},
-      {"NMAD_TCP_PENDING_PER_HOST", "256", "tcp: handshakes one address may hold pending; more are refused"},
-      {"NMAD_RUN_OVERSUBSCRIBE", "0", "nmad-run: 1 = no warning for more ranks than CPUs on this host"},
-      {"NMAD_PMI_AUTH", "(from nmad-run)", "this rank's token for nmad-run's PMI port (PMI_PORT)"},
-      {"NMAD_TCP_USER_TIMEOUT_MS", "0", "tcp: fail a connection whose peer host stops answering this long (0 = kernel's)"},
-      {"NMAD_TCP_FRAGMENT", "512K", "tcp: bulk data longer than this goes in fragments of this size (0 = whole)"},
-      {"NMAD_TCP_SOCKBUF", "256K", "tcp: SO_SNDBUF and SO_RCVBUF of every socket (0 = kernel's autotuning)"},
-      {"NMAD_RUN_TIMEOUT", "none", "nmad-run: end the job after this many seconds"},
-      {"NMAD_RUN_KILL_GRACE", "2", "nmad-run: seconds the others get after a rank fails"},
-      {"NMAD_RUN_BIND", "auto", "nmad-run: bind local ranks as placed (core, auto: 2+ ranks that fit, none)"},
-      {"NMAD_RUN_REPORT_BINDINGS", "0", "nmad-run: 1 = one line per rank: CPUs, NUMA node, reason"},
-      {"NMAD_TOPOLOGY", "", "topology to place on: synthetic description or hwloc XML file (default: this machine)"},
-      {"NMAD_PROGRESS", "auto", "progress thread: none, thread (one per process), auto (a thread when a core is spare)"},
-      {"NMAD_COPY_OFFLOAD", "off", "progress thread copies eager isends from a size on: off, on (16K), or bytes, e.g. 4K"},
-      {"NMAD_PROGRESS_SPIN_US", "auto", "progress thread polls this long before sleeping (auto: 1000 with offload and a spare core, 0 without offload, 50 after led work on a full machine)"},
-      {"NMAD_PROGRESS_CPUS", "", "CPUs of the progress thread (nmad-run sets it from the placement), e.g. 0-3"},
-      {"NMAD_PROGRESS_PLACEMENT", "auto", "progress threads: bind, numa, dedicated, smt, odd-even, split-tree, float, auto"},
-      {"NMAD_PROGRESS_CORES", "0", "dedicated placement: size of the progress core pool (0 = every free core)"},
-      {"NMAD_THREAD_PRIORITIES", "", "priorities 0-20 per thread kind, e.g. progress=18,internal=2"},
-      {"NMAD_COLL_HIER", "auto", "MPI hierarchical collectives (hosts, packages, NUMA nodes): auto (bcast, reduce, allreduce), on (barrier too), off"},
-      {"NMAD_EMULATED_HOSTS", "", "testing: host names of the world ranks for MPI splits, e.g. n0*8,n1*8"},
-      {"NMAD_HW_BINDING", "", "testing: bindings MPI hardware splits see: affinity, placement, none, 0-3;4-7"},
-  };
-  std::printf("Configuration (environment; * = set here):\n");
-  for (const auto& k : knobs) {
-    const char* v = std::getenv(k.name);
-    std::printf("  %c %-30s %-10s %s\n", v ? '*' : ' ', k.name, v ? v : k.def, k.what);
+  std::printf("Configuration (NMAD_* environment variables; docs/CONFIGURATION.md says more):\n");
+  bool ok = true;
+  for (const auto& [scope, title] : groups) {
+    std::printf(" %s\n", title);
+    for (const config::knob& k : config::knobs()) {
+      if (k.scope != scope) continue;
+      const char* env = std::getenv(std::string(k.name).c_str());
+      config::value v;
+      const std::string why = config::parse(k, env ? std::optional<std::string_view>(env) : std::nullopt, v);
+      const std::string name(k.name);
+      if (!why.empty()) {
+        ok = false;
+        std::printf("  ! %s (a session or nmad-run refuses to start)\n", config::message(k.name, env, why).c_str());
+      } else if (v.given) {
+        std::printf("  %s = %s (environment)\n", name.c_str(), k.secret ? "(set, not shown)" : v.text.c_str());
+      } else {
+        std::printf("  %s = %s (default)\n", name.c_str(), k.def.empty() ? "(unset)" : std::string(k.def).c_str());
+      }
+      std::printf("      %s: %s\n", config::accepts(k).c_str(), std::string(k.what).c_str());
+    }
   }
+  const config::report r = config::scan_environment();
+  if (!r.unknown.empty()) {
+    std::printf(" NMAD_* names that are no knob\n");
+    for (const auto& u : r.unknown) std::printf("  ? %s\n", config::unknown_message(u).c_str());
+    try {
+      if (config::word("NMAD_CONFIG_UNKNOWN") == "error") ok = false;
+    } catch (const std::exception&) {
+    }
+  }
+  return ok;
 }
 
 namespace topo = nmad::topology;
@@ -313,10 +292,16 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
   {
     const char* env = std::getenv("NMAD_PROGRESS");
     const std::string text = env && *env ? env : "auto";
+    bool valid = true;
+    try {
+      nmad::config::word("NMAD_PROGRESS");
+    } catch (const std::exception&) {
+      valid = false;
+    }
     const std::string counts = std::to_string(n) + " rank(s) on " + std::to_string(t.pu_count()) + " CPU(s)";
     nmad::progress_mode mode;
     std::string what;
-    if (!nmad::parse_progress_mode(text, mode))
+    if (!valid || !nmad::parse_progress_mode(text, mode))
       what = "unknown value (none, thread, auto): the ranks would refuse to start";
     else if (mode == nmad::progress_mode::none)
       what = "no progress thread (waits progress)";
@@ -329,7 +314,13 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
     std::printf("NMAD_PROGRESS=%s: %s\n", text.c_str(), what.c_str());
   }
   for (auto p : policies) print_progress(t, topo::place_job(t, n, {p, dedicated}), p);
-  const auto prio = topo::priorities_from_env();
+  topo::thread_priorities prio;
+  try {
+    prio = topo::priorities_from_env();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nmad-info: %s\n", e.what());
+    return 2;
+  }
   std::printf("Thread priorities (0-20): %s; idle progress and internal threads are suspended\n",
               prio.to_string().c_str());
   return 0;
@@ -340,6 +331,7 @@ int print_placement(const topo::machine_topology& t, int n, const std::string& p
 int usage() {
   std::fprintf(stderr,
                "usage: nmad-info [--drivers] [--strategies] [--config] [--topology [SPEC]]\n"
+               "       nmad-info --knob-names   (every NMAD_* knob, one a line)\n"
                "       nmad-info --sample [--force]  (measure every network driver, cache and print the profiles;\n"
                "                    a profile taken on a busy machine or implausible is not cached unless --force)\n"
                "       nmad-info --placement [--topology SPEC] -n N [--progress POLICY|all] [--dedicated-cores K]\n"
@@ -359,15 +351,17 @@ bool parse_int(const char* s, int lo, int hi, int* out) {
 }
 
 int main(int argc, char** argv) {
-  bool sample = false, force = false;
+  bool sample = false, force = false, knob_names = false;
   bool all = argc == 1, drivers = all, strategies = all, config = all, topology = all, placement = false;
   std::optional<std::string> spec;
   int nranks = 0, dedicated = 0, table_cores = -1, table_max = 64;
   std::string policy;
-  if (const char* v = std::getenv("NMAD_PROGRESS_PLACEMENT"); v && *v) policy = v;
-  if (const char* v = std::getenv("NMAD_PROGRESS_CORES"); v && *v && !parse_int(v, 0, 1 << 20, &dedicated)) {
-    std::fprintf(stderr, "nmad-info: NMAD_PROGRESS_CORES='%s' is not a number of cores\n", v);
-    return 2;
+  std::string knob_error;  // a bad NMAD_PROGRESS_PLACEMENT or _CORES stops --placement
+  try {
+    if (nmad::config::is_set("NMAD_PROGRESS_PLACEMENT")) policy = nmad::config::word("NMAD_PROGRESS_PLACEMENT");
+    dedicated = static_cast<int>(nmad::config::integer("NMAD_PROGRESS_CORES"));
+  } catch (const std::exception& e) {
+    knob_error = e.what();
   }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -377,6 +371,7 @@ int main(int argc, char** argv) {
     else if (a == "--force") force = true;
     else if (a == "--strategies") strategies = true;
     else if (a == "--config") config = true;
+    else if (a == "--knob-names") knob_names = true;
     else if (a == "--topology") {
       topology = true;
       if (has_value()) spec = argv[++i];
@@ -397,6 +392,14 @@ int main(int argc, char** argv) {
   if (table_cores > 0) {
     std::fputs(topo::split_tree_table(table_cores, table_max).c_str(), stdout);
     return 0;
+  }
+  if (knob_names) {
+    for (const auto& k : nmad::config::knobs()) std::printf("%s\n", std::string(k.name).c_str());
+    return 0;
+  }
+  if (placement && !knob_error.empty()) {
+    std::fprintf(stderr, "nmad-info: %s\n", knob_error.c_str());
+    return 2;
   }
   if (placement && nranks < 1) {
     std::fprintf(stderr, "nmad-info: --placement needs -n N (the number of ranks on the machine)\n");
@@ -422,10 +425,10 @@ int main(int argc, char** argv) {
   std::printf("nmad (protocol version 1)\n");
   if (drivers) print_drivers();
   if (strategies) print_strategies();
-  if (config) print_config();
+  const bool config_ok = !config || print_config();
   if (topology) {
     if (machine) print_topology(*machine);
     else std::printf("Topology: unavailable\n");
   }
-  return sample_status;
+  return sample_status ? sample_status : config_ok ? 0 : 1;
 }

@@ -32,6 +32,7 @@
 
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/pmi_wire.hpp"
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "core/common/random.hpp"
 
@@ -74,12 +75,11 @@ int env_int(const char* name, long min, long max, bool required) {
 }
 
 std::chrono::milliseconds pmi_timeout() {
-  auto s = env_string("NMAD_PMI_TIMEOUT");
-  if (!s) return std::chrono::milliseconds(300'000);
-  char* end = nullptr;
-  double v = std::strtod(s->c_str(), &end);
-  if (*end != '\0' || !(v > 0) || v > 1e7) fail("NMAD_PMI_TIMEOUT='" + *s + "' is not a positive number of seconds");
-  return std::chrono::milliseconds(static_cast<long long>(std::ceil(v * 1000)));
+  try {
+    return config::milliseconds("NMAD_PMI_TIMEOUT");  // seconds, fractions allowed
+  } catch (const config::config_error& e) {
+    fail(e.what());
+  }
 }
 
 std::string seconds_text(std::chrono::milliseconds ms) {
@@ -268,8 +268,9 @@ class pmi_bootstrap final : public bootstrap {
     // nmad-run's PMI port takes a rank only with its token (NMAD_PMI_AUTH);
     // other PMI-1 servers ignore the extra key.
     std::string line = "cmd=initack pmiid=" + std::to_string(pmi_id);
-    if (auto token = env_string("NMAD_PMI_AUTH"); token && token->find_first_of(" \t\n=") == std::string::npos)
-      line += " auth=" + *token;
+    if (const std::string token = config::text("NMAD_PMI_AUTH");
+        !token.empty() && token.find_first_of(" \t\n=") == std::string::npos)
+      line += " auth=" + token;
     auto r = transact(line + "\n", "initack", "initack", false);
     (void)r;
     int size = -1, rank = -1;
@@ -488,8 +489,8 @@ std::unique_ptr<bootstrap> bootstrap::from_environment() {
 
 std::string bootstrap::job_key() {
   if (!_job_key.empty()) return _job_key;
-  if (auto k = env_string("NMAD_JOB_KEY")) {
-    _job_key = *k;
+  if (std::string k = config::text("NMAD_JOB_KEY"); !k.empty()) {
+    _job_key = std::move(k);
     return _job_key;
   }
   std::string key;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/common/config.hpp"
+
 namespace nmad::fences {
 namespace {
 
@@ -19,9 +21,13 @@ std::atomic<bool> g_process{false}, g_node{false};
 std::once_flag g_process_once, g_node_once;
 
 // NMAD_ASYMMETRIC_FENCES=0 keeps full fences on both sides (for comparison).
+// (A bad value is refused by the start-up check; here it keeps the default.)
 bool allowed() {
-  const char* v = std::getenv("NMAD_ASYMMETRIC_FENCES");
-  return !(v && std::strcmp(v, "0") == 0);
+  try {
+    return config::flag("NMAD_ASYMMETRIC_FENCES");
+  } catch (const std::exception&) {
+    return true;
+  }
 }
 
 // Registers once for `cmd` if the kernel has `expedited`; sets `flag`.

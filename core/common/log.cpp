@@ -17,16 +17,24 @@
 #include <cstring>
 #include <string>
 
+#include "core/common/config.hpp"
+
 namespace nmad {
 namespace {
 std::atomic<int> g_rank{-1};
 
+// A bad NMAD_LOG is refused by the start-up check (config.hpp); logging
+// itself never throws, and keeps the default.
 log_level level_from_env() {
-  const char* v = std::getenv("NMAD_LOG");
-  if (!v) return log_level::warn;
-  if (!std::strcmp(v, "error")) return log_level::error;
-  if (!std::strcmp(v, "info")) return log_level::info;
-  if (!std::strcmp(v, "debug")) return log_level::debug;
+  std::string v;
+  try {
+    v = config::word("NMAD_LOG");
+  } catch (const std::exception&) {
+    return log_level::warn;
+  }
+  if (v == "error") return log_level::error;
+  if (v == "info") return log_level::info;
+  if (v == "debug") return log_level::debug;
   return log_level::warn;
 }
 

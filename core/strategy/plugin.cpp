@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/nmad/strategy_plugin.h"
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "core/strategy/builtin.hpp"
 
@@ -324,8 +325,8 @@ std::string names_of_builtins() {
 
 std::vector<std::string> strategy_plugin_dirs() {
   std::vector<std::string> dirs;
-  if (const char* p = std::getenv("NMAD_STRATEGY_PATH"); p && *p) {
-    std::string s(p);
+  if (const std::string p = config::text("NMAD_STRATEGY_PATH"); !p.empty()) {
+    const std::string& s = p;
     std::size_t pos = 0;
     while (pos <= s.size()) {
       std::size_t end = s.find(':', pos);

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "core/common/config.hpp"
+
 namespace nmad::topology {
 
 std::string_view name_of(thread_kind k) {
@@ -60,8 +62,14 @@ std::optional<thread_priorities> parse_thread_priorities(std::string_view spec) 
 }
 
 thread_priorities priorities_from_env() {
-  const char* v = std::getenv("NMAD_THREAD_PRIORITIES");
-  if (!v || !*v) return {};
+  std::string text;
+  try {
+    text = config::text("NMAD_THREAD_PRIORITIES");
+  } catch (const config::config_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+  if (text.empty()) return {};
+  const char* v = text.c_str();
   auto t = parse_thread_priorities(v);
   if (!t)
     throw std::invalid_argument(std::string("NMAD_THREAD_PRIORITIES='") + v +

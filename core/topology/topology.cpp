@@ -11,6 +11,8 @@
 #include <mutex>
 #include <set>
 
+#include "core/common/config.hpp"
+
 namespace nmad::topology {
 
 machine_topology::machine_topology(std::vector<pu_info> pus, std::string source, bool this_system)
@@ -121,8 +123,56 @@ machine_topology load_host() {
   return extract(t.get(), "host");
 }
 
+namespace {
+
+// hwloc builds a synthetic topology in time that grows much faster than
+// its size (measured here: 1024 PUs 0.4 s, 4096 PUs 1-6 s, 16384 PUs
+// 3-28 s, pu:10000 over a minute); larger than any machine placement is
+// computed for, refused before hwloc sees it.
+constexpr long long kMaxSyntheticPus = 4096;
+constexpr long long kMaxSyntheticArity = 1024;
+
+// Each level is TYPE:N (attributes in parentheses, memory children in
+// brackets); what is not understood is left to hwloc.
+void check_synthetic_size(const std::string& s) {
+  long long pus = 1, widest = 0;
+  std::string widest_level;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    std::size_t j = i;
+    int depth = 0;
+    while (j < s.size() && (depth > 0 || s[j] != ' ')) {
+      if (s[j] == '(' || s[j] == '[') ++depth;
+      if ((s[j] == ')' || s[j] == ']') && depth > 0) --depth;
+      ++j;
+    }
+    std::string token = s.substr(i, j - i);
+    i = j;
+    if (token.empty() || token[0] == '[') continue;
+    token = token.substr(0, token.find('('));
+    const std::size_t colon = token.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string n = token.substr(colon + 1);
+    if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long long arity = std::stoll(n);
+    if (arity > widest) widest = arity, widest_level = token;
+    pus = std::min(pus * std::max(arity, 1LL), kMaxSyntheticPus * kMaxSyntheticArity);
+  }
+  const std::string bounds = "nmad loads at most " + std::to_string(kMaxSyntheticPus) + " PUs and " +
+                             std::to_string(kMaxSyntheticArity) + " children per object (hwloc takes minutes beyond)";
+  if (pus > kMaxSyntheticPus)
+    throw topology_error("the synthetic topology '" + s + "' has " + std::to_string(pus) + " PUs; " + bounds);
+  if (widest > kMaxSyntheticArity)
+    throw topology_error("the synthetic topology '" + s + "' gives objects " + std::to_string(widest) +
+                         " children (" + widest_level + "); " + bounds);
+}
+
+}  // namespace
+
 machine_topology load_synthetic(std::string_view spec) {
   const std::string s(spec);
+  check_synthetic_size(s);
   auto t = new_topology("'" + s + "'");
   if (hwloc_topology_set_synthetic(t.get(), s.c_str()) != 0)
     throw topology_error("hwloc refuses the synthetic topology '" + s +
@@ -147,7 +197,13 @@ machine_topology load_spec(std::string_view spec) {
 }
 
 machine_topology from_env() {
-  if (const char* v = std::getenv("NMAD_TOPOLOGY"); v && *v) return load_spec(v);
+  if (const std::string v = config::text("NMAD_TOPOLOGY"); !v.empty()) {
+    try {
+      return load_spec(v);
+    } catch (const topology_error& e) {
+      throw topology_error(config::message("NMAD_TOPOLOGY", v, e.what()));
+    }
+  }
   if (const char* v = std::getenv("HWLOC_XMLFILE"); v && *v) return load_xml(v);
   if (const char* v = std::getenv("HWLOC_SYNTHETIC"); v && *v) return load_synthetic(v);
   return load_host();
@@ -211,36 +267,6 @@ std::string cpu_list(std::vector<int> cpus) {
   return out;
 }
 
-std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
-  std::vector<int> out;
-  auto number = [](std::string_view t, int& v) {
-    if (t.empty() || t.size() > 5) return false;
-    v = 0;
-    for (char c : t) {
-      if (c < '0' || c > '9') return false;
-      v = v * 10 + (c - '0');
-    }
-    return v <= 65535;
-  };
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    if (comma != std::string_view::npos && text.empty()) return std::nullopt;  // trailing comma
-    const std::size_t dash = item.find('-');
-    int lo = 0, hi = 0;
-    if (dash == std::string_view::npos) {
-      if (!number(item, lo)) return std::nullopt;
-      hi = lo;
-    } else if (!number(item.substr(0, dash), lo) || !number(item.substr(dash + 1), hi) || hi < lo) {
-      return std::nullopt;
-    }
-    for (int c = lo; c <= hi; ++c) out.push_back(c);
-  }
-  if (out.empty()) return std::nullopt;
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text) { return config::parse_cpu_list(text); }
 
 }  // namespace nmad::topology

@@ -34,6 +34,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "core/common/random.hpp"
 #include "core/topology/topology.hpp"
@@ -203,24 +204,24 @@ profile_key current_profile_key() {
 }
 
 std::string profile_cache_path() {
-  if (const char* v = std::getenv("NMAD_PROFILE_CACHE"); v && *v) return v;
+  if (std::string v = config::text("NMAD_PROFILE_CACHE"); !v.empty()) return v;
   if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v && v[0] == '/') return std::string(v) + "/nmad/profiles";
   if (const char* v = std::getenv("HOME"); v && *v) return std::string(v) + "/.cache/nmad/profiles";
   return "";
 }
 
 profile_mode profile_mode_from_env() {
-  const char* v = std::getenv("NMAD_PROFILE");
-  if (!v || !*v || std::strcmp(v, "auto") == 0) return profile_mode::automatic;
-  if (std::strcmp(v, "sample") == 0) return profile_mode::sample;
-  if (std::strcmp(v, "off") == 0) return profile_mode::off;
-  throw std::runtime_error(std::string("nmad: NMAD_PROFILE='") + v + "' is not one of auto, sample, off");
+  const std::string v = config::word("NMAD_PROFILE");  // throws naming a bad value
+  if (v == "sample") return profile_mode::sample;
+  if (v == "off") return profile_mode::off;
+  return profile_mode::automatic;
 }
 
 std::vector<double> rail_bandwidths_from_env() {
   std::vector<double> out;
-  const char* v = std::getenv("NMAD_RAIL_BANDWIDTH");
-  if (!v || !*v) return out;
+  const std::string text = config::text("NMAD_RAIL_BANDWIDTH");  // its syntax is checked there
+  if (text.empty()) return out;
+  const char* v = text.c_str();
   std::string_view rest(v);
   for (std::size_t entry = 1;; ++entry) {
     const std::size_t comma = rest.find(',');

@@ -82,6 +82,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 
 namespace nmad {
@@ -154,17 +155,6 @@ std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id,
 std::string fi_error(std::string_view prov, std::string_view call, int ret) {
   return "ofi driver (" + std::string(prov.empty() ? "no provider" : prov) + "): " + std::string(call) +
          " failed: " + fi_strerror(ret < 0 ? -ret : ret);
-}
-
-long env_number(const char* name, long def, long lo, long hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return def;
-  long x = 0;
-  auto [end, ec] = std::from_chars(v, v + std::strlen(v), x);
-  if (ec != std::errc{} || *end || x < lo || x > hi)
-    throw std::runtime_error(std::string("ofi driver: ") + name + "='" + v + "' is not a number in [" +
-                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return x;
 }
 
 std::string hostname() {
@@ -640,19 +630,16 @@ void ofi_driver::open(const driver_config& config) {
     throw std::runtime_error("ofi driver: rank " + std::to_string(config.rank) + " out of range for job size " +
                              std::to_string(config.size));
   _cfg = config;
-  _connect_timeout = std::chrono::milliseconds(env_number("NMAD_OFI_CONNECT_TIMEOUT_MS", 5000, 1, 3600000));
-  _cache_max = static_cast<std::size_t>(env_number("NMAD_OFI_MR_CACHE", 64, 0, 1 << 20));
-  std::string rma_mode = "auto";
-  if (const char* v = std::getenv("NMAD_OFI_RMA"); v && *v) rma_mode = v;
-  if (rma_mode != "auto" && rma_mode != "on" && rma_mode != "off")
-    throw std::runtime_error("ofi driver: NMAD_OFI_RMA='" + rma_mode + "' (expected auto, on or off)");
+  // The knobs and their ranges: core/common/config_knobs.cpp.
+  _connect_timeout = config::milliseconds("NMAD_OFI_CONNECT_TIMEOUT_MS");
+  _cache_max = static_cast<std::size_t>(config::integer("NMAD_OFI_MR_CACHE"));
+  const std::string rma_mode = config::word("NMAD_OFI_RMA");
   std::string forced = _forced, forced_by = "forced";
   if (forced.empty()) {
-    if (const char* p = std::getenv("NMAD_OFI_PROVIDER"); p && *p) forced = p, forced_by = "NMAD_OFI_PROVIDER";
+    if (config::is_set("NMAD_OFI_PROVIDER")) forced = config::text("NMAD_OFI_PROVIDER"), forced_by = "NMAD_OFI_PROVIDER";
     else if (const char* f = std::getenv("FI_PROVIDER"); f && *f) forced = f, forced_by = "FI_PROVIDER";
   }
-  std::string domain;
-  if (const char* d = std::getenv("NMAD_OFI_DOMAIN"); d && *d) domain = d;
+  std::string domain = config::text("NMAD_OFI_DOMAIN");
 
   info_ptr hints = make_hints(forced);
   fi_info* raw = nullptr;
@@ -1251,8 +1238,7 @@ ofi_rma_stats ofi_driver_rma_stats(const driver& d) {
 
 std::vector<ofi_provider_status> ofi_probe_providers() {
   std::vector<ofi_provider_status> out;
-  std::string domain;
-  if (const char* d = std::getenv("NMAD_OFI_DOMAIN"); d && *d) domain = d;
+  const std::string domain = config::text("NMAD_OFI_DOMAIN");
   info_ptr hints = make_hints("");
   fi_info* raw = nullptr;
   const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &raw);

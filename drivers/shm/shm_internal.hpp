@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/common/config.hpp"
 #include "core/common/fences.hpp"
 #include "core/common/log.hpp"
 #include "drivers/shm/shm_names.hpp"
@@ -64,18 +65,19 @@ struct tunables {
   std::chrono::milliseconds connect_timeout{30000};
 };
 
+// The knobs (NMAD_SHM_*) and their ranges are in core/common/config_knobs.cpp.
 inline tunables read_tunables() {
   tunables t;
-  if (const char* v = std::getenv("NMAD_SHM_RING")) {
-    // Rounded up to a power of two (ring positions are then masked).
-    const std::size_t want = std::max<std::size_t>(256 * 1024, std::strtoull(v, nullptr, 0));
+  {
+    // Rounded up to a power of two (ring positions are then masked); the
+    // reader keeps it within 256 KiB..1 GiB.
+    const std::uint64_t want = config::size("NMAD_SHM_RING");
     std::size_t bytes = 256 * 1024;
     while (bytes < want && bytes < (std::size_t{1} << 30)) bytes <<= 1;
     t.ring_bytes = bytes;
   }
-  if (const char* v = std::getenv("NMAD_SHM_CMA")) t.cma = std::strcmp(v, "0") != 0;
-  if (const char* v = std::getenv("NMAD_SHM_CONNECT_TIMEOUT_MS"))
-    t.connect_timeout = std::chrono::milliseconds(std::strtoll(v, nullptr, 0));
+  t.cma = config::flag("NMAD_SHM_CMA");
+  t.connect_timeout = config::milliseconds("NMAD_SHM_CONNECT_TIMEOUT_MS");
   return t;
 }
 

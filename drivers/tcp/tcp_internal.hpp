@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
 
@@ -61,52 +62,14 @@ struct tunables {
   std::size_t fragment = kDefaultFragment;
 };
 
-inline long env_number(const char* name, long def, long lo, long hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return def;
-  long x = 0;
-  auto [end, ec] = std::from_chars(v, v + std::strlen(v), x);
-  if (ec != std::errc{} || *end || x < lo || x > hi)
-    throw std::runtime_error(std::string("tcp driver: ") + name + "='" + v +
-                             "' is not a number in [" + std::to_string(lo) +
-                             ", " + std::to_string(hi) + "]");
-  return x;
-}
-
-// A byte count with an optional K, M or G suffix (powers of 1024).
-inline std::size_t env_bytes(const char* name, std::size_t def, std::size_t lo, std::size_t hi,
-                             bool zero_ok) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return def;
-  unsigned long long x = 0;
-  const char* end = v + std::strlen(v);
-  auto [p, ec] = std::from_chars(v, end, x);
-  unsigned shift = 0;
-  if (ec == std::errc{} && p != end && p + 1 == end) {
-    switch (*p) {
-      case 'k': case 'K': shift = 10; ++p; break;
-      case 'm': case 'M': shift = 20; ++p; break;
-      case 'g': case 'G': shift = 30; ++p; break;
-      default: break;
-    }
-  }
-  const bool ok = ec == std::errc{} && p == end && x <= (hi >> shift) &&
-                  ((x << shift) >= lo || (zero_ok && x == 0));
-  if (!ok)
-    throw std::runtime_error(std::string("tcp driver: ") + name + "='" + v +
-                             "' is not a byte count in [" + std::to_string(lo) + ", " +
-                             std::to_string(hi) + "] (optional K, M or G suffix)" +
-                             (zero_ok ? " or 0" : ""));
-  return static_cast<std::size_t>(x << shift);
-}
-
 // `instance`: which tcp rail this is (driver_config::instance). With
 // NMAD_TCP_HOSTS=a,b,... rail i listens on and advertises the i-th address
 // (NMAD_TCP_HOST is then ignored); a rail without an entry is an error.
 inline tunables read_tunables(int instance = 0) {
   tunables t;
-  if (const char* h = std::getenv("NMAD_TCP_HOST"); h && *h) t.host = h;
-  if (const char* hs = std::getenv("NMAD_TCP_HOSTS"); hs && *hs) {
+  t.host = config::text("NMAD_TCP_HOST");
+  if (const std::string hosts = config::text("NMAD_TCP_HOSTS"); !hosts.empty()) {
+    const char* hs = hosts.c_str();
     std::vector<std::string> list;
     std::string_view rest(hs);
     while (true) {
@@ -126,17 +89,14 @@ inline tunables read_tunables(int instance = 0) {
       throw std::runtime_error("tcp driver: NMAD_TCP_HOSTS='" + std::string(hs) + "': entry " +
                                std::to_string(instance + 1) + " is empty");
   }
-  t.port = static_cast<int>(env_number("NMAD_TCP_PORT", 0, 0, 65535));
-  t.handshake_timeout = std::chrono::milliseconds(
-      env_number("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", 5000, 1, 3600000));
-  t.connect_timeout = std::chrono::milliseconds(
-      env_number("NMAD_TCP_CONNECT_TIMEOUT_MS", 30000, 1, 3600000));
-  t.user_timeout = std::chrono::milliseconds(
-      env_number("NMAD_TCP_USER_TIMEOUT_MS", 0, 0, 3600000));
-  t.pending_per_source = static_cast<unsigned>(
-      env_number("NMAD_TCP_PENDING_PER_HOST", 256, 1, 1000000));
-  t.sockbuf = static_cast<int>(env_bytes("NMAD_TCP_SOCKBUF", kDefaultSockbuf, 4096, 1u << 30, true));
-  t.fragment = env_bytes("NMAD_TCP_FRAGMENT", kDefaultFragment, kMinFragment, 1u << 30, true);
+  // Ranges (core/common/config_knobs.cpp) keep each within its type.
+  t.port = static_cast<int>(config::integer("NMAD_TCP_PORT"));
+  t.handshake_timeout = config::milliseconds("NMAD_TCP_HANDSHAKE_TIMEOUT_MS");
+  t.connect_timeout = config::milliseconds("NMAD_TCP_CONNECT_TIMEOUT_MS");
+  t.user_timeout = config::milliseconds("NMAD_TCP_USER_TIMEOUT_MS");
+  t.pending_per_source = static_cast<unsigned>(config::integer("NMAD_TCP_PENDING_PER_HOST"));
+  t.sockbuf = static_cast<int>(config::size("NMAD_TCP_SOCKBUF"));
+  t.fragment = config::size("NMAD_TCP_FRAGMENT");
   return t;
 }
 

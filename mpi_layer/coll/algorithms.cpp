@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/common/config.hpp"
+
 namespace nmad::coll {
 
 using byte = std::byte;
@@ -59,13 +61,10 @@ std::string_view to_string(algorithm a) {
 // ---- selection -------------------------------------------------------------
 
 namespace {
-void env_size(const char* name, std::size_t& v) {
-  if (const char* s = std::getenv(name); s && *s) {
-    char* end = nullptr;
-    unsigned long long x = std::strtoull(s, &end, 10);
-    if (end && *end == '\0') v = static_cast<std::size_t>(x);
-  }
-}
+// Through the configuration reader (the knobs, their defaults and ranges
+// are in core/common/config_knobs.cpp; MPI_Init has checked them).
+void env_size(const char* name, std::size_t& v) { v = static_cast<std::size_t>(nmad::config::size(name)); }
+void env_count(const char* name, std::size_t& v) { v = static_cast<std::size_t>(nmad::config::integer(name)); }
 bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 }  // namespace
 
@@ -80,7 +79,7 @@ tunables tunables::from_env() {
   env_size("NMAD_COLL_ALLGATHER_SMALL", t.allgather_small);
   env_size("NMAD_COLL_ALLTOALL_SMALL", t.alltoall_small);
   env_size("NMAD_COLL_ALLTOALL_BRUCK", t.alltoall_bruck);
-  env_size("NMAD_COLL_ALLTOALL_BRUCK_PROCS", t.alltoall_bruck_procs);
+  env_count("NMAD_COLL_ALLTOALL_BRUCK_PROCS", t.alltoall_bruck_procs);
   env_size("NMAD_COLL_REDUCE_SCATTER_LARGE", t.reduce_scatter_large);
   env_size("NMAD_COLL_SCAN_LARGE", t.scan_large);
   if (t.chain_segment == 0) t.chain_segment = 64 * 1024;

@@ -1,5 +1,6 @@
 #include "tools/launcher/binding.hpp"
 
+#include "core/common/config.hpp"
 #include "core/topology/placement.hpp"
 
 namespace nmad::launcher {
@@ -48,6 +49,9 @@ topo::machine_topology launcher_topology(const std::vector<int>& allowed) {
     if (!t.this_system()) return t;
     return topo::restrict_to(t, allowed);
   } catch (const std::exception&) {
+    // A topology the user named that does not load stops the job (its
+    // message names it); only this machine's own falls back to flat.
+    if (config::is_set("NMAD_TOPOLOGY")) throw;
     return topo::flat_topology(allowed);
   }
 }

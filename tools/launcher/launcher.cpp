@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "core/common/random.hpp"
 #include "drivers/shm/shm_names.hpp"
@@ -222,7 +223,7 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
     if (::sched_getaffinity(0, sizeof all, &all) == 0) set("NMAD_RUN_CPUS=" + std::to_string(CPU_COUNT(&all)));
   }
   // Where a bound rank's progress thread goes (unless the user said).
-  if (binding && binding->bound && !binding->progress_cpus.empty() && !std::getenv("NMAD_PROGRESS_CPUS"))
+  if (binding && binding->bound && !binding->progress_cpus.empty() && !config::is_set("NMAD_PROGRESS_CPUS"))
     set("NMAD_PROGRESS_CPUS=" + topology::cpu_list(binding->progress_cpus));
   for (const auto& e : _o.env_set) set(e);
   if (_o.pmi_port) {
@@ -813,34 +814,27 @@ std::string usage_text() {
 job_options parse_command_line(int argc, const char* const* argv, bool* help) {
   job_options o;
   if (help) *help = false;
-  if (const char* t = std::getenv("NMAD_RUN_TIMEOUT"); t && *t) {
-    auto v = parse_seconds(t);
-    if (!v) throw usage_error(std::string("NMAD_RUN_TIMEOUT='") + t + "' is not a number of seconds");
-    if (*v > 0) o.timeout_s = *v;
-  }
-  if (const char* g = std::getenv("NMAD_RUN_KILL_GRACE"); g && *g) {
-    auto v = parse_seconds(g);
-    if (!v) throw usage_error(std::string("NMAD_RUN_KILL_GRACE='") + g + "' is not a number of seconds");
-    o.kill_grace_s = *v;
-  }
+  // The knobs through the configuration reader; a bad value keeps the
+  // default here and stops run_job (one message, exit 2).
+  auto knob = [](auto read) {
+    try {
+      read();
+    } catch (const config::config_error&) {
+    }
+  };
+  knob([&] {
+    if (const double t = config::duration("NMAD_RUN_TIMEOUT").count() / 1e6; t > 0) o.timeout_s = t;
+  });
+  knob([&] { o.kill_grace_s = config::duration("NMAD_RUN_KILL_GRACE").count() / 1e6; });
   bool have_n = false;
   std::vector<host_slot> hosts;
-  if (const char* v = std::getenv("NMAD_RUN_SSH"); v && *v) o.ssh_command = v;
-  if (const char* v = std::getenv("NMAD_RUN_BIND"); v && *v) o.bind = v;
-  if (const char* v = std::getenv("NMAD_RUN_REPORT_BINDINGS"); v && *v) {
-    const std::string_view r = v;
-    if (r != "0" && r != "1")
-      throw usage_error("NMAD_RUN_REPORT_BINDINGS must be 0 or 1, got '" + std::string(r) + "'");
-    o.report_bindings = r == "1";
-  }
-  if (const char* v = std::getenv("NMAD_PROGRESS_PLACEMENT"); v && *v) o.progress_placement = v;
+  o.ssh_command = config::text("NMAD_RUN_SSH");
+  knob([&] { o.bind = config::word("NMAD_RUN_BIND"); });
+  knob([&] { o.report_bindings = config::flag("NMAD_RUN_REPORT_BINDINGS"); });
+  knob([&] { o.progress_placement = config::word("NMAD_PROGRESS_PLACEMENT"); });
   o.warn_oversubscribed = true;
-  if (const char* v = std::getenv("NMAD_RUN_OVERSUBSCRIBE"); v && *v) {
-    const std::string_view r = v;
-    if (r != "0" && r != "1") throw usage_error("NMAD_RUN_OVERSUBSCRIBE must be 0 or 1, got '" + std::string(r) + "'");
-    o.warn_oversubscribed = r == "0";
-  }
-  if (const char* v = std::getenv("NMAD_RUN_PMI_HOST"); v && *v) o.pmi_host = v;
+  knob([&] { o.warn_oversubscribed = !config::flag("NMAD_RUN_OVERSUBSCRIBE"); });
+  knob([&] { o.pmi_host = config::text("NMAD_RUN_PMI_HOST"); });
   int i = 1;
   auto value_of = [&](const std::string& opt, std::string_view arg, std::size_t prefix) -> std::string {
     if (arg.size() > prefix) {
@@ -934,6 +928,24 @@ std::string random_hex(std::size_t n) {
 
 job_result run_job(const job_options& opts) {
   job_options o = opts;
+  // The ranks' NMAD_* settings (this environment and -x), checked before
+  // any rank starts: a bad value stops the job with one message naming it
+  // (the ranks would each refuse it), an unknown name is said once here
+  // (the ranks, seeing NMAD_RUN_SIZE, stay quiet about it).
+  {
+    std::vector<std::string> entries = config::environment_entries();
+    entries.insert(entries.end(), o.env_set.begin(), o.env_set.end());
+    std::vector<std::string> warnings;
+    try {
+      warnings = config::check(entries);
+    } catch (const config::config_error& e) {
+      throw usage_error(e.what());
+    }
+    for (const std::string& w : warnings) {
+      if (o.report) o.report("warning: " + w);
+      else log_emit("nmad-run: warning: " + w + "\n");
+    }
+  }
   if (o.job_key.empty()) o.job_key = random_hex(32);
   job j(o);
   return j.run();
