@@ -424,6 +424,16 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         t.incoming.fetch_add(n, std::memory_order_relaxed);
         const post_result res = slot.drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
         slot.lock.unlock();
+        if (res == post_result::retry) {
+          // No room in the driver now (e.g. its provider's receive queue
+          // is full): asked again from the pending work, and the sender
+          // hears of the range only once its receive is posted.
+          t.incoming.fetch_sub(n, std::memory_order_relaxed);
+          delete rr;
+          defer_ask(g, r);
+          deferred = true;
+          break;
+        }
         if (res != post_result::posted) {
           t.incoming.fetch_sub(n, std::memory_order_relaxed);
           // (A connection the driver already knows broken: its failure is

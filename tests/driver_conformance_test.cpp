@@ -11,14 +11,21 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <map>
@@ -27,9 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "core/common/random.hpp"
 #include "core/transfer/driver.hpp"
 #include "drivers/builtin.hpp"
 #include "drivers/ofi/ofi_driver.hpp"
+#include "drivers/ofi/ofi_shm_segment.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
 
 namespace {
@@ -414,6 +423,166 @@ TEST_CASE("1000 packets arrive in order with the right contents") {
       CHECK(p.ea.packets[i].first == p.a2b);
       CHECK(p.ea.packets[i].second == bufs[i]);
       CHECK(p.eb.sends_done[i] == tok(i + 1));  // one connection: in post order
+    }
+  }
+}
+
+// Bursts both ways while the receiving side does not poll: each side posts
+// as many packets as its driver takes (polling only itself), then both are
+// polled until everything is in. Nothing may be lost, reordered or failed,
+// round after round: a driver that lets a sender run past the receiver's
+// buffers loses packets, stalls or refuses here. Every third packet goes by
+// send_inline where the driver has it (falling back to post_send_packet as
+// the engine does). Sizes up to 4000 B: sends the shm provider completes at
+// once (inline and inject), so only credits hold a sender back: over ofi
+// the sender must have waited for credit, and been given it back.
+TEST_CASE("bursts of 2000 packets each way, receivers not polling meanwhile: complete and in order, 3 rounds") {
+  for (const auto& d : network_drivers()) {
+    INFO("driver ", label(d));
+    pair_fixture p(d);
+    constexpr std::size_t kCount = 2000;
+    std::vector<std::vector<std::byte>> bufs[2];
+    std::vector<iovec> iovs[2];
+    for (int side = 0; side < 2; ++side)
+      for (std::size_t i = 0; i < kCount; ++i) {
+        bufs[side].push_back(make_bytes(8 + (i * 53) % 4000, static_cast<unsigned>(i * 2 + side)));
+        std::memcpy(bufs[side][i].data(), &i, sizeof i);
+      }
+    for (int side = 0; side < 2; ++side)
+      for (auto& b : bufs[side]) iovs[side].push_back(iov_of(b.data(), b.size()));
+    driver* drv[2] = {p.a.get(), p.b.get()};
+    const connection_id conn[2] = {p.a2b, p.b2a};
+    recorder* ev[2] = {&p.ea, &p.eb};
+    std::size_t inlined[2] = {0, 0};
+    auto post = [&](int side, std::size_t i) {
+      std::span<const iovec> one(&iovs[side][i], 1);
+      if (i % 3 == 0 && iovs[side][i].iov_len <= drv[side]->caps().max_inline) {
+        const post_result r = drv[side]->send_inline(conn[side], one);
+        if (r == post_result::posted) ++inlined[side];
+        if (r != post_result::retry) return r;
+      }
+      return drv[side]->post_send_packet(conn[side], one, tok(i + 1));
+    };
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      std::size_t next[2] = {0, 0};
+      inlined[0] = inlined[1] = 0;
+      const std::size_t got0[2] = {p.ea.packets.size(), p.eb.packets.size()};
+      const std::size_t sent0[2] = {p.ea.sends_done.size(), p.eb.sends_done.size()};
+      bool failed = false;
+      // Each side alone: posts until its driver refuses for 20 ms.
+      for (int side = 0; side < 2; ++side) {
+        auto quiet_since = steady::now();
+        while (next[side] < kCount && steady::now() - quiet_since < 20ms) {
+          const post_result r = post(side, next[side]);
+          if (r == post_result::failed) failed = true;
+          if (r != post_result::retry) {
+            ++next[side];
+            quiet_since = steady::now();
+            continue;
+          }
+          drv[side]->poll();
+        }
+      }
+      REQUIRE_FALSE(failed);
+      // Then both, until every packet is in.
+      REQUIRE(poll_until(p.both(), [&] {
+        for (int side = 0; side < 2; ++side)
+          while (next[side] < kCount) {
+            const post_result r = post(side, next[side]);
+            if (r == post_result::failed) failed = true;
+            if (r != post_result::posted) break;
+            ++next[side];
+          }
+        return failed ||
+               (p.ea.packets.size() == got0[0] + kCount && p.eb.packets.size() == got0[1] + kCount &&
+                p.ea.sends_done.size() == sent0[0] + kCount - inlined[0] &&
+                p.eb.sends_done.size() == sent0[1] + kCount - inlined[1]);
+      }));
+      REQUIRE_FALSE(failed);
+      for (int to = 0; to < 2; ++to) {
+        const int from = 1 - to;
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < kCount; ++i) wrong += ev[to]->packets[got0[to] + i].second != bufs[from][i];
+        CHECK(wrong == 0);
+      }
+      CHECK(p.ea.failed.empty());
+      CHECK(p.eb.failed.empty());
+    }
+    if (d.name == "ofi") {
+      for (driver* x : drv) {
+        const auto st = nmad::ofi_driver_flow_stats(*x);
+        CAPTURE(st.window);
+        CAPTURE(st.packet_buffers);
+        CHECK(st.window >= 2);
+        CHECK(st.window < st.packet_buffers);
+        CHECK(st.credit_waits > 0);  // 2000 packets: beyond any window
+        CHECK(st.credits_received > 0);
+      }
+    }
+  }
+}
+
+// The engine posts a data receive before it tells the peer to send (the
+// ready-to-receive); a driver whose transport takes only so many posted
+// receives answers retry beyond them, never failed, and takes the rest as
+// earlier ones complete. 1500 receives posted at once (ofi over shm: its
+// provider's queue holds 1024 entries, half of them packet buffers).
+TEST_CASE("1500 data receives posted at once: retry beyond the driver's room, never failed; every byte arrives") {
+  for (const auto& d : network_drivers()) {
+    INFO("driver ", label(d));
+    pair_fixture p(d);
+    constexpr std::size_t kCount = 1500, kLen = 1000;
+    std::vector<std::vector<std::byte>> src, dst(kCount, std::vector<std::byte>(kLen));
+    std::vector<iovec> siov, riov;
+    for (std::size_t i = 0; i < kCount; ++i) src.push_back(make_bytes(kLen, static_cast<unsigned>(i + 7)));
+    for (std::size_t i = 0; i < kCount; ++i) {
+      siov.push_back(iov_of(src[i].data(), kLen));
+      riov.push_back(iov_of(dst[i].data(), kLen));
+    }
+    std::size_t posted = 0, sent = 0, retries = 0, failures = 0;
+    // Post as many as the driver takes, without the peer sending anything.
+    while (posted < kCount) {
+      const post_result r = p.a->post_recv_data(p.a2b, 1000 + posted, {&riov[posted], 1}, tok(posted + 1));
+      if (r == post_result::failed) ++failures;
+      if (r != post_result::posted) break;
+      ++posted;
+    }
+    REQUIRE(failures == 0);
+    MESSAGE(label(d) << ": " << posted << " data receives taken at once");
+    // The peer sends what was posted; refused receives are posted again as
+    // room comes.
+    REQUIRE(poll_until(p.both(), [&] {
+      while (sent < posted) {
+        const post_result r = p.b->post_send_data(p.b2a, 1000 + sent, {&siov[sent], 1}, tok(sent + 1));
+        if (r == post_result::failed) ++failures;
+        if (r != post_result::posted) break;
+        ++sent;
+      }
+      while (posted < kCount) {
+        const post_result r = p.a->post_recv_data(p.a2b, 1000 + posted, {&riov[posted], 1}, tok(posted + 1));
+        if (r == post_result::failed) ++failures;
+        if (r == post_result::retry) ++retries;
+        if (r != post_result::posted) break;
+        ++posted;
+      }
+      return failures > 0 || p.ea.recvs_done.size() == kCount;
+    }));
+    REQUIRE(failures == 0);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < kCount; ++i) wrong += dst[i] != src[i];
+    CHECK(wrong == 0);
+    CHECK(p.ea.failed.empty());
+    CHECK(p.eb.failed.empty());
+    if (d.name == "ofi") {
+      const auto st = nmad::ofi_driver_flow_stats(*p.a);
+      CHECK(st.data_recv_limit > 0);
+      CHECK(st.data_recvs == 0);  // all completed
+      if (d.description == std::string_view("shm")) {
+        CHECK(st.data_recv_limit + st.packet_buffers <= 1024);  // the provider's receive queue
+        CHECK(retries > 0);
+        CHECK(st.data_recv_waits > 0);
+      }
     }
   }
 }
@@ -1234,4 +1403,150 @@ TEST_CASE("ofi: bad NMAD_OFI_RMA and NMAD_OFI_MR_CACHE values stop open, naming 
     CHECK_THROWS_WITH_AS(d->open({0, 2, kKey, &ev}), doctest::Contains("NMAD_OFI_MR_CACHE=\"-1\""), std::runtime_error);
   }
   CHECK(ev.total() == 0);
+}
+
+// ---- ofi over shm: the provider's segments in /dev/shm ------------------------
+
+namespace {
+
+// The segment file behind an ofi shm address ("ofi:shm:<host>:<hex name>").
+std::string segment_of(const std::string& address) {
+  const std::string hexname = address.substr(address.rfind(':') + 1);
+  std::string name;
+  for (std::size_t i = 0; i + 1 < hexname.size(); i += 2)
+    name += static_cast<char>(std::stoi(hexname.substr(i, 2), nullptr, 16));
+  return nmad::ofi_shm::segment_file(name);
+}
+
+bool in_dev_shm(const std::string& file) {
+  struct stat st{};
+  return !file.empty() && ::stat(("/dev/shm/" + file).c_str(), &st) == 0;
+}
+
+// A pid no process has any more (a child that ended and was reaped).
+int dead_pid() {
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  int st = 0;
+  ::waitpid(p, &st, 0);
+  return static_cast<int>(p);
+}
+
+// A file in /dev/shm like a segment, last written `age` ago.
+void plant(const std::string& file, std::chrono::seconds age) {
+  const int fd = ::shm_open(("/" + file).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, 4096) == 0);
+  ::close(fd);
+  const timespec when[2] = {{std::time(nullptr) - age.count(), 0}, {std::time(nullptr) - age.count(), 0}};
+  REQUIRE(::utimensat(AT_FDCWD, ("/dev/shm/" + file).c_str(), when, 0) == 0);
+}
+
+}  // namespace
+
+// The shm provider leaves its segment (16 MiB) in /dev/shm when its process
+// dies by a signal it cannot catch. The driver withdraws its own name once
+// wire-up is over (wireup_complete), and a peer killed before that is
+// noticed by the survivor (nobody holds its segment's lock any more), which
+// reports the connection failed and removes the name. The peer runs in a
+// child process, killed with SIGKILL.
+TEST_CASE("ofi over shm: a peer killed by SIGKILL is noticed and its segment removed; wireup_complete withdraws ours") {
+  recorder ea;
+  auto a = nmad::make_ofi_driver_for("shm");
+  a->open({0, 2, kKey, &ea});
+  const std::string mine = segment_of(a->local_address());
+  REQUIRE(nmad::ofi_shm::is_driver_segment(mine));
+  CHECK(in_dev_shm(mine));
+  CHECK(nmad::ofi_driver_flow_stats(*a).segment_held);
+  int pipefd[2];
+  REQUIRE(::pipe(pipefd) == 0);
+  const std::string a_address = a->local_address();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The peer: connects, tells its address, then serves until killed
+    // (never withdrawing its name). No doctest here.
+    ::close(pipefd[0]);
+    try {
+      recorder eb;
+      auto b = nmad::make_ofi_driver_for("shm");
+      b->open({1, 2, kKey, &eb});
+      b->connect(0, a_address);
+      const auto end = steady::now() + kLimit;
+      while (eb.connected.empty() && eb.failed.empty() && steady::now() < end) b->poll();
+      if (eb.connected.empty()) ::_exit(3);
+      const std::string addr = b->local_address() + "\n";
+      if (::write(pipefd[1], addr.data(), addr.size()) != static_cast<ssize_t>(addr.size())) ::_exit(4);
+      for (;;) b->poll();
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  ::close(pipefd[1]);
+  REQUIRE(poll_until({a.get()}, [&] { return !ea.connected.empty() || !ea.failed.empty(); }));
+  REQUIRE(ea.connected.size() == 1);
+  std::string b_address;
+  char c = 0;
+  while (::read(pipefd[0], &c, 1) == 1 && c != '\n') b_address += c;
+  ::close(pipefd[0]);
+  const std::string theirs = segment_of(b_address);
+  REQUIRE(nmad::ofi_shm::is_driver_segment(theirs));
+  CHECK(in_dev_shm(theirs));
+  poll_for({a.get()}, 100ms);
+  CHECK(ea.failed.empty());  // alive: its segment is held
+  REQUIRE(::kill(child, SIGKILL) == 0);
+  int st = 0;
+  REQUIRE(::waitpid(child, &st, 0) == child);
+  CHECK(WIFSIGNALED(st));
+  REQUIRE(poll_until({a.get()}, [&] { return !ea.failed.empty(); }, 2s));
+  CHECK(ea.failed[0].first == ea.connected[0].first);
+  CHECK(ea.failed[0].second.find("peer process died") != std::string::npos);
+  CHECK_FALSE(in_dev_shm(theirs));  // the survivor removed it
+  // Our own name goes at wireup_complete; the endpoint lives on.
+  CHECK(in_dev_shm(mine));
+  a->wireup_complete();
+  CHECK_FALSE(in_dev_shm(mine));
+  CHECK_FALSE(nmad::ofi_driver_flow_stats(*a).segment_held);
+  CHECK(a->poll() >= 0);
+  a.reset();
+  CHECK_FALSE(in_dev_shm(mine));
+}
+
+// What processes killed before they withdrew their names left: removed by
+// the next ofi shm driver to open, but only files of our pattern that no
+// live process holds, whose pid is gone, and not written for 2 s.
+TEST_CASE("ofi over shm: at open, segments of gone processes are removed; held, recent or other files stay") {
+  const std::string gone = std::to_string(dead_pid());
+  const std::string stale = "nmad_" + nmad::random_hex(16) + "_" + gone;
+  const std::string held = "nmad_" + nmad::random_hex(16) + "_" + gone;
+  const std::string recent = "nmad_" + nmad::random_hex(16) + "_" + gone;
+  const std::string alive = "nmad_" + nmad::random_hex(16) + "_" + std::to_string(::getppid());
+  const std::string other = "nmad_" + nmad::random_hex(15) + "_" + gone;  // not our pattern
+  plant(stale, std::chrono::hours(1));
+  plant(held, std::chrono::hours(1));
+  plant(recent, std::chrono::seconds(0));
+  plant(alive, std::chrono::hours(1));
+  plant(other, std::chrono::hours(1));
+  // Held as its owner would: a shared lock on an open descriptor.
+  const int hold = ::shm_open(("/" + held).c_str(), O_RDONLY, 0);
+  REQUIRE(hold >= 0);
+  REQUIRE(::flock(hold, LOCK_SH) == 0);
+  {
+    recorder ev;
+    auto d = nmad::make_ofi_driver_for("shm");
+    d->open({0, 2, kKey, &ev});
+    CHECK_FALSE(in_dev_shm(stale));
+    CHECK(in_dev_shm(held));
+    CHECK(in_dev_shm(recent));
+    CHECK(in_dev_shm(alive));
+    CHECK(in_dev_shm(other));
+    CHECK(in_dev_shm(segment_of(d->local_address())));  // its own, of course
+  }
+  // Without the age limit the recent one goes too; the held one never.
+  const auto removed = nmad::ofi_shm::reap_abandoned_segments(std::chrono::seconds(0));
+  CHECK(std::find(removed.begin(), removed.end(), recent) != removed.end());
+  CHECK(std::find(removed.begin(), removed.end(), held) == removed.end());
+  CHECK(in_dev_shm(held));
+  ::close(hold);
+  for (const std::string& f : {held, recent, alive, other}) ::shm_unlink(("/" + f).c_str());
 }

@@ -160,6 +160,9 @@ class driver {
                                      void* token) = 0;
   // Announces where the bulk data tagged `cookie` from `conn` goes. If the
   // peer sends more bytes than the iovec holds, the connection fails.
+  // `retry` when the driver cannot hold one more receive now (the engine
+  // asks the peer for the data only once its receive is posted, and tries
+  // again from its pending work).
   virtual post_result post_recv_data(connection_id conn, std::uint64_t cookie,
                                      std::span<const iovec> iov,
                                      void* token) = 0;

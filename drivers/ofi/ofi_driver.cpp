@@ -40,6 +40,40 @@
 // posted on one connection must differ in their low 32 bits (post_recv_data
 // refuses the second): the engine's cookies are counters, far from that.
 //
+// Credits. A packet (or control message) that reaches a peer with none of
+// its packet buffers posted is an unexpected message for the provider: the
+// shm provider keeps it in an entry of the same fixed queue (rx_attr->size)
+// that posted receives use, and once that queue is full it stops reading
+// its command queue at the message it cannot place, behind which the data
+// that would free entries waits (the job hangs, or a later receive fails
+// with FI_ENOMEM). So nothing is sent that has no buffer waiting for it:
+// each side grants each peer a window of its packet buffers (in the hello
+// and the ack); a packet costs the sender one credit; the receiver owes the
+// peer a credit for each of its packets once the buffer is posted again,
+// and returns what it owes in the low 32 bits of the tag of its next packet
+// to that peer, or in a credit message once it owes half the window
+// (credit messages cost no credit: at most two are on their way per peer,
+// which the buffers kept outside the windows absorb with hellos, acks and
+// byes). Out of credit, post_send_packet and send_inline answer retry.
+// Bulk data is never unexpected: the engine asks for it only after
+// post_recv_data posted its receive, and the driver posts no more data
+// receives than the provider's queue has room for next to the packet
+// buffers (beyond that, and on FI_EAGAIN/FI_ENOMEM, post_recv_data answers
+// retry and the engine asks again later). Every transient refusal of the
+// provider (FI_EAGAIN, FI_ENOMEM) is a retry, never a failure.
+//
+// Errors. Nothing the driver calls from poll() or a post throws out of it:
+// an error of the provider fails the connection it concerns, with a reason
+// that says whether the peer or this process's provider refused; an error
+// no connection explains (a packet buffer the provider refuses for good, an
+// exception inside the driver) fails every connection, naming this process.
+//
+// Shared-memory segments (shm provider): see ofi_shm_segment.hpp. The
+// driver names its endpoint, holds its segment's lock, withdraws its name
+// once wire-up is over, notices a connected peer whose segment nobody holds
+// any more (a peer killed by a signal: shm itself never reports it), and at
+// open removes the segments of earlier processes that nobody holds.
+//
 // Progress: poll() reads the completion queue (fi_cq_read drives the
 // provider's manual progress), reports completions, then reports the
 // connections that failed. Every operation handed to libfabric is an `op`
@@ -84,6 +118,7 @@
 
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
+#include "drivers/ofi/ofi_shm_segment.hpp"
 
 namespace nmad {
 namespace {
@@ -91,22 +126,33 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxPacket = 32 * 1024;
+// Packet buffers: at least this many, more for larger jobs (see open());
+// with shm, half the provider's receive queue (rx_attr->size), up to
+// kMaxRecvBuffersShm, all from one block left untouched until the provider
+// writes in it. The other half of the queue is for data receives.
 constexpr std::size_t kRecvBuffers = 64;
-// The shm provider (libfabric 1.17) loses packets that arrive while no
-// receive buffer is posted (the sender sees them complete, the receiver
-// never does, and buffers posted later do not get them): with it, the
-// driver posts half as many packet buffers as the provider's receive queue
-// takes (rx_attr->size; the other half is for rendezvous data receives,
-// which the provider refuses, FI_ENOMEM, once the queue is full), up to
-// this many, from one block left untouched until the provider writes in it.
 constexpr std::size_t kMaxRecvBuffersShm = 512;
+// Buffers outside the credit windows: a few for the whole driver and a few
+// per peer, for hellos, acks, refusals, byes and credit messages.
+constexpr std::size_t kCtrlReserve = 8;
+constexpr std::size_t kCtrlReservePerPeer = 4;
+// Smallest window a peer gets (buffers are added up to the provider's limit
+// to give every peer that many).
+constexpr std::size_t kMinWindow = 8;
+// Entries of the provider's receive queue left free of posted receives,
+// for the odd unexpected arrival.
+constexpr std::size_t kRecvQueueMargin = 32;
+constexpr std::size_t kMinDataRecvs = 16;
 constexpr std::size_t kMaxSendsInFlight = 64;
+// How often connected shm peers are checked for being alive.
+constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
 constexpr int kCqBatch = 32;
 constexpr int kMaxCqReadsPerPoll = 8;
 
 constexpr std::uint64_t kDataBit = 1ull << 63;
 constexpr std::uint64_t kCtrlBit = 1ull << 62;
 constexpr std::uint64_t kIgnoreNonData = ~kDataBit;
+constexpr std::uint64_t kCreditMask = 0xffffffffu;  // packet and credit tags: credits returned
 constexpr connection_id kMaxConnId = (1u << 30) - 1;
 
 std::uint64_t packet_tag(std::uint32_t peer_id) { return std::uint64_t{peer_id} << 32; }
@@ -118,9 +164,9 @@ std::uint64_t data_tag(std::uint32_t peer_id, std::uint64_t cookie) {
 const char* const kPreference[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "shm"};
 
 // ---- control messages ---------------------------------------------------------
-enum class ctrl_type : std::uint8_t { hello = 1, ack = 2, refuse = 3, bye = 4 };
+enum class ctrl_type : std::uint8_t { hello = 1, ack = 2, refuse = 3, bye = 4, credit = 5 };
 constexpr char kCtrlMagic[4] = {'N', 'M', 'O', 'F'};
-constexpr std::uint16_t kCtrlVersion = 1;
+constexpr std::uint16_t kCtrlVersion = 2;
 constexpr std::uint32_t kMaxKey = 4096, kMaxAddr = 1024;
 
 struct ctrl_header {
@@ -132,10 +178,11 @@ struct ctrl_header {
   std::uint32_t sender_id;  // the sender's connection id for the receiver
   std::uint32_t key_len;    // hello: the job key; refuse: the reason
   std::uint32_t addr_len;   // hello: the sender's endpoint name
+  std::uint32_t window;     // hello, ack: packets the receiver may send the sender
 };
 
 std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id, std::string_view text,
-                                 std::string_view addr) {
+                                 std::string_view addr, std::uint32_t window = 0) {
   ctrl_header h{};
   std::memcpy(h.magic, kCtrlMagic, 4);
   h.version = kCtrlVersion;
@@ -144,6 +191,7 @@ std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id,
   h.sender_id = sender_id;
   h.key_len = static_cast<std::uint32_t>(text.size());
   h.addr_len = static_cast<std::uint32_t>(addr.size());
+  h.window = window;
   std::vector<std::byte> out(sizeof h + text.size() + addr.size());
   std::memcpy(out.data(), &h, sizeof h);
   if (!text.empty()) std::memcpy(out.data() + sizeof h, text.data(), text.size());
@@ -156,6 +204,9 @@ std::string fi_error(std::string_view prov, std::string_view call, int ret) {
   return "ofi driver (" + std::string(prov.empty() ? "no provider" : prov) + "): " + std::string(call) +
          " failed: " + fi_strerror(ret < 0 ? -ret : ret);
 }
+
+// Transient refusals of the provider: the operation is tried again later.
+bool transient(ssize_t r) { return r == -FI_EAGAIN || r == -FI_ENOMEM; }
 
 std::string hostname() {
   char buf[256] = {};
@@ -200,22 +251,6 @@ bool parse_address(std::string_view a, parsed_address& p) {
   std::replace(p.provider.begin(), p.provider.end(), ',', ';');
   p.host = std::string(a.substr(c1 + 1, c2 - c1 - 1));
   return !p.provider.empty() && unhex(a.substr(c2 + 1), p.name) && !p.name.empty() && p.name.size() <= kMaxAddr;
-}
-
-// The shm provider names an endpoint fi_shm://PID:DOMAIN:EP and keeps its
-// region in /dev/shm/PID:DOMAIN:EP while it is open: an address whose region
-// is gone, or whose process is, belongs to an endpoint that closed (writing
-// to it would touch a region its owner unmapped). Other names: true.
-bool shm_peer_present(const std::string& name) {
-  constexpr std::string_view prefix = "fi_shm://";
-  if (name.compare(0, prefix.size(), prefix) != 0) return true;
-  std::string rest = name.substr(prefix.size());
-  rest = rest.c_str();  // up to the terminating NUL fi_getname included
-  if (rest.empty() || rest.find('/') != std::string::npos) return false;
-  if (::access(("/dev/shm/" + rest).c_str(), F_OK) != 0) return false;
-  int pid = 0;
-  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
-  return ec != std::errc{} || pid <= 0 || ::kill(pid, 0) == 0 || errno == EPERM;
 }
 
 std::size_t total_len(std::span<const iovec> iov) {
@@ -291,7 +326,7 @@ struct op {
   op_kind kind = op_kind::send;
   bool dead = false;      // its connection is gone: the completion is dropped
   bool report = true;     // send: tell the engine (not for copies of control)
-  connection_id conn = invalid_connection;
+  connection_id conn = invalid_connection;  // rx_buffer: whose packet it held last
   void* token = nullptr;
   std::uint64_t cookie = 0;
   std::size_t capacity = 0;
@@ -316,6 +351,12 @@ struct conn {
   std::size_t in_flight = 0;
   std::unordered_map<std::uint32_t, op*> recvs;  // by low cookie half
   std::unordered_set<op*> sends;
+  // Credits (see the top of this file): packets we may still send, the
+  // window the peer granted, and the buffers its packets used that are
+  // posted again but not yet announced to it.
+  std::uint32_t tx_credits = 0, tx_window = 0, rx_owed = 0;
+  bool owing_listed = false;  // on _owing
+  ofi_shm::peer_segment seg;  // shm: the peer's segment, probed for liveness
 };
 
 class ofi_driver final : public driver {
@@ -328,27 +369,52 @@ class ofi_driver final : public driver {
   std::string local_address() const override { return _local; }
   bool reachable(std::string_view address) const override;
   connection_id connect(int peer_rank, std::string_view address) override;
-  post_result post_send_packet(connection_id id, std::span<const iovec> iov, void* token) override;
-  post_result send_inline(connection_id id, std::span<const iovec> iov) override;
+  // The posts, poll() and close_connection() let no exception out: one
+  // thrown inside (only std::bad_alloc is possible) fails the connection,
+  // or every connection (poll), naming this process.
+  post_result post_send_packet(connection_id id, std::span<const iovec> iov, void* token) override {
+    return guarded(id, [&] { return send_packet(id, iov, token); });
+  }
+  post_result send_inline(connection_id id, std::span<const iovec> iov) override {
+    return guarded(id, [&] { return inject_packet(id, iov); });
+  }
   bool backlog(connection_id id) const override {
     auto it = _conns.find(id);
     return it != _conns.end() && it->second.in_flight > 0;
   }
   post_result post_send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
-                             void* token) override;
+                             void* token) override {
+    return guarded(id, [&] { return send_data(id, cookie, iov, token); });
+  }
   post_result post_recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
-                             void* token) override;
+                             void* token) override {
+    return guarded(id, [&] { return recv_data(id, cookie, iov, token); });
+  }
   post_result post_get(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
-                       std::span<const iovec> dst, void* token) override;
+                       std::span<const iovec> dst, void* token) override {
+    return guarded(id, [&] { return read_remote(id, remote_addr, remote_key, dst, token); });
+  }
   bool expose(const void* ptr, std::size_t len, std::uint64_t& remote_addr, std::uint32_t& remote_key) override;
   void unexpose(const void* ptr, std::size_t len) override;
   int poll() override;
+  // poll() without the failure reports: what may throw inside the driver.
+  int progress();
   bool quiet() const override { return _conns.empty() && _ctrl_pending == 0 && _ctrl_queue.empty(); }
   void close_connection(connection_id id) override;
+  void wireup_complete() override { _seg.withdraw(); }
   arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
 
   const std::string& provider() const { return _prov; }
   bool has_wait_fd() const { return _wait_fd >= 0; }
+  ofi_flow_stats flow_stats() const {
+    ofi_flow_stats st = _flow;
+    st.packet_buffers = _rx_count;
+    st.window = _window;
+    st.data_recv_limit = _data_recv_max;
+    st.data_recvs = _data_recvs;
+    st.segment_held = _seg.held() && !_seg.withdrawn();
+    return st;
+  }
   ofi_rma_stats rma_stats() const {
     ofi_rma_stats st = _mr_stats;
     st.rma = _rma;
@@ -370,9 +436,50 @@ class ofi_driver final : public driver {
     if (c->st != state::established) return post_result::retry;
     return post_result::posted;
   }
+  post_result send_packet(connection_id id, std::span<const iovec> iov, void* token);
+  post_result inject_packet(connection_id id, std::span<const iovec> iov);
+  post_result send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov, void* token);
+  post_result recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov, void* token);
+  post_result read_remote(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
+                          std::span<const iovec> dst, void* token);
+  template <class F>
+  post_result guarded(connection_id id, F&& f) noexcept {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      internal_error(id, e.what());
+    } catch (...) {
+      internal_error(id, "unknown exception");
+    }
+    return post_result::failed;
+  }
+  // An exception inside the driver: fails `id` (every connection when
+  // invalid_connection), never throwing itself.
+  void internal_error(connection_id id, const char* what) noexcept;
   conn& add_conn();
   bool insert_address(std::string_view name, fi_addr_t& out, std::string& why);
+  // Posts a packet buffer; one the provider cannot take now is posted again
+  // from the next poll(). Once posted, the peer whose packet it held is
+  // owed a credit.
   void post_rx_buffer(op* o);
+  // A credit owed to `id` for a buffer posted again.
+  void owe_credit(connection_id id);
+  // Sends credit messages to the peers owed half a window or more.
+  void return_credits();
+  // The tag of a packet to `c`, carrying what we owe it.
+  std::uint64_t packet_tag_for(const conn& c) const {
+    return packet_tag(c.peer_id) | std::min<std::uint64_t>(c.rx_owed, kCreditMask);
+  }
+  void credited(conn& c, std::uint64_t tag) {
+    const std::uint64_t n = tag & kCreditMask;
+    if (n == 0) return;
+    c.tx_credits = static_cast<std::uint32_t>(std::min<std::uint64_t>(c.tx_credits + n, c.tx_window));
+    _flow.credits_received += n;
+  }
+  // Fails every connection (an error of this process, not of a peer).
+  void fail_all(const std::string& reason);
+  // shm: connected peers whose segment nobody holds any more are gone.
+  void check_liveness(steady::time_point now);
   // Sends a control message now, or from poll() once the provider takes
   // it (ofi_rxm answers FI_EAGAIN while it sets up its connection), in
   // order. An ack that goes out opens its connection for posts.
@@ -388,6 +495,7 @@ class ofi_driver final : public driver {
   void complete_error(const fi_cq_err_entry& e);
   void on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes);
   void release(op* o) {
+    if (o->kind == op_kind::recv_data) --_data_recvs;
     _ops.erase(o);
     delete o;
   }
@@ -403,11 +511,12 @@ class ofi_driver final : public driver {
   void trim_cache();
   void close_regions();
   op* new_op(op_kind k, connection_id c) {
-    op* o = new op;
+    auto o = std::make_unique<op>();
     o->kind = k;
     o->conn = c;
-    _ops.insert(o);
-    return o;
+    _ops.insert(o.get());
+    if (k == op_kind::recv_data) ++_data_recvs;
+    return o.release();
   }
 
   std::string _forced;
@@ -440,6 +549,17 @@ class ofi_driver final : public driver {
   std::deque<queued_ctrl> _ctrl_queue;
   int _depth = 0;
   bool _rx_error_logged = false;
+  bool _rx_post_error_logged = false;
+  // Credits and the receive queue's budget (see the top of this file).
+  std::uint32_t _window = 0;            // granted to each peer
+  std::uint32_t _credit_threshold = 1;  // owed this many: a credit message
+  std::vector<connection_id> _owing;
+  std::size_t _data_recvs = 0;          // data receives the provider holds
+  std::size_t _data_recv_max = 0;
+  ofi_flow_stats _flow;
+  // shm: our segment, held while we live; the next liveness check.
+  ofi_shm::segment_hold _seg;
+  steady::time_point _next_liveness{};
   // RMA read rendezvous.
   bool _rma = false, _virt_addr = false, _prov_key = false, _mr_endpoint = false;
   bool _expose_error_logged = false;
@@ -460,10 +580,14 @@ ofi_driver::~ofi_driver() {
     // the provider move them out for a short while; nothing is reported to
     // the engine any more.
     drain_quietly();
-    for (auto& [id, c] : _conns)
-      if (c.st == state::established)
-        send_ctrl(c.addr, ctrl_tag(c.peer_id), ctrl_type::bye, make_ctrl(ctrl_type::bye, _cfg.rank, c.id, {}, {}),
-                  invalid_connection);
+    try {
+      for (auto& [id, c] : _conns)
+        if (c.st == state::established)
+          send_ctrl(c.addr, ctrl_tag(c.peer_id), ctrl_type::bye, make_ctrl(ctrl_type::bye, _cfg.rank, c.id, {}, {}),
+                    invalid_connection);
+    } catch (const std::exception&) {
+      // Out of memory for a bye: the peers see the endpoint go instead.
+    }
     const auto end = steady::now() + std::chrono::milliseconds(200);
     while ((_ctrl_pending > 0 || !_ctrl_queue.empty()) && steady::now() < end) {
       flush_ctrl();
@@ -551,7 +675,8 @@ void ofi_driver::trim_cache() {
   }
 }
 
-bool ofi_driver::expose(const void* ptr, std::size_t len, std::uint64_t& remote_addr, std::uint32_t& remote_key) {
+bool ofi_driver::expose(const void* ptr, std::size_t len, std::uint64_t& remote_addr,
+                        std::uint32_t& remote_key) try {
   if (!_rma || !_ep || !ptr || len == 0) return false;
   apply_released();
   const auto p = reinterpret_cast<std::uintptr_t>(ptr);
@@ -592,6 +717,8 @@ bool ofi_driver::expose(const void* ptr, std::size_t len, std::uint64_t& remote_
   remote_key = static_cast<std::uint32_t>(it->key);
   trim_cache();
   return true;
+} catch (const std::exception&) {
+  return false;  // no memory for the bookkeeping: the rendezvous is pushed
 }
 
 void ofi_driver::unexpose(const void* ptr, std::size_t len) {
@@ -600,8 +727,8 @@ void ofi_driver::unexpose(const void* ptr, std::size_t len) {
   _any_released.store(true, std::memory_order_release);
 }
 
-post_result ofi_driver::post_get(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
-                                 std::span<const iovec> dst, void* token) {
+post_result ofi_driver::read_remote(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
+                                    std::span<const iovec> dst, void* token) {
   // Anything but posted makes the engine ask the peer to push the range.
   conn* c = find(id);
   if (!_rma || !c || c->st != state::established || dst.empty() || dst.size() > _iov_limit ||
@@ -619,7 +746,7 @@ post_result ofi_driver::post_get(connection_id id, std::uint64_t remote_addr, st
     return post_result::posted;
   }
   release(o);
-  if (r != -FI_EAGAIN) fail(*c, fi_error(_prov, "fi_read", static_cast<int>(r)));
+  if (!transient(r)) fail(*c, fi_error(_prov, "fi_read", static_cast<int>(r)));
   return post_result::failed;
 }
 
@@ -708,11 +835,10 @@ void ofi_driver::open(const driver_config& config) {
   if (is_node_local(info)) {
     // The shm provider names its segment after the process id: two
     // processes of one host in different pid namespaces (containers,
-    // sandboxes) would open each other's. A name of our own instead.
-    std::random_device rd;
-    char own[96];
-    std::snprintf(own, sizeof own, "fi_shm://nmad_%08x%08x_%d", rd(), rd(), static_cast<int>(::getpid()));
-    if (fi_setname(&_ep->fid, own, std::strlen(own) + 1) != 0)
+    // sandboxes) would open each other's. A name of our own instead (it
+    // also lets us find our segments again: see ofi_shm_segment.hpp).
+    const std::string own = ofi_shm::make_endpoint_name();
+    if (fi_setname(&_ep->fid, const_cast<char*>(own.c_str()), own.size() + 1) != 0)
       log_write(log_level::info, "ofi", "the shm provider keeps its own endpoint name (fi_setname refused)");
   }
   check(fi_enable(_ep), "fi_enable");
@@ -720,6 +846,16 @@ void ofi_driver::open(const driver_config& config) {
   std::size_t len = sizeof name;
   check(fi_getname(&_ep->fid, name, &len), "fi_getname");
   _name.assign(name, len);
+  if (is_node_local(info)) {
+    const std::string file = ofi_shm::segment_file(_name);
+    if (ofi_shm::is_driver_segment(file) && !_seg.take(file))
+      log_write(log_level::warn, "ofi", "cannot hold the shm segment /dev/shm/" + file +
+                                             ": peers will not notice this process dying");
+    // What earlier processes of this user left (killed before they
+    // withdrew their names).
+    for (const std::string& left : ofi_shm::reap_abandoned_segments(std::chrono::seconds(2)))
+      log_write(log_level::info, "ofi", "removed /dev/shm/" + left + " (left by a process that is gone)");
+  }
   _host = hostname();
   std::string prov_field = _prov;
   std::replace(prov_field.begin(), prov_field.end(), ';', ',');
@@ -744,27 +880,115 @@ void ofi_driver::open(const driver_config& config) {
   _caps.bandwidth_mbps = _caps.node_local ? 5000 : 1000;
   _caps.overhead_us = 1;
 
-  _rx_count = kRecvBuffers;
-  if (_caps.node_local)
-    _rx_count = std::clamp<std::size_t>(info->rx_attr->size / 2, kRecvBuffers, kMaxRecvBuffersShm);
+  // Packet buffers, credit windows and the data receives' budget, from the
+  // provider's receive queue (see the top of this file).
+  const std::size_t queue = info->rx_attr->size ? info->rx_attr->size : 1024;
+  const std::size_t peers = static_cast<std::size_t>(std::max(1, _cfg.size - 1));
+  const std::size_t reserve = kCtrlReserve + kCtrlReservePerPeer * peers;
+  _rx_count = std::max(kRecvBuffers, reserve + kMinWindow * peers);
+  if (_caps.node_local) _rx_count = std::max(_rx_count, std::min(queue / 2, kMaxRecvBuffersShm));
+  if (queue > kRecvQueueMargin + kMinDataRecvs)
+    _rx_count = std::min(_rx_count, queue - kRecvQueueMargin - kMinDataRecvs);
+  _rx_count = std::max<std::size_t>(_rx_count, 2 * peers + kCtrlReserve);
+  const std::size_t share = _rx_count > reserve ? (_rx_count - reserve) / peers : 0;
+  _window = static_cast<std::uint32_t>(std::clamp<std::size_t>(share, 2, kCreditMask));
+  if (share < 2)
+    log_write(log_level::warn, "ofi",
+              "the provider's receive queue (" + std::to_string(queue) + ") is short for " + std::to_string(peers) +
+                  " peers: credit windows of 2 packets exceed the packet buffers");
+  _credit_threshold = std::max<std::uint32_t>(1, (_window + 1) / 2);
+  _data_recv_max = queue > _rx_count + kRecvQueueMargin + kMinDataRecvs ? queue - _rx_count - kRecvQueueMargin
+                                                                          : kMinDataRecvs;
   _rx_block.reset(new std::byte[_rx_count * kMaxPacket]);  // not initialised: pages stay untouched
   for (std::size_t i = 0; i < _rx_count; ++i) {
     op* o = new_op(op_kind::rx_buffer, invalid_connection);
     o->rx = _rx_block.get() + i * kMaxPacket;
     post_rx_buffer(o);
   }
+  if (_rx_post_error_logged)
+    throw std::runtime_error("ofi driver (" + _prov + "): the provider refuses receive buffers (see the log)");
   log_write(log_level::info, "ofi",
             "provider " + _prov + " (domain " + std::string(info->domain_attr->name ? info->domain_attr->name : "?") +
-                "), address " + _local);
+                "), address " + _local + ", " + std::to_string(_rx_count) + " packet buffers, window " +
+                std::to_string(_window) + " per peer, " + std::to_string(_data_recv_max) + " data receives");
 }
 
-// A buffer the provider cannot take now (FI_EAGAIN) is posted again from
-// the next poll().
 void ofi_driver::post_rx_buffer(op* o) {
   ssize_t r = fi_trecv(_ep, o->rx, kMaxPacket, nullptr, FI_ADDR_UNSPEC, 0, kIgnoreNonData, &o->ctx);
-  if (r == 0) return;
-  if (r != -FI_EAGAIN) throw std::runtime_error(fi_error(_prov, "fi_trecv (packet buffer)", static_cast<int>(r)));
-  _rx_idle.push_back(o);
+  if (r == 0) {
+    const connection_id owed = o->conn;
+    o->conn = invalid_connection;
+    if (owed != invalid_connection) owe_credit(owed);
+    return;
+  }
+  _rx_idle.push_back(o);  // posted again by the next poll()
+  if (transient(r)) {
+    ++_flow.transient_retries;
+    return;
+  }
+  // The provider refuses packet buffers for good: no peer can send us
+  // anything any more (its credits would run out, unanswered).
+  if (!_rx_post_error_logged)
+    log_write(log_level::error, "ofi", fi_error(_prov, "fi_trecv (packet buffer)", static_cast<int>(r)));
+  _rx_post_error_logged = true;
+  fail_all("this process's provider refuses receive buffers (" +
+           fi_error(_prov, "fi_trecv (packet buffer)", static_cast<int>(r)) + ")");
+}
+
+void ofi_driver::owe_credit(connection_id id) {
+  conn* c = find(id);
+  if (!c || c->st != state::established) return;
+  ++c->rx_owed;
+  if (c->rx_owed >= _credit_threshold && !c->owing_listed) {
+    c->owing_listed = true;
+    _owing.push_back(id);
+  }
+}
+
+// Peers owed half a window or more whose packets have not carried it back
+// meanwhile get a credit message (it costs no credit: see the top).
+void ofi_driver::return_credits() {
+  std::vector<connection_id> owing;
+  owing.swap(_owing);
+  for (connection_id id : owing) {
+    conn* c = find(id);
+    if (!c) continue;
+    c->owing_listed = false;
+    if (c->st != state::established || c->rx_owed < _credit_threshold) continue;
+    const std::uint64_t tag = ctrl_tag(c->peer_id) | std::min<std::uint64_t>(c->rx_owed, kCreditMask);
+    c->rx_owed = 0;
+    ++_flow.credit_messages;
+    send_ctrl(c->addr, tag, ctrl_type::credit, make_ctrl(ctrl_type::credit, _cfg.rank, c->id, {}, {}), c->id);
+  }
+}
+
+void ofi_driver::fail_all(const std::string& reason) {
+  for (auto& [id, c] : _conns) fail(c, reason);
+}
+
+void ofi_driver::internal_error(connection_id id, const char* what) noexcept {
+  try {
+    const std::string reason = std::string("internal error in this process's ofi driver: ") + what;
+    log_write(log_level::error, "ofi", reason);
+    if (id == invalid_connection) {
+      fail_all(reason);
+    } else if (conn* c = find(id)) {
+      fail(*c, reason);
+    }
+  } catch (...) {
+    // Out of memory even for the message: the connection stays as it is.
+  }
+}
+
+void ofi_driver::check_liveness(steady::time_point now) {
+  if (now < _next_liveness) return;
+  _next_liveness = now + kLivenessPeriod;
+  for (auto& [id, c] : _conns) {
+    if (c.st == state::failed || !c.seg.is_open() || c.seg.held()) continue;
+    c.seg.reap();
+    fail(c, "peer process died (nobody holds its shared-memory endpoint " + c.seg.file() + " any more) [" + _prov +
+                "]");
+  }
 }
 
 bool ofi_driver::reachable(std::string_view address) const {
@@ -810,7 +1034,7 @@ bool ofi_driver::flush_ctrl() {
       continue;
     }
     ssize_t r = fi_tsend(_ep, o->owned.data(), o->owned.size(), nullptr, q.to, q.tag, &o->ctx);
-    if (r == -FI_EAGAIN) return false;
+    if (transient(r)) return false;
     const ctrl_type type = q.type;
     _ctrl_queue.pop_front();
     if (r != 0) {
@@ -820,6 +1044,29 @@ bool ofi_driver::flush_ctrl() {
     }
     ++_ctrl_pending;
     if (c && type == ctrl_type::ack && c->st == state::ack_queued) c->st = state::established;
+  }
+  return true;
+}
+
+// An shm peer's endpoint `name`: its segment must exist, and where the
+// driver named it, be held by a live process; `seg` is then opened for the
+// liveness checks. (Other names, and other providers: true.)
+bool shm_peer_alive(const std::string& name, ofi_shm::peer_segment& seg, std::string& why) {
+  if (name.compare(0, 9, "fi_shm://") != 0) return true;
+  const std::string file = ofi_shm::segment_file(name);
+  if (file.empty() || ::access(("/dev/shm/" + file).c_str(), F_OK) != 0) {
+    why = "the peer's shared-memory endpoint is gone (" + (file.empty() ? std::string("bad name") : file) + ")";
+    return false;
+  }
+  if (!ofi_shm::is_driver_segment(file)) return true;
+  if (!seg.open(file)) {
+    why = "the peer's shared-memory endpoint is gone (" + file + ")";
+    return false;
+  }
+  if (!seg.held()) {
+    seg.reap();
+    why = "the peer process is gone (nobody holds its shared-memory endpoint " + file + ")";
+    return false;
   }
   return true;
 }
@@ -840,28 +1087,33 @@ connection_id ofi_driver::connect(int peer_rank, std::string_view address) {
     fail(c, "the peer uses provider " + p.provider + ", this process " + _prov);
   } else if (_caps.node_local && p.host != _host) {
     fail(c, "the peer is on another host (" + p.host + ") and provider " + _prov + " reaches this host only");
-  } else if (!shm_peer_present(p.name)) {
-    fail(c, "the peer's shared-memory endpoint is gone (" + p.name + ")");
+  } else if (!shm_peer_alive(p.name, c.seg, why)) {
+    fail(c, why);
   } else if (!insert_address(p.name, c.addr, why)) {
     fail(c, why);
   } else {
-    send_ctrl(c.addr, ctrl_tag(0), ctrl_type::hello, make_ctrl(ctrl_type::hello, _cfg.rank, c.id, _cfg.job_key, _name),
-              c.id);
+    send_ctrl(c.addr, ctrl_tag(0), ctrl_type::hello,
+              make_ctrl(ctrl_type::hello, _cfg.rank, c.id, _cfg.job_key, _name, _window), c.id);
   }
   return c.id;
 }
 
-post_result ofi_driver::post_send_packet(connection_id id, std::span<const iovec> iov, void* token) {
+post_result ofi_driver::send_packet(connection_id id, std::span<const iovec> iov, void* token) {
   conn* c = find(id);
   if (post_result r = check_postable(c); r != post_result::posted) return r;
   const std::size_t len = total_len(iov);
   if (len > kMaxPacket || iov.size() > 64) return post_result::failed;
   if (c->in_flight >= kMaxSendsInFlight) return post_result::retry;
+  if (c->tx_credits == 0) {
+    ++_flow.credit_waits;
+    return post_result::retry;
+  }
   op* o = new_op(op_kind::send, id);
   o->token = token;
+  const std::uint64_t tag = packet_tag_for(*c);
   ssize_t r;
   if (iov.size() <= _iov_limit) {
-    r = fi_tsendv(_ep, iov.data(), nullptr, iov.size(), c->addr, packet_tag(c->peer_id), &o->ctx);
+    r = fi_tsendv(_ep, iov.data(), nullptr, iov.size(), c->addr, tag, &o->ctx);
   } else {  // more pieces than the provider takes: one copy
     o->owned.resize(len);
     std::size_t pos = 0;
@@ -869,24 +1121,33 @@ post_result ofi_driver::post_send_packet(connection_id id, std::span<const iovec
       if (v.iov_len) std::memcpy(o->owned.data() + pos, v.iov_base, v.iov_len);
       pos += v.iov_len;
     }
-    r = fi_tsend(_ep, o->owned.data(), len, nullptr, c->addr, packet_tag(c->peer_id), &o->ctx);
+    r = fi_tsend(_ep, o->owned.data(), len, nullptr, c->addr, tag, &o->ctx);
   }
   if (r == 0) {
     ++c->in_flight;
     c->sends.insert(o);
+    --c->tx_credits;
+    c->rx_owed = 0;  // carried by the tag
     return post_result::posted;
   }
   release(o);
-  if (r == -FI_EAGAIN) return post_result::retry;
+  if (transient(r)) {
+    ++_flow.transient_retries;
+    return post_result::retry;
+  }
   fail(*c, fi_error(_prov, "fi_tsend (packet)", static_cast<int>(r)));
   return post_result::failed;
 }
 
-post_result ofi_driver::send_inline(connection_id id, std::span<const iovec> iov) {
+post_result ofi_driver::inject_packet(connection_id id, std::span<const iovec> iov) {
   conn* c = find(id);
   if (post_result r = check_postable(c); r != post_result::posted) return r;
   const std::size_t len = total_len(iov);
   if (len > _caps.max_inline || len == 0) return post_result::retry;
+  if (c->tx_credits == 0) {
+    ++_flow.credit_waits;
+    return post_result::retry;
+  }
   std::byte buf[4096];
   if (len > sizeof buf) return post_result::retry;
   std::size_t pos = 0;
@@ -894,15 +1155,22 @@ post_result ofi_driver::send_inline(connection_id id, std::span<const iovec> iov
     if (v.iov_len) std::memcpy(buf + pos, v.iov_base, v.iov_len);
     pos += v.iov_len;
   }
-  ssize_t r = fi_tinject(_ep, buf, len, c->addr, packet_tag(c->peer_id));
-  if (r == 0) return post_result::posted;
-  if (r == -FI_EAGAIN) return post_result::retry;
+  ssize_t r = fi_tinject(_ep, buf, len, c->addr, packet_tag_for(*c));
+  if (r == 0) {
+    --c->tx_credits;
+    c->rx_owed = 0;
+    return post_result::posted;
+  }
+  if (transient(r)) {
+    ++_flow.transient_retries;
+    return post_result::retry;
+  }
   fail(*c, fi_error(_prov, "fi_tinject (packet)", static_cast<int>(r)));
   return post_result::failed;
 }
 
-post_result ofi_driver::post_send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
-                                       void* token) {
+post_result ofi_driver::send_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
+                                  void* token) {
   conn* c = find(id);
   if (post_result r = check_postable(c); r != post_result::posted) return r;
   if (iov.size() > _iov_limit) return post_result::failed;
@@ -919,31 +1187,41 @@ post_result ofi_driver::post_send_data(connection_id id, std::uint64_t cookie, s
     return post_result::posted;
   }
   release(o);
-  if (r == -FI_EAGAIN) return post_result::retry;
+  if (transient(r)) {
+    ++_flow.transient_retries;
+    return post_result::retry;
+  }
   fail(*c, fi_error(_prov, "fi_tsend (data)", static_cast<int>(r)));
   return post_result::failed;
 }
 
-post_result ofi_driver::post_recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
-                                       void* token) {
+post_result ofi_driver::recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,
+                                  void* token) {
   conn* c = find(id);
   if (post_result r = check_postable(c); r != post_result::posted) return r;
   if (iov.size() > _iov_limit) return post_result::failed;
   const auto low = static_cast<std::uint32_t>(cookie);
   if (c->recvs.count(low)) return post_result::failed;  // posted already (or same low half)
+  if (_data_recvs >= _data_recv_max) {  // the provider's queue is for packet buffers too
+    ++_flow.data_recv_waits;
+    return post_result::retry;
+  }
   op* o = new_op(op_kind::recv_data, id);
   o->token = token;
   o->cookie = cookie;
   o->capacity = total_len(iov);
   // The local connection id is what the peer puts in its data tags.
   const std::uint64_t tag = data_tag(c->id, cookie);
-  for (;;) {
-    ssize_t r = iov.empty() ? fi_trecv(_ep, nullptr, 0, nullptr, FI_ADDR_UNSPEC, tag, 0, &o->ctx)
-                            : fi_trecvv(_ep, iov.data(), nullptr, iov.size(), FI_ADDR_UNSPEC, tag, 0, &o->ctx);
-    if (r == 0) break;
+  const ssize_t r = iov.empty() ? fi_trecv(_ep, nullptr, 0, nullptr, FI_ADDR_UNSPEC, tag, 0, &o->ctx)
+                                : fi_trecvv(_ep, iov.data(), nullptr, iov.size(), FI_ADDR_UNSPEC, tag, 0, &o->ctx);
+  if (r != 0) {
     release(o);
-    if (r == -FI_EAGAIN) return post_result::retry;
-    fail(*c, fi_error(_prov, "fi_trecv (data)", static_cast<int>(r)));
+    if (transient(r)) {
+      ++_flow.transient_retries;
+      ++_flow.data_recv_waits;
+      return post_result::retry;
+    }
+    fail(*c, "this process's provider refused the receive: " + fi_error(_prov, "fi_trecv (data)", static_cast<int>(r)));
     return post_result::failed;
   }
   c->recvs.emplace(low, o);
@@ -953,9 +1231,13 @@ post_result ofi_driver::post_recv_data(connection_id id, std::uint64_t cookie, s
 void ofi_driver::close_connection(connection_id id) {
   conn* c = find(id);
   if (!c) return;
-  if (c->st == state::established)
-    send_ctrl(c->addr, ctrl_tag(c->peer_id), ctrl_type::bye, make_ctrl(ctrl_type::bye, _cfg.rank, c->id, {}, {}),
-              invalid_connection);
+  try {
+    if (c->st == state::established)
+      send_ctrl(c->addr, ctrl_tag(c->peer_id), ctrl_type::bye, make_ctrl(ctrl_type::bye, _cfg.rank, c->id, {}, {}),
+                invalid_connection);
+  } catch (const std::exception&) {
+    // No memory for a bye: the peer finds the connection silent instead.
+  }
   fail(*c, "closed");
   std::erase(_to_report, id);
   _conns.erase(id);
@@ -976,6 +1258,8 @@ void ofi_driver::fail(conn& c, std::string reason) {
   for (op* o : c.sends) o->dead = true;
   c.sends.clear();
   c.in_flight = 0;
+  c.tx_credits = 0;
+  c.rx_owed = 0;
   if (reason != "closed") {
     log_write(log_level::warn, "ofi",
               "connection to rank " + std::to_string(c.peer_rank) + " (" + _prov + ") failed: " + reason);
@@ -989,12 +1273,17 @@ void ofi_driver::complete(const fi_cq_tagged_entry& e) {
   switch (o->kind) {
     case op_kind::rx_buffer: {
       const std::span<const std::byte> bytes(o->rx, e.len);
+      o->conn = invalid_connection;
       if (e.tag & kCtrlBit) {
         on_ctrl(e.tag, bytes);
       } else {
         const auto id = static_cast<connection_id>((e.tag >> 32) & kMaxConnId);
         conn* c = find(id);
-        if (c && c->st == state::established) _cfg.events->on_packet(id, bytes);
+        if (c && c->st == state::established) {
+          credited(*c, e.tag);  // before the engine may answer
+          o->conn = id;         // owed a credit once the buffer is posted again
+          _cfg.events->on_packet(id, bytes);
+        }
       }
       post_rx_buffer(o);
       return;
@@ -1059,6 +1348,7 @@ void ofi_driver::complete_error(const fi_cq_err_entry& e) {
         if (conn* c = find(id); c && !(e.tag & kCtrlBit))
           fail(*c, "protocol error: packet larger than " + std::to_string(kMaxPacket) + " bytes (" + text + ")");
       }
+      o->conn = invalid_connection;
       if (_ep) post_rx_buffer(o);
       return;
     case op_kind::ctrl_send: {
@@ -1127,7 +1417,12 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
       c.addr = from;
       c.peer_id = h.sender_id;
       c.st = state::ack_queued;
-      send_ctrl(from, ctrl_tag(h.sender_id), ctrl_type::ack, make_ctrl(ctrl_type::ack, _cfg.rank, c.id, {}, {}), c.id);
+      c.tx_credits = c.tx_window = h.window;
+      // shm: the peer's segment, for the liveness checks (it exists: the
+      // peer is waiting for our answer).
+      if (_caps.node_local) shm_peer_alive(std::string(addr), c.seg, why);
+      send_ctrl(from, ctrl_tag(h.sender_id), ctrl_type::ack,
+                make_ctrl(ctrl_type::ack, _cfg.rank, c.id, {}, {}, _window), c.id);
       log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c.peer_rank) + " (" + _prov + ")");
       _cfg.events->on_connected(c.id, c.peer_rank);
       return;
@@ -1141,6 +1436,7 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
       }
       c->peer_id = h.sender_id;
       c->st = state::established;
+      c->tx_credits = c->tx_window = h.window;
       log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c->peer_rank) + " (" + _prov + ")");
       _cfg.events->on_connected(c->id, c->peer_rank);
       return;
@@ -1155,12 +1451,44 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
       if (c && c->st == state::established && c->peer_id == h.sender_id) fail(*c, "peer closed the connection");
       return;
     }
+    case ctrl_type::credit: {
+      conn* c = find(my_id);
+      if (c && c->st == state::established && c->peer_id == h.sender_id) credited(*c, tag);
+      return;
+    }
   }
 }
 
 int ofi_driver::poll() {
   if (!_ep || _depth > 0) return 0;
-  ++_depth;
+  struct depth_guard {
+    int& depth;
+    ~depth_guard() { --depth; }
+  } guard{++_depth};
+  int work = 0;
+  try {
+    work = progress();
+  } catch (const std::exception& e) {
+    internal_error(invalid_connection, e.what());
+  } catch (...) {
+    internal_error(invalid_connection, "unknown exception");
+  }
+  // Failures, each reported once; the connection then goes.
+  while (!_to_report.empty()) {
+    const connection_id id = _to_report.front();
+    _to_report.erase(_to_report.begin());
+    auto it = _conns.find(id);
+    if (it == _conns.end()) continue;
+    std::string reason;
+    reason.swap(it->second.fail_reason);
+    _conns.erase(it);
+    _cfg.events->on_connection_failed(id, reason);
+    ++work;
+  }
+  return work;
+}
+
+int ofi_driver::progress() {
   apply_released();
   int work = 0;
   if (!_rx_idle.empty()) {
@@ -1168,6 +1496,7 @@ int ofi_driver::poll() {
     idle.swap(_rx_idle);
     for (op* o : idle) post_rx_buffer(o);
   }
+  bool drained = false;
   for (int round = 0; round < kMaxCqReadsPerPoll; ++round) {
     fi_cq_tagged_entry e[kCqBatch];
     ssize_t n = fi_cq_read(_cq, e, kCqBatch);
@@ -1181,12 +1510,17 @@ int ofi_driver::poll() {
       if (n != -FI_EAGAIN && n != 0) {
         log_write(log_level::error, "ofi", fi_error(_prov, "fi_cq_read", static_cast<int>(n)));
       }
+      drained = true;
       break;
     }
     for (ssize_t i = 0; i < n; ++i) complete(e[i]);
     work += static_cast<int>(n);
-    if (n < kCqBatch) break;
+    if (n < kCqBatch) {
+      drained = true;
+      break;
+    }
   }
+  if (!_owing.empty()) return_credits();
   if (!_ctrl_queue.empty()) flush_ctrl();
   // Handshakes past their deadline.
   const steady::time_point now = steady::now();
@@ -1194,24 +1528,17 @@ int ofi_driver::poll() {
     if (c.st == state::await_ack && now > c.deadline)
       fail(c, "no answer to the hello within " + std::to_string(_connect_timeout.count()) +
                   " ms (peer not running, or not polling?) [" + _prov + "]");
-  // Failures, each reported once; the connection then goes.
-  while (!_to_report.empty()) {
-    const connection_id id = _to_report.front();
-    _to_report.erase(_to_report.begin());
-    auto it = _conns.find(id);
-    if (it == _conns.end()) continue;
-    const std::string reason = it->second.fail_reason;
-    _conns.erase(it);
-    _cfg.events->on_connection_failed(id, reason);
-    ++work;
-  }
-  --_depth;
+  // shm peers gone without a bye; only once everything they sent before
+  // (a bye among it) has been read.
+  if (drained && _caps.node_local) check_liveness(now);
   return work;
 }
 
 arm_result ofi_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
   if (!_ep) return arm_result::armed;
-  if (!_to_report.empty() || _wait_fd < 0) return arm_result::busy;
+  // Buffers or control messages the provider refused are retried by poll().
+  if (!_to_report.empty() || _wait_fd < 0 || !_rx_idle.empty() || !_ctrl_queue.empty() || !_owing.empty())
+    return arm_result::busy;
   fid* f = &_cq->fid;
   if (fi_trywait(_fabric, &f, 1) != FI_SUCCESS) return arm_result::busy;
   fds.push_back({_wait_fd, POLLIN, 0});
@@ -1234,6 +1561,11 @@ std::unique_ptr<driver> make_ofi_driver_for(std::string_view provider) {
 ofi_rma_stats ofi_driver_rma_stats(const driver& d) {
   const auto* o = dynamic_cast<const ofi_driver*>(&d);
   return o ? o->rma_stats() : ofi_rma_stats{};
+}
+
+ofi_flow_stats ofi_driver_flow_stats(const driver& d) {
+  const auto* o = dynamic_cast<const ofi_driver*>(&d);
+  return o ? o->flow_stats() : ofi_flow_stats{};
 }
 
 std::vector<ofi_provider_status> ofi_probe_providers() {

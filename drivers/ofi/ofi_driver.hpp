@@ -22,6 +22,13 @@
 // advertised: expose() registers the sender's buffer (through a registration
 // cache, NMAD_OFI_MR_CACHE) and the receiver's post_get() fi_read()s it.
 //
+// Flow control. A peer sends packets only against credits (a window of our
+// packet buffers, granted at connection time and returned as they are
+// posted again), and no more data receives are posted than the provider's
+// receive queue holds next to the packet buffers: nothing ever arrives that
+// the provider would have to keep unexpected. Out of credit or room, and on
+// FI_EAGAIN/FI_ENOMEM, posts answer retry (see ofi_driver.cpp).
+//
 // Connections. RDM endpoints have none; the driver makes its own: connect()
 // inserts the peer's address and sends a hello (rank, job key, own address);
 // the peer checks the key, inserts the sender's address and answers with an
@@ -54,6 +61,21 @@ struct ofi_rma_stats {
   std::size_t cached = 0, exposed = 0;
 };
 ofi_rma_stats ofi_driver_rma_stats(const driver& d);
+
+// Flow control of an ofi driver (zeros for another driver): the packet
+// buffers it posts, the window of packets each peer may send it, the data
+// receives it lets the provider hold at once and holds now; how often a
+// packet waited for credit, a data receive for room in the provider's
+// queue, and any post for a transient refusal (FI_EAGAIN, FI_ENOMEM); the
+// credits peers returned and the credit messages it sent; and (shm) whether
+// its segment's name is still in /dev/shm, held by it.
+struct ofi_flow_stats {
+  std::size_t packet_buffers = 0, window = 0, data_recv_limit = 0, data_recvs = 0;
+  std::uint64_t credit_waits = 0, data_recv_waits = 0, transient_retries = 0;
+  std::uint64_t credits_received = 0, credit_messages = 0;
+  bool segment_held = false;
+};
+ofi_flow_stats ofi_driver_flow_stats(const driver& d);
 
 // What nmad-info prints: each provider libfabric offers for the driver's
 // needs, and whether the driver can open it (detail: why not, or its caps).

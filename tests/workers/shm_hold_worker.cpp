@@ -1,7 +1,9 @@
 // A rank that holds shared-memory connections to every peer, for
-// shm_cleanup_test. After session set-up and one message with each peer it
-// counts the /dev/shm entries that carry its own pid (none should remain:
-// the driver unlinks its names once every peer has opened them) and prints
+// shm_cleanup_test and ofi_multiprocess_test. After session set-up and one
+// message with each peer it counts the /dev/shm entries that carry its own
+// pid (none should remain: the shm driver unlinks its names once every peer
+// has opened them, the ofi driver over libfabric's shm provider its
+// segment, "nmad_<hex>_<pid>") and prints
 //   held <n> pid <pid> rank <rank>
 // then, by mode: `hold` sleeps (the test kills the launcher meanwhile),
 // `die` kills rank 1 with SIGKILL while the others wait for it to fail.
@@ -23,11 +25,15 @@ namespace {
 
 int count_mine() {
   const std::string infix = "-" + std::to_string(::getpid()) + "-";
+  const std::string suffix = "_" + std::to_string(::getpid());
   int n = 0;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("nmad-", 0) == 0 && name.find(infix) != std::string::npos) {
+    const bool shm_name = name.rfind("nmad-", 0) == 0 && name.find(infix) != std::string::npos;
+    const bool ofi_name = name.rfind("nmad_", 0) == 0 && name.size() > suffix.size() &&
+                          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (shm_name || ofi_name) {
       std::printf("still in /dev/shm: %s\n", name.c_str());
       ++n;
     }
