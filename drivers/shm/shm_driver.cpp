@@ -50,10 +50,17 @@ namespace nmad::shm_impl {
 
 
 std::string unique_name(const std::string& prefix, const char* what, unsigned& counter) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  // One generator for the process (not per thread: 2.5 KiB of thread-local
+  // state would keep the library from loading with dlopen).
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  unsigned r;
+  {
+    std::lock_guard g(mu);
+    r = static_cast<unsigned>(rng());
+  }
   char buf[60];
-  std::snprintf(buf, sizeof buf, "/%s%s-%d-%u-%08x", prefix.c_str(), what, static_cast<int>(::getpid()), counter++,
-                static_cast<unsigned>(rng()));
+  std::snprintf(buf, sizeof buf, "/%s%s-%d-%u-%08x", prefix.c_str(), what, static_cast<int>(::getpid()), counter++, r);
   return buf;
 }
 

@@ -21,6 +21,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
