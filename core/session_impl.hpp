@@ -315,6 +315,11 @@ class session_impl final : private wait_engine {
   }
   bool no_live_peer() const;  // every other rank failed (size > 1)
   std::string peer_name(const gate& g) const;
+  // "rank N failed: <reason>" for a request that fails because g failed,
+  // naming the first failure this process saw if that was another peer's
+  // (a peer that gave up a collective because a third one died, then
+  // closed its connections, did not fail first). _pending_lock not held.
+  std::string failure_text(const gate& g);
 
   // Engine scopes open on this thread. Thread-locals on the message path
   // use the initial-exec model: a plain %fs-relative access instead of a
@@ -366,6 +371,8 @@ class session_impl final : private wait_engine {
     bool close;
   };
   std::vector<failure> _failures;          // to clean up
+  int _first_failed = -1;                  // the first gate failure seen: its rank,
+  std::string _first_failure;              // and "rank N failed: <reason>"
   waiter _waiter;
   std::unique_ptr<bootstrap> _boot;
   int _rank = 0;

@@ -426,7 +426,10 @@ bool session_impl::schedule_track(gate& g, track& t, bool force) {
     }
     if (res == post_result::failed) {
       t.retry = pw;  // reclaimed by the gate's clean-up
-      fail_gate(g, "the driver refused a send");
+      // The cause if the driver knows the connection broken (the peer died,
+      // closed it), else the refusal itself.
+      const std::string broken = d.failure_reason(t.conn);
+      fail_gate(g, broken.empty() ? "the driver refused a send" : broken);
       return true;
     }
     t.outstanding++;
@@ -556,6 +559,10 @@ void session_impl::fail_gate(gate& g, std::string reason, bool close) {
     if (g.fail_queued) return;
     g.fail_queued = true;
     g.fail_reason = reason;
+    if (_first_failed < 0) {
+      _first_failed = g.rank;
+      _first_failure = peer_name(g) + " failed: " + reason;
+    }
     _failures.push_back({&g, close});
     _pending_any.store(true, std::memory_order_release);
   }
@@ -565,8 +572,15 @@ void session_impl::fail_gate(gate& g, std::string reason, bool close) {
   log_write(log_level::warn, "session", peer_name(g) + " failed: " + reason);
 }
 
+std::string session_impl::failure_text(const gate& g) {
+  std::string text = peer_name(g) + " failed: " + g.fail_reason;
+  std::lock_guard pl(_pending_lock);
+  if (_first_failed >= 0 && _first_failed != g.rank) text += " (after " + _first_failure + ")";
+  return text;
+}
+
 void session_impl::clean_up_failed(gate& g, bool close) {
-  const std::string msg = peer_name(g) + " failed: " + g.fail_reason;
+  const std::string msg = failure_text(g);
   // The drivers first (one at a time, nothing else held): no more events
   // of these connections reach the gate.
   for (track& t : g.tracks) {

@@ -287,6 +287,12 @@ post_result shm_driver::post_recv_data(connection_id id, std::uint64_t cookie, s
   return post_result::posted;
 }
 
+std::string shm_driver::failure_reason(connection_id id) const {
+  const conn* c = find(id);
+  if (!c || c->st == state::closed) return "connection closed";
+  return c->st == state::failed ? c->fail_reason : std::string();
+}
+
 // Receiver-pulled rendezvous: one process_vm_readv from the peer's buffer
 // into ours, done here (the caller matched the message and wants the bytes
 // now); the completion is reported by the next poll().
