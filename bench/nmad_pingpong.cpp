@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,7 @@ int reps_for(std::size_t size, int requested) {
   return 30;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::vector<std::size_t> sizes = default_sizes();
   int reps = 0;
   bool json = false;
@@ -141,4 +140,17 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+// A session that cannot start (bad NMAD_STRATEGY or NMAD_DRIVER, no
+// launcher, a peer that failed) says why and exits 1.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nmad_pingpong: %s\n", e.what());
+    return 1;
+  }
 }

@@ -172,7 +172,7 @@ class session_impl final : private wait_engine {
     explicit engine_scope(const session_impl& s) : _s(const_cast<session_impl&>(s)) { ++t_depth; }
     ~engine_scope() {
       if (--t_depth == 0) {
-        if (_s._pending_any.load(std::memory_order_acquire) || !t_deferred.empty()) _s.leave_engine();
+        if (_s._pending_any.load(std::memory_order_acquire) || deferred_waiting()) _s.leave_engine();
         if (_s._trim_due.load(std::memory_order_relaxed)) _s.trim_if_due();  // no lock held here
         _s._waiter.returns_to_application();  // the progress thread may have work
       }
@@ -315,11 +315,16 @@ class session_impl final : private wait_engine {
   }
   bool no_live_peer() const;  // every other rank failed (size > 1)
   std::string peer_name(const gate& g) const;
+  // "rank N failed: <reason>" for a request that fails because g failed,
+  // naming the first failure this process saw if that was another peer's
+  // (a peer that gave up a collective because a third one died, then
+  // closed its connections, did not fail first). _pending_lock not held.
+  std::string failure_text(const gate& g);
 
   // Engine scopes open on this thread. Thread-locals on the message path
   // use the initial-exec model: a plain %fs-relative access instead of a
-  // __tls_get_addr call (the libraries are loaded with the program; these
-  // few bytes also fit the static TLS a later dlopen may use).
+  // __tls_get_addr call. They are scalars and pointers only, so that the
+  // library still loads with dlopen (core/common/thread_heap.hpp).
   [[gnu::tls_model("initial-exec")]] static thread_local int t_depth;
   // Completions whose callback has not run yet (run when the thread
   // leaves the engine, see engine_scope).
@@ -327,21 +332,34 @@ class session_impl final : private wait_engine {
     session_impl* s;
     request_state* r;
   };
-  // Trivially constructible and destructible, so that reaching it costs no
-  // TLS initialisation call; more than kInline wait in spill().
   struct deferred_queue {
     static constexpr std::size_t kInline = 16;
-    std::size_t size;
+    std::size_t size = 0;
     deferred_completion items[kInline];
+    std::vector<deferred_completion> spill;  // beyond kInline
     bool empty() const { return size == 0; }
     void push(deferred_completion d) {
       if (size < kInline) items[size] = d;
-      else spill().push_back(d);
+      else spill.push_back(d);
       ++size;
     }
-    static std::vector<deferred_completion>& spill();
   };
-  [[gnu::tls_model("initial-exec")]] static thread_local deferred_queue t_deferred;
+  // What a thread keeps between engine calls, on the heap: null until the
+  // thread first defers a completion or sleeps.
+  struct thread_work {
+    deferred_queue deferred;
+    std::vector<deferred_completion> batch;  // run_deferred's
+    // arm_drivers -> disarm_drivers (one arm per thread at a time): the
+    // descriptors each driver slot added, and which slots were armed.
+    std::vector<std::size_t> arm_counts;
+    std::vector<bool> armed;
+  };
+  [[gnu::tls_model("initial-exec")]] static thread_local thread_work* t_work;
+  static thread_work& work_of_thread();
+  static bool deferred_waiting() {
+    const thread_work* w = t_work;
+    return w && !w->deferred.empty();
+  }
   thread_level _level = thread_level::multiple;
   bool _threaded = true;                   // _level == multiple
   mutable domain_mutex _match_lock;        // LOCK ORDER 2
@@ -353,6 +371,8 @@ class session_impl final : private wait_engine {
     bool close;
   };
   std::vector<failure> _failures;          // to clean up
+  int _first_failed = -1;                  // the first gate failure seen: its rank,
+  std::string _first_failure;              // and "rank N failed: <reason>"
   // Whether the machine is contended now (the waiter's yield and spin
   // decisions, idle test calls); declared before the waiter, which uses it.
   std::unique_ptr<load_probe> _load_probe = make_system_load_probe();

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/common/log.hpp"
+#include "core/common/thread_heap.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {
@@ -85,10 +86,10 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
 // ---- progress ----------------------------------------------------------------
 
 [[gnu::tls_model("initial-exec")]] thread_local int session_impl::t_depth = 0;
-[[gnu::tls_model("initial-exec")]] thread_local session_impl::deferred_queue session_impl::t_deferred;
-std::vector<session_impl::deferred_completion>& session_impl::deferred_queue::spill() {
-  thread_local std::vector<deferred_completion> v;
-  return v;
+[[gnu::tls_model("initial-exec")]] thread_local session_impl::thread_work* session_impl::t_work = nullptr;
+session_impl::thread_work& session_impl::work_of_thread() {
+  thread_work* w = t_work;
+  return w ? *w : thread_heap::create(t_work);
 }
 
 int session_impl::progress(bool wait_busy_drivers) {
@@ -128,7 +129,7 @@ void session_impl::leave_engine() {
     flush_pending();
     --t_depth;
   }
-  if (!t_deferred.empty()) run_deferred();
+  if (deferred_waiting()) run_deferred();
 }
 
 void session_impl::defer_schedule(gate& g) {
@@ -181,17 +182,13 @@ int session_impl::progress_round() {
 
 // Arms every driver; their descriptors follow the ones the waiter put first.
 // Which entries belong to which driver is recomputed by disarm_drivers from
-// the counts kept here (one arm per thread at a time: thread_local). A
+// the counts kept in the thread's work (one arm per thread at a time). A
 // driver another thread is polling makes the answer busy (poll again).
-namespace {
-[[gnu::tls_model("initial-exec")]] thread_local std::vector<std::size_t> t_arm_counts;
-[[gnu::tls_model("initial-exec")]] thread_local std::vector<bool> t_armed;
-}  // namespace
-
 arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) {
   engine_scope scope(*this);
-  t_arm_counts.assign(_slots.size(), 0);
-  t_armed.assign(_slots.size(), false);
+  thread_work& w = work_of_thread();
+  w.arm_counts.assign(_slots.size(), 0);
+  w.armed.assign(_slots.size(), false);
   arm_result result = _pending_any.load(std::memory_order_acquire) || _offloads_queued.load(std::memory_order_seq_cst) > 0
                           ? arm_result::busy
                           : arm_result::armed;
@@ -204,8 +201,8 @@ arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) 
     const std::size_t before = fds.size();
     const arm_result r = slot.drv->arm_wakeup(fds, timeout_ms);
     slot.lock.unlock();
-    t_armed[i] = true;
-    t_arm_counts[i] = fds.size() - before;
+    w.armed[i] = true;
+    w.arm_counts[i] = fds.size() - before;
     if (r == arm_result::busy) result = arm_result::busy;
     else if (r == arm_result::cannot && result == arm_result::armed) result = arm_result::cannot;
   }
@@ -214,15 +211,16 @@ arm_result session_impl::arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) 
 
 void session_impl::disarm_drivers(std::span<const pollfd> fds) {
   engine_scope scope(*this);
+  const thread_work& w = work_of_thread();
   std::size_t total = 0;
-  for (std::size_t n : t_arm_counts) total += n;
+  for (std::size_t n : w.arm_counts) total += n;
   std::size_t pos = fds.size() - total;  // the drivers' entries come last
-  for (std::size_t i = 0; i < _slots.size() && i < t_arm_counts.size(); ++i) {
-    if (t_armed[i]) {
+  for (std::size_t i = 0; i < _slots.size() && i < w.arm_counts.size(); ++i) {
+    if (w.armed[i]) {
       std::lock_guard dl(_slots[i]->lock);  // nothing else held: may wait
-      _slots[i]->drv->disarm_wakeup(fds.subspan(pos, t_arm_counts[i]));
+      _slots[i]->drv->disarm_wakeup(fds.subspan(pos, w.arm_counts[i]));
     }
-    pos += t_arm_counts[i];
+    pos += w.arm_counts[i];
   }
 }
 
@@ -433,7 +431,10 @@ bool session_impl::schedule_track(gate& g, track& t, bool force) {
     }
     if (res == post_result::failed) {
       t.retry = pw;  // reclaimed by the gate's clean-up
-      fail_gate(g, "the driver refused a send");
+      // The cause if the driver knows the connection broken (the peer died,
+      // closed it), else the refusal itself.
+      const std::string broken = d.failure_reason(t.conn);
+      fail_gate(g, broken.empty() ? "the driver refused a send" : broken);
       return true;
     }
     t.outstanding++;
@@ -496,7 +497,7 @@ void session_impl::complete(request_state& r) {
   if (trace::enabled() && (r.type == request_state::kind::recv || r.error != errc::ok)) trace_completion(r);
   if (r.cb && r.owner) {
     r.finishing = true;
-    t_deferred.push({this, &r});
+    work_of_thread().deferred.push({this, &r});
     if (t_depth == 0) run_deferred();  // not inside the engine: no lock held
     return;
   }
@@ -518,14 +519,14 @@ void session_impl::publish(request_state& r) {
 void session_impl::run_deferred() {
   // A callback may enter the engine again; its own outermost scope then
   // runs what it completed (above the mark) before returning here.
-  [[gnu::tls_model("initial-exec")]] thread_local std::vector<deferred_completion> batch;
+  thread_work& w = work_of_thread();
+  std::vector<deferred_completion>& batch = w.batch;
   const std::size_t mark = batch.size();
-  deferred_queue& pending = t_deferred;
+  deferred_queue& pending = w.deferred;
   batch.insert(batch.end(), pending.items, pending.items + std::min(pending.size, deferred_queue::kInline));
   if (pending.size > deferred_queue::kInline) {
-    std::vector<deferred_completion>& more = deferred_queue::spill();
-    batch.insert(batch.end(), more.begin(), more.end());
-    more.clear();
+    batch.insert(batch.end(), pending.spill.begin(), pending.spill.end());
+    pending.spill.clear();
   }
   pending.size = 0;
   for (std::size_t i = mark; i < batch.size(); ++i) {
@@ -563,6 +564,10 @@ void session_impl::fail_gate(gate& g, std::string reason, bool close) {
     if (g.fail_queued) return;
     g.fail_queued = true;
     g.fail_reason = reason;
+    if (_first_failed < 0) {
+      _first_failed = g.rank;
+      _first_failure = peer_name(g) + " failed: " + reason;
+    }
     _failures.push_back({&g, close});
     _pending_any.store(true, std::memory_order_release);
   }
@@ -572,8 +577,15 @@ void session_impl::fail_gate(gate& g, std::string reason, bool close) {
   log_write(log_level::warn, "session", peer_name(g) + " failed: " + reason);
 }
 
+std::string session_impl::failure_text(const gate& g) {
+  std::string text = peer_name(g) + " failed: " + g.fail_reason;
+  std::lock_guard pl(_pending_lock);
+  if (_first_failed >= 0 && _first_failed != g.rank) text += " (after " + _first_failure + ")";
+  return text;
+}
+
 void session_impl::clean_up_failed(gate& g, bool close) {
-  const std::string msg = peer_name(g) + " failed: " + g.fail_reason;
+  const std::string msg = failure_text(g);
   // The drivers first (one at a time, nothing else held): no more events
   // of these connections reach the gate.
   for (track& t : g.tracks) {

@@ -423,6 +423,9 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         rr->rail = t.rail;
         t.incoming.fetch_add(n, std::memory_order_relaxed);
         const post_result res = slot.drv->post_recv_data(t.conn, rr->cookie, rr->iov, rr);
+        // (Refused: the driver names the cause if it knows the connection
+        // broken, e.g. the peer died.)
+        const std::string broken = res == post_result::posted ? std::string() : slot.drv->failure_reason(t.conn);
         slot.lock.unlock();
         if (res == post_result::retry) {
           // No room in the driver now (e.g. its provider's receive queue
@@ -440,9 +443,9 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           // reported from poll; this receive is not on any list the gate's
           // clean-up walks, so it fails here.)
           delete rr;
-          fail_gate(g, "the driver refused a rendezvous receive");
+          fail_gate(g, broken.empty() ? "the driver refused a rendezvous receive" : broken);
           m.failed = true;
-          m.fail_reason = peer_name(g) + " failed: " + g.fail_reason;
+          m.fail_reason = failure_text(g);
           fail_request(r, errc::peer_failed, m.fail_reason);
           return;
         }
@@ -649,7 +652,7 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     return errc::ok;
   }
   if (source != any_source && _gates[source]->failed.load(std::memory_order_acquire)) {
-    fail_request(r, errc::peer_failed, peer_name(*_gates[source]) + " failed: " + _gates[source]->fail_reason);
+    fail_request(r, errc::peer_failed, failure_text(*_gates[source]));
     return errc::peer_failed;
   }
   if (source == any_source && no_live_peer()) {

@@ -111,7 +111,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   r.held_piece = nullptr;
   r.seq_pending = false;
   if (g.failed.load(std::memory_order_acquire)) {
-    fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
+    fail_request(r, errc::peer_failed, failure_text(g));
     return errc::peer_failed;
   }
   const bool sync = (static_cast<unsigned>(flags) & static_cast<unsigned>(send_flags::synchronous)) != 0;
@@ -260,7 +260,7 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
   r.seq_pending = true;
   std::lock_guard gl(g.lock);
   if (g.failed.load(std::memory_order_acquire))
-    fail_request(r, errc::peer_failed, peer_name(g) + " failed: " + g.fail_reason);
+    fail_request(r, errc::peer_failed, failure_text(g));
   return r.error;
 }
 

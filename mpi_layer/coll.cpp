@@ -257,6 +257,15 @@ struct call {
       fail(MPI_ERR_BUFFER, std::string(buf ? "MPI_IN_PLACE" : "null") + " " + what + " with count " +
                                std::to_string(n));
   }
+  // Block i of a v/w buffer at its own address (buf + displacement): with
+  // MPI_BOTTOM the displacements may be absolute addresses, so only a
+  // block whose address is null and holds a predefined type is refused.
+  void block(const void* buf, const std::byte* addr, long long n, const tinfo& t, const char* what, int i) {
+    if (buf == MPI_IN_PLACE && n > 0 && t.size > 0) fail(MPI_ERR_BUFFER, std::string("MPI_IN_PLACE ") + what);
+    if (n > 0 && t.size > 0 && addr == nullptr && basic_of(t.h))
+      fail(MPI_ERR_BUFFER, std::string("null address for ") + what + " block " + std::to_string(i) +
+                               (buf ? "" : " (MPI_BOTTOM + displacement 0)") + " with count " + std::to_string(n));
+  }
   const int* array(const int* a, const char* what) {
     if (!a) fail(MPI_ERR_ARG, std::string("null ") + what + " array");
     for (int i = 0; i < size; ++i)
@@ -981,8 +990,8 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
     std::vector<const tinfo*> rtp(n), stp(n);
     for (int i = 0; i < n; ++i) {
       rtp[i] = &rts[w ? i : 0];
-      x.buffer(rbuf, rcounts[i], *rtp[i], "receive buffer");
       raddr[i] = at(rbuf, w ? static_cast<Aint>(rdispls[i]) : static_cast<Aint>(rdispls[i]) * rtp[i]->extent);
+      x.block(rbuf, raddr[i], rcounts[i], *rtp[i], "receive buffer", i);
       rc[i] = rcounts[i];
     }
     call::vblocks sv;
@@ -993,8 +1002,8 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
       for (std::size_t i = 0; i < sts.size(); ++i) sts[i] = x.type(w ? stypes[i] : stypes[0], "sendtype");
       for (int i = 0; i < n; ++i) {
         stp[i] = &sts[w ? i : 0];
-        x.buffer(sbuf, scounts[i], *stp[i], "send buffer");
         saddr[i] = at(sbuf, w ? static_cast<Aint>(sdispls[i]) : static_cast<Aint>(sdispls[i]) * stp[i]->extent);
+        x.block(sbuf, saddr[i], scounts[i], *stp[i], "send buffer", i);
         sc[i] = scounts[i];
       }
       sv = x.blocks(saddr, sc, stp, true, false);

@@ -60,6 +60,17 @@ void check_buffer(const void* buf, long long n, const tinfo& t, const char* what
     fail(MPI_ERR_BUFFER, std::string("null ") + what + " with count " + std::to_string(n));
 }
 
+// Block k of an alltoallv/w buffer, at buf + displacement: with MPI_BOTTOM
+// (null) the displacements are absolute addresses, so only the block's own
+// address is checked (null with data of a predefined type).
+void check_block(const void* buf, const std::byte* addr, long long n, const tinfo& t, const char* what, int k) {
+  if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, std::string("MPI_IN_PLACE is not allowed for the ") + what +
+                                                    " of a neighbourhood collective");
+  if (n > 0 && t.size > 0 && addr == nullptr && basic_of(t.h))
+    fail(MPI_ERR_BUFFER, std::string("null address for ") + what + " block " + std::to_string(k) +
+                             (buf ? "" : " (MPI_BOTTOM + displacement 0)") + " with count " + std::to_string(n));
+}
+
 template <class T>
 const T* need_array(const T* a, std::size_t n, const char* what) {
   if (n > 0 && !a) fail(MPI_ERR_ARG, std::string("null ") + what + " array");
@@ -227,22 +238,21 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
       rts.push_back(type_info(rtypes[w ? k : 0], w ? "recvtypes[" + std::to_string(k) + "]" : "recvtype"));
     for (int k = 0; k < (w ? out : 1); ++k)
       sts.push_back(type_info(stypes[w ? k : 0], w ? "sendtypes[" + std::to_string(k) + "]" : "sendtype"));
-    for (int k = 0; k < in; ++k) {
-      check_count(rcounts[k], "recvcounts[" + std::to_string(k) + "]");
-      check_buffer(rbuf, rcounts[k], rts[w ? k : 0], "receive buffer");
-    }
-    for (int k = 0; k < out; ++k) {
-      check_count(scounts[k], "sendcounts[" + std::to_string(k) + "]");
-      check_buffer(sbuf, scounts[k], sts[w ? k : 0], "send buffer");
-    }
+    std::vector<std::byte*> raddr(static_cast<std::size_t>(in)), saddr(static_cast<std::size_t>(out));
     for (int k = 0; k < in; ++k) {
       const tinfo& t = rts[w ? k : 0];
-      x.recv(k, at(rbuf, w ? rdispls_w[k] : static_cast<Aint>(rdispls[k]) * t.extent), rcounts[k], t);
+      check_count(rcounts[k], "recvcounts[" + std::to_string(k) + "]");
+      raddr[k] = at(rbuf, w ? rdispls_w[k] : static_cast<Aint>(rdispls[k]) * t.extent);
+      check_block(rbuf, raddr[k], rcounts[k], t, "receive buffer", k);
     }
     for (int k = 0; k < out; ++k) {
       const tinfo& t = sts[w ? k : 0];
-      x.send(k, at(sbuf, w ? sdispls_w[k] : static_cast<Aint>(sdispls[k]) * t.extent), scounts[k], t);
+      check_count(scounts[k], "sendcounts[" + std::to_string(k) + "]");
+      saddr[k] = at(sbuf, w ? sdispls_w[k] : static_cast<Aint>(sdispls[k]) * t.extent);
+      check_block(sbuf, saddr[k], scounts[k], t, "send buffer", k);
     }
+    for (int k = 0; k < in; ++k) x.recv(k, raddr[k], rcounts[k], rts[w ? k : 0]);
+    for (int k = 0; k < out; ++k) x.send(k, saddr[k], scounts[k], sts[w ? k : 0]);
   });
 }
 

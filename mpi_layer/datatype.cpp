@@ -43,6 +43,7 @@ struct type_entry {
   Datatype type;
   std::string name;
   bool live = false;
+  bool predefined = false;  // MPI_Type_create_f90_*: never freed
 };
 
 struct type_table {
@@ -69,7 +70,8 @@ Datatype type_of(MPI_Datatype t) {
   return tt.derived[i].type;
 }
 
-MPI_Datatype register_type(Datatype d) {
+namespace {
+MPI_Datatype register_entry(Datatype d, bool predefined) {
   type_table& tt = table();
   std::lock_guard g(tt.mu);
   std::size_t i;
@@ -83,7 +85,31 @@ MPI_Datatype register_type(Datatype d) {
   tt.derived[i].type = std::move(d);
   tt.derived[i].name.clear();
   tt.derived[i].live = true;
+  tt.derived[i].predefined = predefined;
   return static_cast<MPI_Datatype>(i + kFirstDerivedType);
+}
+}  // namespace
+
+MPI_Datatype register_type(Datatype d) { return register_entry(std::move(d), false); }
+MPI_Datatype register_predefined_type(Datatype d) { return register_entry(std::move(d), true); }
+
+bool is_predefined_type(MPI_Datatype t) {
+  if (basic_of(t)) return true;
+  if (t < kFirstDerivedType) return false;
+  type_table& tt = table();
+  std::lock_guard g(tt.mu);
+  const std::size_t i = static_cast<std::size_t>(t - kFirstDerivedType);
+  return i < tt.derived.size() && tt.derived[i].live && tt.derived[i].predefined;
+}
+
+MPI_Datatype predefined_handle_of(const Datatype& d) {
+  if (auto b = d.basic_type()) return static_cast<MPI_Datatype>(*b) + 1;
+  type_table& tt = table();
+  std::lock_guard g(tt.mu);
+  for (std::size_t i = 0; i < tt.derived.size(); ++i)
+    if (tt.derived[i].live && tt.derived[i].predefined && tt.derived[i].type == d)
+      return static_cast<MPI_Datatype>(i + kFirstDerivedType);
+  return MPI_DATATYPE_NULL;
 }
 
 bool unregister_type(MPI_Datatype t) {
@@ -92,7 +118,7 @@ bool unregister_type(MPI_Datatype t) {
   std::lock_guard g(tt.mu);
   if (t < kFirstDerivedType) return false;
   const std::size_t i = static_cast<std::size_t>(t - kFirstDerivedType);
-  if (i >= tt.derived.size() || !tt.derived[i].live) return false;
+  if (i >= tt.derived.size() || !tt.derived[i].live || tt.derived[i].predefined) return false;
   dropped = std::move(tt.derived[i].type);
   tt.derived[i].type = Datatype{};
   tt.derived[i].name.clear();
@@ -302,6 +328,9 @@ int combiner_constant(Combiner c) {
     case Combiner::Resized: return MPI_COMBINER_RESIZED;
     case Combiner::Subarray: return MPI_COMBINER_SUBARRAY;
     case Combiner::Darray: return MPI_COMBINER_DARRAY;
+    case Combiner::F90Real: return MPI_COMBINER_F90_REAL;
+    case Combiner::F90Complex: return MPI_COMBINER_F90_COMPLEX;
+    case Combiner::F90Integer: return MPI_COMBINER_F90_INTEGER;
   }
   return MPI_COMBINER_NAMED;
 }
@@ -501,9 +530,10 @@ int PMPI_Type_commit(MPI_Datatype* datatype) {
 int PMPI_Type_free(MPI_Datatype* datatype) {
   if (!check_initialized("MPI_Type_free")) return MPI_ERR_OTHER;
   if (!datatype) return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_ARG, "null datatype pointer");
-  if (basic_of(*datatype))
+  if (is_predefined_type(*datatype))
     return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
-                     "cannot free the predefined datatype " + type_handle_text(*datatype));
+                     "cannot free the predefined datatype " + type_handle_text(*datatype) +
+                         (basic_of(*datatype) ? "" : " (made by MPI_Type_create_f90_*)"));
   if (!type_of(*datatype))
     return mpi_raise("MPI_Type_free", nullptr, MPI_ERR_TYPE,
                      type_handle_text(*datatype) + " is not a valid datatype (freed or never created)");
@@ -627,8 +657,10 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
     }
     for (std::size_t i = 0; i < c.addresses.size(); ++i) array_of_addresses[i] = c.addresses[i];
     for (std::size_t i = 0; i < c.types.size(); ++i) {
-      if (auto b = c.types[i].basic_type()) array_of_datatypes[i] = static_cast<MPI_Datatype>(*b) + 1;
-      else array_of_datatypes[i] = register_type(c.types[i]);
+      // Predefined handles (named and F90 types) as they are; a new handle
+      // for a derived constituent.
+      const MPI_Datatype h = predefined_handle_of(c.types[i]);
+      array_of_datatypes[i] = h != MPI_DATATYPE_NULL ? h : register_type(c.types[i]);
     }
     return MPI_SUCCESS;
   });

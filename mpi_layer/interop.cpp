@@ -3,18 +3,24 @@
 //     MPI_F_STATUS_SIZE MPI_Fints (the C layout as is, so MPI_SOURCE,
 //     MPI_TAG and MPI_ERROR sit at MPI_F_SOURCE, MPI_F_TAG, MPI_F_ERROR and
 //     the private count and cancel flag travel along);
-//   * MPI_Type_create_f90_integer/real/complex return the predefined C type
+//   * MPI_Type_create_f90_integer/real/complex: the type map of the C type
 //     of the smallest kind with at least the requested decimal precision p
 //     and decimal exponent range r, as Fortran's SELECTED_INT_KIND and
 //     SELECTED_REAL_KIND choose (precision = *_DIG, range =
 //     min(*_MAX_10_EXP, -*_MIN_10_EXP)); MPI_UNDEFINED leaves p or r free;
-//     no fitting type is MPI_ERR_ARG. The result is a predefined type (not
-//     to be freed); Type_get_envelope reports it as MPI_COMBINER_NAMED, not
-//     MPI_COMBINER_F90_*.
+//     no fitting type is MPI_ERR_ARG. The result is a predefined type
+//     (MPI-3.1 17.1.9: MPI_Type_free refuses it) made once per (p, r) and
+//     returned again for the same parameters; MPI_Type_get_envelope gives
+//     MPI_COMBINER_F90_REAL/COMPLEX/INTEGER and MPI_Type_get_contents the
+//     parameters as given (p, r; r alone for an integer).
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <span>
 #include <string>
+#include <tuple>
 
 #include "mpi_layer/mpi_impl.hpp"
 
@@ -47,6 +53,32 @@ struct int_kind {
 };
 constexpr int_kind kIntKinds[] = {{MPI_INT8_T, 2}, {MPI_INT16_T, 4}, {MPI_INT32_T, 9}, {MPI_INT64_T, 18}};
 
+template <class Body>
+int guarded(const char* fn, Body&& body) {
+  try {
+    return body();
+  } catch (const DatatypeError& e) {
+    return mpi_raise(fn, nullptr, datatype_error_class(e), e.what());
+  } catch (const std::bad_alloc&) {
+    return mpi_raise(fn, nullptr, MPI_ERR_NO_MEM, "out of memory");
+  }
+}
+
+// The F90 types made so far: (combiner, p, r) -> handle (never freed).
+MPI_Datatype f90_type(Combiner combiner, MPI_Datatype of, int p, int r) {
+  static std::mutex mu;
+  static std::map<std::tuple<Combiner, int, int>, MPI_Datatype> made;
+  std::lock_guard g(mu);
+  const auto key = std::make_tuple(combiner, p, r);
+  if (auto it = made.find(key); it != made.end()) return it->second;
+  const int real_params[] = {p, r};
+  const std::span<const int> params =
+      combiner == Combiner::F90Integer ? std::span<const int>(&real_params[1], 1) : std::span<const int>(real_params);
+  const MPI_Datatype h = register_predefined_type(Datatype::f90(combiner, type_of(of), params));
+  made.emplace(key, h);
+  return h;
+}
+
 std::string pr_text(int p, int r) {
   auto one = [](int v) { return v == MPI_UNDEFINED ? std::string("MPI_UNDEFINED") : std::to_string(v); };
   return "p = " + one(p) + ", r = " + one(r);
@@ -59,8 +91,10 @@ int create_f90_real(const char* fn, int p, int r, bool complex, MPI_Datatype* ne
     return mpi_raise(fn, nullptr, MPI_ERR_ARG, "p and r are both MPI_UNDEFINED (one must be given)");
   for (const real_kind& k : kRealKinds) {
     if ((p == MPI_UNDEFINED || p <= k.precision) && (r == MPI_UNDEFINED || r <= k.range)) {
-      *newtype = complex ? k.complex : k.real;
-      return MPI_SUCCESS;
+      return guarded(fn, [&] {
+        *newtype = complex ? f90_type(Combiner::F90Complex, k.complex, p, r) : f90_type(Combiner::F90Real, k.real, p, r);
+        return MPI_SUCCESS;
+      });
     }
   }
   *newtype = MPI_DATATYPE_NULL;
@@ -102,8 +136,10 @@ int PMPI_Type_create_f90_integer(int r, MPI_Datatype* newtype) {
   }
   for (const int_kind& k : kIntKinds) {
     if (r <= k.range) {
-      *newtype = k.type;
-      return MPI_SUCCESS;
+      return guarded(fn, [&] {
+        *newtype = f90_type(Combiner::F90Integer, k.type, MPI_UNDEFINED, r);
+        return MPI_SUCCESS;
+      });
     }
   }
   *newtype = MPI_DATATYPE_NULL;

@@ -279,6 +279,14 @@ inline int plain_size(MPI_Datatype t) {
 // Derived handle table (datatype.cpp): registers a type under a new (or
 // recycled) handle >= kFirstDerivedType.
 MPI_Datatype register_type(Datatype d);
+// The same for a type MPI calls predefined though it is made at run time
+// (MPI_Type_create_f90_*): MPI_Type_free refuses it, get_contents returns
+// its handle as it is.
+MPI_Datatype register_predefined_type(Datatype d);
+// A predefined handle: basic, or registered by register_predefined_type.
+bool is_predefined_type(MPI_Datatype t);
+// The predefined handle (basic or F90) of d, else MPI_DATATYPE_NULL.
+MPI_Datatype predefined_handle_of(const Datatype& d);
 // type_of(t), or throws DatatypeError{invalid_datatype} naming `what`.
 Datatype need_type(MPI_Datatype t, const char* what);
 // "MPI_INT", "datatype 65", "MPI_DATATYPE_NULL": for error details.

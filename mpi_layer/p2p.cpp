@@ -7,9 +7,9 @@
 // staging buffer (packed before the send; unpacked after the receive).
 #include <cstring>
 #include <memory>
-#include <new>
 #include <vector>
 
+#include "core/common/thread_heap.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
@@ -128,17 +128,18 @@ class blocking_request {
     // isend/irecv then wait: one blocking call for a progress thread too
     // (it is not woken between the two).
     st().session->begin_blocking();
-    if (!t_slot.busy) {
-      if (!t_slot.constructed) construct_slot();
-      t_slot.busy = true;
-      _req = std::launder(reinterpret_cast<nmad::request*>(t_slot.storage));
+    slot* s = t_slot;
+    if (!s) [[unlikely]] s = &nmad::thread_heap::create(t_slot);
+    if (!s->busy) {
+      s->busy = true;
+      _req = &s->req;
     } else {
       _own = std::make_unique<nmad::request>();
       _req = _own.get();
     }
   }
   ~blocking_request() {
-    if (!_own) t_slot.busy = false;
+    if (!_own) t_slot->busy = false;
     st().session->end_blocking();
   }
   blocking_request(const blocking_request&) = delete;
@@ -146,32 +147,18 @@ class blocking_request {
   nmad::request& get() { return *_req; }
 
  private:
-  // Trivially constructible and destructible, so that reaching it costs no
-  // TLS initialisation call (two per MPI_Send otherwise): the request is
-  // built in place on the thread's first blocking call and destroyed when
-  // the thread ends.
+  // The thread's request, on the heap from its first blocking call to its
+  // end (core/common/thread_heap.hpp: the library keeps only a pointer in
+  // static TLS, and reaching it costs no TLS initialisation call).
   struct slot {
-    alignas(nmad::request) unsigned char storage[sizeof(nmad::request)];
-    bool constructed;
-    bool busy;
+    nmad::request req;
+    bool busy = false;
   };
-  [[gnu::noinline]] static void construct_slot() {
-    ::new (static_cast<void*>(t_slot.storage)) nmad::request();
-    t_slot.constructed = true;
-    struct destroyer {
-      ~destroyer() {
-        std::launder(reinterpret_cast<nmad::request*>(t_slot.storage))->~request();
-        t_slot.constructed = false;
-      }
-    };
-    thread_local destroyer d;
-    (void)d;
-  }
-  [[gnu::tls_model("initial-exec")]] static thread_local slot t_slot;
+  [[gnu::tls_model("initial-exec")]] static thread_local slot* t_slot;
   nmad::request* _req = nullptr;
   std::unique_ptr<nmad::request> _own;
 };
-[[gnu::tls_model("initial-exec")]] thread_local blocking_request::slot blocking_request::t_slot;
+[[gnu::tls_model("initial-exec")]] thread_local blocking_request::slot* blocking_request::t_slot = nullptr;
 
 // The errors of check_p2p, raised out of line: the checks themselves stay
 // a few compares with no string (and no stack frame) on the way.

@@ -784,6 +784,7 @@ TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
     REQUIRE(p.a->post_recv_data(p.a2b, 5, {&r, 1}, tok(1)) == post_result::posted);
     // A send the peer never drains: it dies first.
     REQUIRE(p.a->post_send_data(p.a2b, 6, {&s, 1}, tok(2)) == post_result::posted);
+    CHECK(p.a->failure_reason(p.a2b).empty());  // nothing known broken yet
     p.b.reset();
     REQUIRE(poll_until({p.a.get()}, [&] { return !p.ea.failed.empty(); }));
     poll_for({p.a.get()}, 100ms);
@@ -794,6 +795,8 @@ TEST_CASE("a peer destroyed mid-way fails its connection exactly once") {
     CHECK(p.a->post_send_packet(p.a2b, {&s, 1}, nullptr) == post_result::failed);
     CHECK(p.a->post_send_data(p.a2b, 7, {&s, 1}, nullptr) == post_result::failed);
     CHECK(p.a->post_recv_data(p.a2b, 8, {&r, 1}, nullptr) == post_result::failed);
+    // A refused post can be explained: the same cause the failure gave.
+    CHECK(p.a->failure_reason(p.a2b) == p.ea.failed[0].second);
   }
 }
 
@@ -811,6 +814,8 @@ TEST_CASE("close_connection is silent locally and fails the peer's side") {
     iovec v = iov_of(&x, 1);
     CHECK(p.a->post_send_packet(p.a2b, {&v, 1}, nullptr) == post_result::failed);
     CHECK(p.b->post_send_packet(p.b2a, {&v, 1}, nullptr) == post_result::failed);
+    CHECK(p.a->failure_reason(p.a2b) == "connection closed");
+    CHECK(p.b->failure_reason(p.b2a) == p.eb.failed[0].second);
   }
 }
 

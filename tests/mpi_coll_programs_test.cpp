@@ -32,6 +32,7 @@ COLL_PROGRAM("coll_nonblocking", "every I-collective, several pending, Waitall/T
 COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes and tests")
 COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
 COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph and distributed-graph topologies")
+COLL_PROGRAM("coll_bottom", "MPI_BOTTOM with absolute addresses: (I)Neighbor_alltoallw, Alltoallw, null blocks refused")
 
 TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
   expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});

@@ -4,6 +4,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -171,6 +173,8 @@ TEST_CASE("mpi proc_failed_rdv: a matched rendezvous receive whose sender dies c
     CHECK(count(r.out, "rank 0: receive completed with the right data") +
               count(r.out, "rank 0: receive failed: MPI_ERR_PROC_FAILED: a peer process failed (rank 1 failed: ") ==
           1);
+    // The reason is the death, not what the driver refused because of it.
+    CHECK_FALSE(contains(r.out, "refused"));
   }
 }
 
@@ -263,6 +267,32 @@ TEST_CASE("mpiexec: -n, -x and inherited environment, --host, worst exit status"
   CHECK(count(unbound.err, "not bound") == 2);
   CHECK(nmad_test::run({mpiexec, "-n", "1", "--bind", "socket", hello}, o).status == 2);
   if (r.status != 0 || inherited.status != 0) MESSAGE(r.err << inherited.err);
+}
+
+TEST_CASE("mpiexec --oversubscribe: accepted (Open MPI's spelling too), more ranks than CPUs run, no warning") {
+  const std::string mpiexec = nmad_test::runfile("mpi_layer/tools/mpiexec");
+  const std::string hello = nmad_test::runfile("tests/mpi/hello");
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  const std::string n = std::to_string(CPU_COUNT(&set) + 1);  // one rank more than this process may use
+  nmad_test::run_options o;
+  o.timeout_s = 120;
+  o.env = path_with_nmad_run();
+  o.unset_env = {"NMAD_RUN_OVERSUBSCRIBE"};
+  auto warned = nmad_test::run({mpiexec, "-n", n, hello}, o);
+  CHECK(warned.status == 0);
+  CHECK(count(warned.out, "PASS hello rank") == std::stoi(n));
+  CHECK(contains(warned.err, "oversubscribed"));
+  CHECK(contains(warned.err, "--oversubscribe"));  // the warning names the flag
+  for (const char* flag : {"--oversubscribe", "-oversubscribe"}) {
+    CAPTURE(flag);
+    auto quiet = nmad_test::run({mpiexec, flag, "-n", n, hello}, o);
+    CHECK(quiet.status == 0);
+    CHECK(count(quiet.out, "PASS hello rank") == std::stoi(n));
+    CHECK_FALSE(contains(quiet.err, "oversubscribed"));
+    if (quiet.status != 0) MESSAGE(quiet.err);
+  }
 }
 
 TEST_CASE("mpicc/mpicxx: -show, compile-only, compiler override by environment") {

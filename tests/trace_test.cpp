@@ -4,7 +4,8 @@
 // completed on the peer, in time order; an aggregated burst shows packets
 // of several chunks; the merged JSON parses and holds the events and flow
 // arrows; the PNG is well formed; bad files and a bad NMAD_TRACE give
-// clear errors; tracing off writes nothing.
+// clear errors; crafted files cannot make nmad-trace use unbounded memory;
+// tracing off writes nothing.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/trace.hpp"
 #include "tests/test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -430,4 +432,77 @@ TEST_CASE("tracing off writes nothing; an unusable NMAD_TRACE stops start-up nam
   auto r = run_job({"pingpong", "3"}, {{"NMAD_TRACE", bad}});
   CHECK(r.status != 0);
   CHECK(r.err.find("NMAD_TRACE=" + bad + ": cannot create '" + bad + ".") != std::string::npos);
+}
+
+namespace {
+// A trace file of n point records (match), the i-th on thread tid_of(i),
+// in CLOCK_MONOTONIC ns (no clock records needed).
+template <class TidOf>
+void craft_trace(const fs::path& path, std::size_t n, TidOf tid_of) {
+  nmad::trace::file_header h{};
+  std::memcpy(h.magic, nmad::trace::file_header::kMagic, sizeof h.magic);
+  h.version = nmad::trace::file_header::kVersion;
+  h.record_size = sizeof(nmad::trace::record);
+  h.rank = 0;
+  h.size = 1;
+  h.pid = 1;
+  h.counter_is_tsc = 0;
+  std::strcpy(h.host, "crafted");
+  std::ofstream o(path, std::ios::binary);
+  o.write(reinterpret_cast<const char*>(&h), sizeof h);
+  for (std::size_t i = 0; i < n; ++i) {
+    nmad::trace::record r{};
+    r.ts = 1000 + i * 10;
+    r.kind = static_cast<std::uint16_t>(nmad::trace::event::match);
+    r.tid = tid_of(i);
+    r.peer = 1;
+    r.len = 8;
+    o.write(reinterpret_cast<const char*>(&r), sizeof r);
+  }
+}
+
+// nmad-trace with its address space limited to 1 GiB (not under the
+// sanitizers, whose shadow memory needs far more).
+nmad_test::run_result tool_bounded(std::vector<std::string> args) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return tool(std::move(args));
+#else
+  args.insert(args.begin(), {"/bin/sh", "-c", "ulimit -v 1048576 && exec \"$0\" \"$@\"",
+                             nmad_test::runfile("tools/nmad-trace")});
+  nmad_test::run_options o;
+  o.timeout_s = 120;
+  return nmad_test::run(args, o);
+#endif
+}
+}  // namespace
+
+TEST_CASE("crafted traces: nmad-trace png refuses an image past its bound, memory stays bounded") {
+  temp_dir dir;
+  // 3 MB of records, each on a thread of its own: 62,500 lanes, which once
+  // asked for a 1200 x 1,125,062 image (6 GB with its copies).
+  const fs::path lanes = dir.path / "lanes.0";
+  craft_trace(lanes, 62500, [](std::size_t i) { return static_cast<std::uint32_t>(i + 1); });
+  const fs::path png = dir.path / "lanes.png";
+  auto r = tool_bounded({"png", png.string(), lanes.string()});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("png: 62500 lanes") != std::string::npos);
+  CHECK(r.err.find("Mpixels") != std::string::npos);
+  CHECK(r.err.find("--from/--to") != std::string::npos);
+  CHECK(!fs::exists(png));
+  // The other tools read the same file within the bound.
+  auto m = tool_bounded({"merge", (dir.path / "lanes.json").string(), lanes.string()});
+  CHECK(m.status == 0);
+  auto sm = tool_bounded({"summary", lanes.string()});
+  CHECK(sm.status == 0);
+  CHECK(sm.out.find("62500 threads") != std::string::npos);
+  // The same records on two threads draw at the widest width allowed.
+  const fs::path two = dir.path / "two.0";
+  craft_trace(two, 62500, [](std::size_t i) { return static_cast<std::uint32_t>(1 + i % 2); });
+  auto w = tool_bounded({"png", png.string(), "--width", "20000", two.string()});
+  INFO(w.err);
+  CHECK(w.status == 0);
+  CHECK(w.out.find("20000x") != std::string::npos);
+  CHECK(w.out.find("2 lanes") != std::string::npos);
+  CHECK(fs::file_size(png) > 100);
 }

@@ -11,7 +11,10 @@
 //                                          arrows from each chunk sent to its arrival
 //   nmad-trace png OUT.png [--from US] [--to US] [--width PX] FILES...
 //                                          renders the window [from, to] (µs since
-//                                          the job's first record; default: all)
+//                                          the job's first record; default: all),
+//                                          one lane per thread and track; an image
+//                                          of more than 16 Mpixels is refused with
+//                                          a message (memory stays bounded)
 //
 // Every input is checked: a file that is not a trace, of another version,
 // truncated or holding an unknown event stops the tool with a message
@@ -24,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <set>
@@ -226,7 +230,7 @@ timeline build(const job& j) {
     std::snprintf(pname, sizeof pname, "rank %d (%s, pid %u)", rank, f.h.host, f.h.pid);
     tl.lane_names[{rank, ~std::uint64_t{0}}] = pname;
     std::map<std::uint32_t, std::vector<const item*>> pending_chunks;   // per thread
-    std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<const item*>> posted;  // (lane, id)
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::deque<const item*>> posted;  // (lane, id)
     for (const item& it : f.items) {
       const record& r = it.r;
       const auto k = static_cast<event>(r.kind);
@@ -275,7 +279,7 @@ timeline build(const job& j) {
           auto& q = posted[{tlane, r.extra}];
           if (q.empty()) break;  // posted before tracing started
           const item* p = q.front();
-          q.erase(q.begin());
+          q.pop_front();
           tl.lane_names[{rank, tlane}] = "track to rank " + std::to_string(r.peer) + " rail " + std::to_string(r.track);
           tl.spans.push_back({rank, tlane, p->t_ns - j.origin, t, k == event::packet_done ? "packet" : "rdv data",
                               record_args(p->r), k == event::packet_done ? 1 : 2});
@@ -369,13 +373,24 @@ void merge(const std::string& out_path, const job& j) {
 
 // ---- png -------------------------------------------------------------------------
 
+// The largest image png draws (about 3 bytes per pixel for the image, as
+// much again for its compressed stream): memory stays bounded whatever the
+// trace holds.
+constexpr std::size_t kMaxPixels = std::size_t{16} << 20;
+
+// RGB pixels stored as PNG scan lines (a filter byte, 0, before each row),
+// so the encoder compresses them as they are.
 struct image {
   int w, h;
-  std::vector<std::uint8_t> px;  // RGB
-  image(int w_, int h_) : w(w_), h(h_), px(static_cast<std::size_t>(w_) * h_ * 3, 255) {}
+  std::size_t stride;            // bytes per scan line: 1 + 3 * w
+  std::vector<std::uint8_t> px;  // h scan lines
+  image(int w_, int h_)
+      : w(w_), h(h_), stride(1 + static_cast<std::size_t>(w_) * 3), px(stride * static_cast<std::size_t>(h_), 255) {
+    for (int y = 0; y < h; ++y) px[y * stride] = 0;
+  }
   void set(int x, int y, std::array<std::uint8_t, 3> c) {
     if (x < 0 || y < 0 || x >= w || y >= h) return;
-    std::memcpy(&px[(static_cast<std::size_t>(y) * w + x) * 3], c.data(), 3);
+    std::memcpy(&px[static_cast<std::size_t>(y) * stride + 1 + static_cast<std::size_t>(x) * 3], c.data(), 3);
   }
   void fill(int x0, int y0, int x1, int y1, std::array<std::uint8_t, 3> c) {
     for (int y = std::max(0, y0); y < std::min(h, y1); ++y)
@@ -456,12 +471,16 @@ void put32(std::vector<std::uint8_t>& v, std::uint32_t x) {
   for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<std::uint8_t>(x >> s));
 }
 
-void chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& data) {
-  put32(out, static_cast<std::uint32_t>(data.size()));
-  std::vector<std::uint8_t> body(type, type + 4);
-  body.insert(body.end(), data.begin(), data.end());
-  out.insert(out.end(), body.begin(), body.end());
-  put32(out, crc32(body.data(), body.size()));
+// One chunk to o: length, type, data, CRC of type and data.
+void chunk(std::ostream& o, const char* type, const std::vector<std::uint8_t>& data) {
+  std::vector<std::uint8_t> head;
+  put32(head, static_cast<std::uint32_t>(data.size()));
+  head.insert(head.end(), type, type + 4);
+  std::vector<std::uint8_t> tail;
+  put32(tail, crc32(data.data(), data.size(), crc32(head.data() + 4, 4)));
+  o.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  o.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  o.write(reinterpret_cast<const char*>(tail.data()), static_cast<std::streamsize>(tail.size()));
 }
 
 // Deflate (RFC 1951) with the fixed Huffman codes; matches repeat the
@@ -522,8 +541,7 @@ void fixed_match(bit_writer& w, unsigned len, unsigned dist) {
   if (dextra) w.put(dist - dist_base[di], dextra);
 }
 
-std::vector<std::uint8_t> deflate_fixed(const std::vector<std::uint8_t>& raw, std::size_t stride) {
-  std::vector<std::uint8_t> out;
+void deflate_fixed(const std::vector<std::uint8_t>& raw, std::size_t stride, std::vector<std::uint8_t>& out) {
   bit_writer w(out);
   w.put(1, 1);  // final block
   w.put(1, 2);  // fixed Huffman codes
@@ -546,36 +564,31 @@ std::vector<std::uint8_t> deflate_fixed(const std::vector<std::uint8_t>& raw, st
   }
   fixed_symbol(w, 256);
   w.flush();
-  return out;
 }
 
-// PNG: 8-bit RGB, filter 0 on every row, one zlib stream.
-std::vector<std::uint8_t> encode_png(const image& im) {
-  std::vector<std::uint8_t> raw;
-  raw.reserve(static_cast<std::size_t>(im.h) * (im.w * 3 + 1));
-  for (int y = 0; y < im.h; ++y) {
-    raw.push_back(0);
-    raw.insert(raw.end(), im.px.begin() + static_cast<std::ptrdiff_t>(y) * im.w * 3,
-               im.px.begin() + static_cast<std::ptrdiff_t>(y + 1) * im.w * 3);
-  }
-  std::vector<std::uint8_t> z = {0x78, 0x01};
-  const std::vector<std::uint8_t> body = deflate_fixed(raw, static_cast<std::size_t>(im.w) * 3 + 1);
-  z.insert(z.end(), body.begin(), body.end());
+// PNG: 8-bit RGB, filter 0 on every row, one zlib stream (the image's
+// scan lines compressed in place: no copy of them is made).
+void write_png(std::ostream& o, const image& im) {
+  std::vector<std::uint8_t> z;
+  z.reserve(im.px.size() / 8 * 9 + 64);  // fixed codes: at most 9 bits a byte
+  z.push_back(0x78);
+  z.push_back(0x01);
+  deflate_fixed(im.px, im.stride, z);
   std::uint32_t a = 1, b = 0;
-  for (std::uint8_t c : raw) {
+  for (std::uint8_t c : im.px) {
     a = (a + c) % 65521;
     b = (b + a) % 65521;
   }
   put32(z, (b << 16) | a);
-  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  static const char signature[] = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
+  o.write(signature, sizeof signature);
   std::vector<std::uint8_t> ihdr;
   put32(ihdr, static_cast<std::uint32_t>(im.w));
   put32(ihdr, static_cast<std::uint32_t>(im.h));
   ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});
-  chunk(out, "IHDR", ihdr);
-  chunk(out, "IDAT", z);
-  chunk(out, "IEND", {});
-  return out;
+  chunk(o, "IHDR", ihdr);
+  chunk(o, "IDAT", z);
+  chunk(o, "IEND", {});
 }
 
 using rgb = std::array<std::uint8_t, 3>;
@@ -627,7 +640,14 @@ void png(const std::string& out_path, const job& j, double from_us, double to_us
   const int label_w = 190, lane_h = 18, top = 22, legend_h = 40;
   int r = 0;
   for (auto& [k, v] : row) v = r++;
-  const int height = top + std::max(1, r) * lane_h + legend_h;
+  const std::size_t height_needed = top + static_cast<std::size_t>(std::max(1, r)) * lane_h + legend_h;
+  if (height_needed * static_cast<std::size_t>(width) > kMaxPixels)
+    throw bad_input("png: " + std::to_string(row.size()) + " lanes (threads and tracks) in the window " +
+                    num(t0 / 1000) + "-" + num(t1 / 1000) + " us make a " + std::to_string(width) + "x" +
+                    std::to_string(height_needed) + " image, more than " + std::to_string(kMaxPixels >> 20) +
+                    " Mpixels: choose a shorter window (--from/--to), fewer files, a smaller --width, or merge "
+                    "to JSON");
+  const int height = static_cast<int>(height_needed);
   image im(width, height);
   const double plot_w = width - label_w - 10;
   auto x_of = [&](double t) { return label_w + static_cast<int>(std::lround((t - t0) / (t1 - t0) * plot_w)); };
@@ -671,9 +691,9 @@ void png(const std::string& out_path, const job& j, double from_us, double to_us
     lx += 14 + 6 * static_cast<int>(std::strlen(name)) + 14;
   }
   text(im, lx, ly + 2, "lines: chunk sent -> arrived", {90, 90, 90});
-  const auto bytes = encode_png(im);
   std::ofstream o(out_path, std::ios::binary);
-  o.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!o) throw bad_input(out_path + ": cannot create: " + std::strerror(errno));
+  write_png(o, im);
   o.close();
   if (!o) throw bad_input(out_path + ": cannot write");
   std::printf("%s: %dx%d, %zu lanes, window %s-%s us\n", out_path.c_str(), width, height, row.size(),

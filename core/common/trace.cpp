@@ -17,8 +17,8 @@ namespace nmad::trace {
 
 namespace detail {
 std::atomic<bool> g_enabled{false};
-// Initial-exec like the engine's other thread-locals (see
-// core/strategy/plugin.cpp): a plain %fs-relative load on every hook.
+// Initial-exec like the engine's other thread-locals: a plain %fs-relative
+// load on every hook (a pointer: see core/common/thread_heap.hpp).
 [[gnu::tls_model("initial-exec")]] thread_local thread_buffer* t_buffer = nullptr;
 }  // namespace detail
 

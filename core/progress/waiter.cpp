@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/common/thread_heap.hpp"
 #include "core/common/trace.hpp"
 
 namespace nmad {
@@ -24,12 +25,15 @@ constexpr unsigned kClockEvery = 16;
 // bounds what a lost one (a bug) could cost.
 constexpr int kIdleSafetyMs = 1000;
 
-// One event descriptor per thread, made on its first sleep. A completer may
-// still write to it a moment after the thread stopped waiting (it read the
-// descriptor from a wake slot before completing), even after the thread
-// ended: so descriptors are never closed, an ending thread gives its own
-// back to a pool the next threads take from (a stray count is drained
-// before each sleep).
+// What a thread needs to sleep, made on its first sleep and reached
+// through a POSIX key (core/common/thread_heap.hpp: no static TLS; the
+// lookup is nothing next to the poll(2) it leads to).
+// One event descriptor per thread: a completer may still write to it a
+// moment after the thread stopped waiting (it read the descriptor from a
+// wake slot before completing), even after the thread ended: so
+// descriptors are never closed, an ending thread gives its own back to a
+// pool the next threads take from (a stray count is drained before each
+// sleep).
 struct event_pool {
   std::mutex mu;
   std::vector<int> free;
@@ -39,14 +43,18 @@ event_pool& pool() {
   return *p;
 }
 
-struct thread_event {
+struct thread_sleep {
   int fd = -1;
-  ~thread_event() {
+  std::vector<pollfd> fds;  // sleep_once's: this thread's, then the drivers'
+  thread_sleep() = default;
+  thread_sleep(const thread_sleep&) = delete;
+  thread_sleep& operator=(const thread_sleep&) = delete;
+  ~thread_sleep() {
     if (fd < 0) return;
     std::lock_guard g(pool().mu);
     pool().free.push_back(fd);
   }
-  int get() {
+  int event() {
     if (fd >= 0) return fd;
     {
       std::lock_guard g(pool().mu);
@@ -65,7 +73,7 @@ struct thread_event {
     }
   }
 };
-[[gnu::tls_model("initial-exec")]] thread_local thread_event t_event;
+thread_sleep& sleep_state() { return thread_heap::thread_object<thread_sleep>::get(); }
 
 }  // namespace
 
@@ -237,12 +245,13 @@ bool waiter::follow(bool (*done)(void*), void* arg, std::atomic<int>* slot) {
   } else if (_policy.load(std::memory_order_relaxed) == wait_policy::fixed_spin) {
     _spin_slots.fetch_add(1, std::memory_order_acq_rel);
   }
-  const int own = t_event.get();
+  thread_sleep& me = sleep_state();
+  const int own = me.event();
   if (own < 0) {  // no descriptor: poll like a leader would, in turn
     sched_yield();
     return done(arg);
   }
-  t_event.drain();
+  me.drain();
   // Register on the slot unless the completion already claimed it (it then
   // comes in a moment: no sleep for that).
   if (slot) {
@@ -301,13 +310,14 @@ void waiter::hand_over() {
 }
 
 bool waiter::sleep_once(bool (*done)(void*), void* arg) {
-  [[gnu::tls_model("initial-exec")]] thread_local std::vector<pollfd> fds;
+  thread_sleep& me = sleep_state();
+  std::vector<pollfd>& fds = me.fds;
   fds.clear();
   int own = -1;
   if (_threaded) {
-    own = t_event.get();
+    own = me.event();
     if (own >= 0) {
-      t_event.drain();  // a wake-up meant for an earlier sleep
+      me.drain();  // a wake-up meant for an earlier sleep
       std::lock_guard g(_sleeping_mu);
       _sleeping.push_back({own, true});
     }
@@ -374,11 +384,12 @@ void waiter::app_returns_slow() {
 void waiter::run_background() {
   ++t_blocking;  // its own engine calls never wake it
   t_background = true;
-  const int own = t_event.get();
+  thread_sleep& me = sleep_state();
+  const int own = me.event();
   _bg_fd.store(own, std::memory_order_seq_cst);
   while (!_bg_stop.load(std::memory_order_seq_cst)) {
     if (!background_should_run() && !spin_for_work()) {
-      if (own >= 0) t_event.drain();  // wake-ups meant for an earlier sleep
+      if (own >= 0) me.drain();  // wake-ups meant for an earlier sleep
       _bg_idle.store(true, std::memory_order_seq_cst);
       if (!background_should_run() && !_bg_stop.load(std::memory_order_seq_cst)) {
         pollfd p{own, POLLIN, 0};

@@ -18,6 +18,7 @@
 #include "api/nmad/strategy_plugin.h"
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
+#include "core/common/thread_heap.hpp"
 #include "core/strategy/builtin.hpp"
 
 namespace nmad {
@@ -36,13 +37,16 @@ packet_builder& packet_of(nmad_strategy_packet* p) { return *reinterpret_cast<pa
 const packet_builder& packet_of(const nmad_strategy_packet* p) { return *reinterpret_cast<const packet_builder*>(p); }
 nmad_strategy_packet* handle(packet_builder& p) { return reinterpret_cast<nmad_strategy_packet*>(&p); }
 
-// The progress round of the hook being called (chunk ages).
-// Initial-exec like every thread_local of libnmad.so (waiter, session): with
-// these two in the default (global-dynamic) model, the installed -c opt
-// libnmad.so intermittently found the waiter's thread_local poll vector
-// overwritten (0xffffffff as its data pointer) and crashed in sleep_once;
-// with one TLS model throughout, 24 of 24 runs were clean.
-[[gnu::tls_model("initial-exec")]] thread_local std::uint32_t t_round = 0;
+// What the plugin interface keeps per thread, behind a POSIX key (no
+// static TLS, see core/common/thread_heap.hpp): the progress round of the
+// hook being called (chunk ages) and the message of the thread's last
+// failed nmad_strategy_register.
+struct plugin_thread {
+  std::uint32_t round = 0;
+  std::string last_error;
+};
+using plugin_state_of_thread = thread_heap::thread_object<plugin_thread>;
+plugin_thread& plugin_state() { return plugin_state_of_thread::get(); }
 
 // ---- the engine's table ----------------------------------------------------------
 nmad_strategy_chunk* e_queue_first(nmad_strategy_queue* q) {
@@ -73,7 +77,7 @@ int e_chunk_info(const nmad_strategy_chunk* c, nmad_strategy_chunk_info* out) {
   out->length = e.len;
   out->msg_length = e.msg_len;
   out->wire_size = packet_builder::wire_size(e);
-  out->age = t_round - e.queued_round;
+  out->age = plugin_state().round - e.queued_round;
   return 0;
 }
 int e_track_info(const nmad_strategy_track* th, nmad_strategy_track_info* out) {
@@ -165,7 +169,7 @@ class plugin_strategy final : public strategy {
     return build_packet(queue, out, t);
   }
   bool build_packet(collect_list& queue, packet_builder& out, const track_view& t) override {
-    t_round = t.round;
+    plugin_state().round = t.round;
     return _ops.build_packet(_self, handle(queue), handle(out), handle(t)) != 0 && !out.empty();
   }
   void on_submit(collect_list& queue, chunk_entry& e) override {
@@ -280,7 +284,6 @@ std::map<std::string, const void*>& loaded() {
   static std::map<std::string, const void*> m;
   return m;
 }
-[[gnu::tls_model("initial-exec")]] thread_local std::string t_last_error;
 
 // Loads `path` and returns its checked descriptor; throws naming the file,
 // the symbol or the versions.
@@ -430,7 +433,7 @@ extern "C" {
 int nmad_strategy_register(const void* descriptor) {
   using namespace nmad;
   if (std::string why = check_descriptor(descriptor); !why.empty()) {
-    t_last_error = "nmad_strategy_register: " + why;
+    plugin_state().last_error = "nmad_strategy_register: " + why;
     return -1;
   }
   const std::string name = static_cast<const descriptor_head*>(descriptor)->name;
@@ -438,13 +441,16 @@ int nmad_strategy_register(const void* descriptor) {
   bool taken = find_strategy(name) != nullptr;
   for (const void* d : registered()) taken |= static_cast<const descriptor_head*>(d)->name == name;
   if (taken) {
-    t_last_error = "nmad_strategy_register: the name '" + name + "' is already taken";
+    plugin_state().last_error = "nmad_strategy_register: the name '" + name + "' is already taken";
     return -1;
   }
   registered().push_back(descriptor);
   return 0;
 }
 
-const char* nmad_strategy_last_error(void) { return nmad::t_last_error.c_str(); }
+const char* nmad_strategy_last_error(void) {
+  const nmad::plugin_thread* p = nmad::plugin_state_of_thread::peek();
+  return p ? p->last_error.c_str() : "";
+}
 
 }  // extern "C"

@@ -166,6 +166,12 @@ class driver {
   virtual post_result post_recv_data(connection_id conn, std::uint64_t cookie,
                                      std::span<const iovec> iov,
                                      void* token) = 0;
+  // Why `conn` is broken, as on_connection_failed says (or will say from
+  // the next poll()), or empty while the driver knows of no failure. The
+  // engine asks when a post was refused with `failed`, so that the gate's
+  // failure names the cause (the peer died, closed the connection) rather
+  // than the refusal. Default: empty.
+  virtual std::string failure_reason(connection_id conn) const { return {}; }
 
   // rdma_get drivers only (caps().rdma_get): copies total(dst) bytes of the
   // peer's memory starting at `remote_addr` (an address the peer published,

@@ -390,6 +390,12 @@ class ofi_driver final : public driver {
                              void* token) override {
     return guarded(id, [&] { return recv_data(id, cookie, iov, token); });
   }
+  std::string failure_reason(connection_id id) const override {
+    if (auto it = _conns.find(id); it != _conns.end())
+      return it->second.st == state::failed ? it->second.fail_reason : std::string();
+    if (auto it = _failed_reasons.find(id); it != _failed_reasons.end()) return it->second;
+    return "connection closed";
+  }
   post_result post_get(connection_id id, std::uint64_t remote_addr, std::uint64_t remote_key,
                        std::span<const iovec> dst, void* token) override {
     return guarded(id, [&] { return read_remote(id, remote_addr, remote_key, dst, token); });
@@ -536,6 +542,7 @@ class ofi_driver final : public driver {
   connection_id _next_id = 1;
   std::unordered_set<op*> _ops;  // every op libfabric holds
   std::vector<connection_id> _to_report;  // failed, not reported yet
+  std::unordered_map<connection_id, std::string> _failed_reasons;  // reported: for failure_reason
   std::size_t _ctrl_pending = 0;
   std::vector<op*> _rx_idle;  // packet buffers to post again
   std::size_t _rx_count = 0;  // packet buffers, each kMaxPacket bytes of _rx_block
@@ -1482,6 +1489,7 @@ int ofi_driver::poll() {
     std::string reason;
     reason.swap(it->second.fail_reason);
     _conns.erase(it);
+    _failed_reasons[id] = reason;
     _cfg.events->on_connection_failed(id, reason);
     ++work;
   }

@@ -249,6 +249,15 @@ void shm_driver::check_liveness(conn& c, steady::time_point now, bool force) {
   if (!force && now < c.next_liveness) return;
   c.next_liveness = now + kLivenessPeriod;
   if (c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) {
+    // A peer often closes because a third process died (it gave up a
+    // collective with it and ended): look at every other peer first, so
+    // that a death is reported before the close it caused (the engine
+    // names the first failure it saw).
+    for (conn* o : _ids)
+      if (o != &c && o->st == state::established && ::kill(o->peer_pid, 0) != 0 && errno == ESRCH) {
+        fail(*o, "peer process died");
+        settle(*o);
+      }
     // Drain what the peer wrote before closing, then fail.
     read_records(c);
     fail(c, "peer closed the connection");

@@ -50,10 +50,17 @@ namespace nmad::shm_impl {
 
 
 std::string unique_name(const std::string& prefix, const char* what, unsigned& counter) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  // One generator for the process (not per thread: 2.5 KiB of thread-local
+  // state would keep the library from loading with dlopen).
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  unsigned r;
+  {
+    std::lock_guard g(mu);
+    r = static_cast<unsigned>(rng());
+  }
   char buf[60];
-  std::snprintf(buf, sizeof buf, "/%s%s-%d-%u-%08x", prefix.c_str(), what, static_cast<int>(::getpid()), counter++,
-                static_cast<unsigned>(rng()));
+  std::snprintf(buf, sizeof buf, "/%s%s-%d-%u-%08x", prefix.c_str(), what, static_cast<int>(::getpid()), counter++, r);
   return buf;
 }
 
@@ -278,6 +285,12 @@ post_result shm_driver::post_recv_data(connection_id id, std::uint64_t cookie, s
   c->recvs[cookie] = std::move(r);
   queue_record(*c, rk_recv_posted, std::move(rec));
   return post_result::posted;
+}
+
+std::string shm_driver::failure_reason(connection_id id) const {
+  const conn* c = find(id);
+  if (!c || c->st == state::closed) return "connection closed";
+  return c->st == state::failed ? c->fail_reason : std::string();
 }
 
 // Receiver-pulled rendezvous: one process_vm_readv from the peer's buffer

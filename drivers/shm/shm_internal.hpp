@@ -21,6 +21,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
@@ -235,6 +236,7 @@ class shm_driver final : public driver {
                              void* token) override;
   post_result post_recv_data(connection_id c, std::uint64_t cookie, std::span<const iovec> iov,
                              void* token) override;
+  std::string failure_reason(connection_id c) const override;
   post_result post_get(connection_id c, std::uint64_t remote_addr, std::uint64_t remote_key,
                        std::span<const iovec> dst, void* token) override;
   int poll() override;
@@ -287,7 +289,7 @@ class shm_driver final : public driver {
     std::unordered_map<std::uint64_t, std::vector<iovec>> remote;  // peer's posted buffers
   };
 
-  conn* find(connection_id id) {
+  conn* find(connection_id id) const {
     return id < _by_id.size() ? _by_id[id] : nullptr;
   }
   conn& add_conn();

@@ -283,6 +283,13 @@ void tcp_driver::fail(conn& c, std::string reason) {
   c.rx_data = nullptr;
 }
 
+std::string tcp_driver::failure_reason(connection_id id) const {
+  if (auto it = conns_.find(id); it != conns_.end() && it->second->st != state::closed)
+    return it->second->st == state::failed ? it->second->fail_reason : std::string();
+  if (auto it = failed_reasons_.find(id); it != failed_reasons_.end()) return it->second;
+  return "connection closed";
+}
+
 void tcp_driver::close_connection(connection_id id) {
   conn* c = find(id);
   if (!c) return;
@@ -554,6 +561,7 @@ int tcp_driver::settle(conn& c) {
   c.reporting.clear();
   if (c.st == state::failed) {
     retire(c);
+    if (c.visible) failed_reasons_[c.id] = c.fail_reason;
     if (c.visible) cfg_.events->on_connection_failed(c.id, c.fail_reason);
     ++work;
   }

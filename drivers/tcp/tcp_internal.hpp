@@ -300,6 +300,7 @@ class tcp_driver final : public driver {
                              std::span<const iovec> iov, void* token) override;
   post_result post_recv_data(connection_id id, std::uint64_t cookie,
                              std::span<const iovec> iov, void* token) override;
+  std::string failure_reason(connection_id id) const override;
   int poll() override;
   void close_connection(connection_id id) override;
   arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
@@ -359,6 +360,9 @@ class tcp_driver final : public driver {
   connection_id next_id_ = 0;
   std::map<connection_id, std::unique_ptr<conn>> conns_;
   std::vector<std::unique_ptr<conn>> graveyard_;
+  // Why each reported connection failed (connections to ranks only: a few
+  // per peer), for failure_reason once the connection is gone.
+  std::unordered_map<connection_id, std::string> failed_reasons_;
   int depth_ = 0;
   // Incoming connections still in their handshake, kept apart so that idle
   // ones cost nothing: watched through one epoll set (a single fd in the

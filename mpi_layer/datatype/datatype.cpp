@@ -633,6 +633,15 @@ Datatype Datatype::dup() const {
   return d;
 }
 
+Datatype Datatype::f90(Combiner combiner, const Datatype& of, std::span<const int> params) {
+  if (combiner != Combiner::F90Real && combiner != Combiner::F90Complex && combiner != Combiner::F90Integer)
+    fail(DatatypeErrc::invalid_argument, "not an F90 combiner");
+  Datatype d = of.dup();
+  d.commit();
+  d.relabel({combiner, std::vector<Count>(params.begin(), params.end()), {}, {}});
+  return d;
+}
+
 void Datatype::commit() {
   checked();
   impl_->ensure_flat();

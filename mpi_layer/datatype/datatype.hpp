@@ -180,6 +180,7 @@ bool is_pair_type(BasicType t);
 enum class Combiner {  // MPI_COMBINER_*
   Named, Dup, Contiguous, Vector, Hvector, Indexed, Hindexed,
   IndexedBlock, HindexedBlock, Struct, Resized, Subarray, Darray,
+  F90Real, F90Complex, F90Integer,
 };
 
 // One contiguous run of data bytes of ONE element, relative to the element's
@@ -254,6 +255,10 @@ class Datatype {
                                 std::span<const Distribution> distribs, std::span<const int> dargs,
                                 std::span<const int> psizes, Order order, const Datatype& old);
   Datatype dup() const;  // MPI_Type_dup: same type map, committed iff *this is
+  // MPI_Type_create_f90_real/complex/integer: the type map of `of`,
+  // committed, under combiner F90Real, F90Complex or F90Integer; contents
+  // ints = params (p and r; r alone for an integer), no addresses or types.
+  static Datatype f90(Combiner combiner, const Datatype& of, std::span<const int> params);
 
   void commit();  // MPI_Type_commit (idempotent)
   bool is_committed() const;

@@ -1,8 +1,11 @@
 /* MPI_Status_c2f/f2c copy a real receive status both ways (source, tag and
  * error at MPI_F_SOURCE/TAG/ERROR; Get_count still works on the copy), and
- * MPI_Type_create_f90_integer/real/complex return the smallest predefined
- * type with the requested precision and range, usable for communication;
- * out-of-range requests are MPI_ERR_ARG. */
+ * MPI_Type_create_f90_integer/real/complex return a predefined type with
+ * the type map of the smallest C type of the requested precision and range,
+ * whose envelope is MPI_COMBINER_F90_* and whose contents are the
+ * parameters as given, the same handle for the same parameters, not to be
+ * freed, usable for communication and reductions; out-of-range requests
+ * are MPI_ERR_ARG. */
 #include <float.h>
 
 #include "mpitest.h"
@@ -26,6 +29,33 @@ static MPI_Datatype f90_complex(int p, int r) {
   MPI_Datatype t = -1;
   CHECK(MPI_Type_create_f90_complex(p, r, &t) == MPI_SUCCESS, "f90_complex(%d, %d)", p, r);
   return t;
+}
+
+/* t has the type map of `like` (size, extent, true extent), its envelope is
+ * `combiner` with the parameters as integers, no addresses or types, and
+ * its contents are (p, r) - r alone for an integer. */
+static void check_f90(MPI_Datatype t, MPI_Datatype like, int combiner, int p, int r, const char* what) {
+  int size = -1, like_size = -2;
+  MPI_Aint lb, ext, like_lb, like_ext, tlb, text, like_tlb, like_text;
+  MPI_Type_size(t, &size);
+  MPI_Type_size(like, &like_size);
+  MPI_Type_get_extent(t, &lb, &ext);
+  MPI_Type_get_extent(like, &like_lb, &like_ext);
+  MPI_Type_get_true_extent(t, &tlb, &text);
+  MPI_Type_get_true_extent(like, &like_tlb, &like_text);
+  CHECK(size == like_size && lb == like_lb && ext == like_ext && tlb == like_tlb && text == like_text,
+        "%s: size %d extent %ld, want %d %ld", what, size, (long)ext, like_size, (long)like_ext);
+  int ni = -1, na = -1, nd = -1, comb = -1;
+  CHECK(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS, "%s: envelope", what);
+  const int want_ni = combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2;
+  CHECK(comb == combiner && ni == want_ni && na == 0 && nd == 0, "%s: envelope combiner %d (%d %d %d), want %d", what,
+        comb, ni, na, nd, combiner);
+  int ints[2] = {-7, -7};
+  CHECK(MPI_Type_get_contents(t, 2, 0, 0, ints, NULL, NULL) == MPI_SUCCESS, "%s: contents", what);
+  if (combiner == MPI_COMBINER_F90_INTEGER)
+    CHECK(ints[0] == r, "%s: contents r %d, want %d", what, ints[0], r);
+  else
+    CHECK(ints[0] == p && ints[1] == r, "%s: contents (%d, %d), want (%d, %d)", what, ints[0], ints[1], p, r);
 }
 
 int main(int argc, char** argv) {
@@ -54,25 +84,54 @@ int main(int argc, char** argv) {
   CHECK(cls(MPI_Status_f2c(MPI_F_STATUS_IGNORE, &back)) == MPI_ERR_ARG, "f2c of MPI_F_STATUS_IGNORE");
 
   /* SELECTED_INT_KIND: 10^r - 1 must fit. */
-  CHECK(f90_int(1) == MPI_INT8_T && f90_int(2) == MPI_INT8_T, "r <= 2: 8 bits");
-  CHECK(f90_int(3) == MPI_INT16_T && f90_int(4) == MPI_INT16_T, "r <= 4: 16 bits");
-  CHECK(f90_int(5) == MPI_INT32_T && f90_int(9) == MPI_INT32_T, "r <= 9: 32 bits");
-  CHECK(f90_int(10) == MPI_INT64_T && f90_int(18) == MPI_INT64_T, "r <= 18: 64 bits");
+  check_f90(f90_int(1), MPI_INT8_T, MPI_COMBINER_F90_INTEGER, U, 1, "integer r 1: 8 bits");
+  check_f90(f90_int(2), MPI_INT8_T, MPI_COMBINER_F90_INTEGER, U, 2, "integer r 2: 8 bits");
+  check_f90(f90_int(3), MPI_INT16_T, MPI_COMBINER_F90_INTEGER, U, 3, "integer r 3: 16 bits");
+  check_f90(f90_int(4), MPI_INT16_T, MPI_COMBINER_F90_INTEGER, U, 4, "integer r 4: 16 bits");
+  check_f90(f90_int(5), MPI_INT32_T, MPI_COMBINER_F90_INTEGER, U, 5, "integer r 5: 32 bits");
+  check_f90(f90_int(9), MPI_INT32_T, MPI_COMBINER_F90_INTEGER, U, 9, "integer r 9: 32 bits");
+  check_f90(f90_int(10), MPI_INT64_T, MPI_COMBINER_F90_INTEGER, U, 10, "integer r 10: 64 bits");
+  check_f90(f90_int(18), MPI_INT64_T, MPI_COMBINER_F90_INTEGER, U, 18, "integer r 18: 64 bits");
   MPI_Datatype t = MPI_INT;
   CHECK(cls(MPI_Type_create_f90_integer(19, &t)) == MPI_ERR_ARG && t == MPI_DATATYPE_NULL, "r = 19: none");
 
   /* SELECTED_REAL_KIND: precision and range both satisfied. */
-  CHECK(f90_real(FLT_DIG, U) == MPI_FLOAT && f90_real(FLT_DIG + 1, U) == MPI_DOUBLE, "precision float/double");
-  CHECK(f90_real(U, 37) == MPI_FLOAT && f90_real(U, 38) == MPI_DOUBLE, "range float/double");
-  CHECK(f90_real(6, 37) == MPI_FLOAT && f90_real(15, 307) == MPI_DOUBLE && f90_real(3, 300) == MPI_DOUBLE,
-        "both");
-  if (LDBL_DIG > DBL_DIG) CHECK(f90_real(DBL_DIG + 1, U) == MPI_LONG_DOUBLE, "wider than double: long double");
+  const int R = MPI_COMBINER_F90_REAL, C = MPI_COMBINER_F90_COMPLEX;
+  check_f90(f90_real(FLT_DIG, U), MPI_FLOAT, R, FLT_DIG, U, "real: float precision");
+  check_f90(f90_real(FLT_DIG + 1, U), MPI_DOUBLE, R, FLT_DIG + 1, U, "real: more than float precision");
+  check_f90(f90_real(U, 37), MPI_FLOAT, R, U, 37, "real: float range");
+  check_f90(f90_real(U, 38), MPI_DOUBLE, R, U, 38, "real: more than float range");
+  check_f90(f90_real(6, 37), MPI_FLOAT, R, 6, 37, "real (6, 37)");
+  check_f90(f90_real(15, 307), MPI_DOUBLE, R, 15, 307, "real (15, 307)");
+  check_f90(f90_real(3, 300), MPI_DOUBLE, R, 3, 300, "real (3, 300)");
+  if (LDBL_DIG > DBL_DIG)
+    check_f90(f90_real(DBL_DIG + 1, U), MPI_LONG_DOUBLE, R, DBL_DIG + 1, U, "wider than double: long double");
   CHECK(cls(MPI_Type_create_f90_real(LDBL_DIG + 1, U, &t)) == MPI_ERR_ARG && t == MPI_DATATYPE_NULL,
         "more precision than any type");
   CHECK(cls(MPI_Type_create_f90_real(U, 100000, &t)) == MPI_ERR_ARG, "more range than any type");
   CHECK(cls(MPI_Type_create_f90_real(U, U, &t)) == MPI_ERR_ARG, "p and r both undefined");
-  CHECK(f90_complex(6, U) == MPI_C_FLOAT_COMPLEX && f90_complex(15, 300) == MPI_C_DOUBLE_COMPLEX, "complex");
+  check_f90(f90_complex(6, U), MPI_C_FLOAT_COMPLEX, C, 6, U, "complex (6, undefined)");
+  check_f90(f90_complex(15, 300), MPI_C_DOUBLE_COMPLEX, C, 15, 300, "complex (15, 300)");
   CHECK(cls(MPI_Type_create_f90_complex(U, U, &t)) == MPI_ERR_ARG, "complex: p and r both undefined");
+
+  /* One handle per parameters: the same again, another for others. */
+  CHECK(f90_real(15, 307) == f90_real(15, 307) && f90_int(9) == f90_int(9) && f90_complex(6, U) == f90_complex(6, U),
+        "same parameters, same handle");
+  CHECK(f90_int(9) != f90_int(5) && f90_real(15, 307) != f90_real(15, 300) && f90_real(6, U) != f90_complex(6, U),
+        "other parameters, other handles");
+  /* Predefined: MPI_Type_free refuses it and leaves the handle. */
+  MPI_Datatype keep = f90_real(15, 307);
+  CHECK(cls(MPI_Type_free(&keep)) == MPI_ERR_TYPE && keep == f90_real(15, 307), "Type_free of an F90 type");
+  /* A duplicate names it as its constituent, as it is. */
+  MPI_Datatype dup;
+  CHECK(MPI_Type_dup(keep, &dup) == MPI_SUCCESS, "Type_dup of an F90 type");
+  int ni, na, nd, comb;
+  MPI_Type_get_envelope(dup, &ni, &na, &nd, &comb);
+  CHECK(comb == MPI_COMBINER_DUP && ni == 0 && na == 0 && nd == 1, "dup envelope %d (%d %d %d)", comb, ni, na, nd);
+  MPI_Datatype inner = MPI_DATATYPE_NULL;
+  MPI_Type_get_contents(dup, 0, 0, 1, NULL, NULL, &inner);
+  CHECK(inner == keep, "dup contents: %d, not the F90 handle %d", (int)inner, (int)keep);
+  MPI_Type_free(&dup);
 
   /* The returned types communicate like the C types they are. */
   MPI_Datatype dt = f90_real(12, U);
