@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -27,8 +28,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/pmi_wire.hpp"
@@ -43,6 +46,13 @@ using steady = std::chrono::steady_clock;
 constexpr const char* kJobKeyName = "nmad.job_key";
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("nmad bootstrap: " + msg); }
+
+// The launcher's PMI port turned this connection away before taking it as
+// a rank's (too many strangers' connections at once, or it closed before
+// answering): connecting again may work.
+struct turned_away : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -271,8 +281,25 @@ class pmi_bootstrap final : public bootstrap {
     if (const std::string token = config::text("NMAD_PMI_AUTH");
         !token.empty() && token.find_first_of(" \t\n=") == std::string::npos)
       line += " auth=" + token;
-    auto r = transact(line + "\n", "initack", "initack", false);
-    (void)r;
+    send_line(line + "\n", "initack");
+    // Closed or reset before any answer, or told it is busy: turned away
+    // (the caller connects again). Refused for another reason: say so.
+    _closed_is_turned_away = true;
+    std::string first = read_line("initack");
+    _closed_is_turned_away = false;
+    _last_line = first;
+    std::string err;
+    auto c = pmi::parse_line(first, &err);
+    if (!c) fail("PMI initack: malformed line from the launcher (" + err + "): '" + first + "'");
+    if (c->cmd != "initack") fail("PMI initack: unexpected reply '" + first + "' (expected cmd=initack)");
+    if (const auto* rc = c->find("rc"); rc && *rc != "0") {
+      const auto* msg = c->find("msg");
+      const std::string why = msg ? *msg : std::string("no reason given");
+      if (why == "busy" || why == "silent") throw turned_away(why);
+      fail("the launcher's PMI port refused this process as PMI id " + std::to_string(pmi_id) + " (" + why + "): " +
+           (why == "wrong_token" || why == "no_token" ? "NMAD_PMI_AUTH does not hold this rank's token from nmad-run"
+                                                      : std::string("see the launcher's message")));
+    }
     int size = -1, rank = -1;
     bool debug_seen = false;
     for (int i = 0; i < 3; ++i) {
@@ -378,6 +405,8 @@ class pmi_bootstrap final : public bootstrap {
       wait_fd(POLLIN, deadline, what);
       char buf[4096];
       ssize_t n = ::read(_fd, buf, sizeof buf);
+      if (_closed_is_turned_away && _inbuf.empty() && (n == 0 || (n < 0 && errno == ECONNRESET)))
+        throw turned_away(n == 0 ? "closed before answering" : "reset before answering");
       if (n == 0)
         fail("PMI " + what + ": the launcher closed the connection (EOF)" +
              (_inbuf.empty() ? std::string() : " in the middle of a line") +
@@ -402,9 +431,14 @@ class pmi_bootstrap final : public bootstrap {
   std::string _last_line;
   bool _finalized = false;
   bool _aborted = false;
+  bool _closed_is_turned_away = false;  // during the PMI_PORT initack
 };
 
 // Connects to host:port ("[v6addr]:port" accepted) within the PMI timeout.
+// A connection attempt that gets no answer is abandoned after 100 ms (10 ms
+// more each time, up to 2 s) for a fresh one: a port whose queue of
+// connections is kept full by strangers drops connection requests, and the
+// kernel's own retries of one request come at 1, 3, 7, 15 s.
 int connect_port(const std::string& spec) {
   auto colon = spec.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
@@ -420,33 +454,42 @@ int connect_port(const std::string& spec) {
   if (rc != 0) fail("PMI_PORT='" + spec + "': cannot resolve: " + ::gai_strerror(rc));
   std::string last_error = "no address";
   const auto timeout = pmi_timeout();
-  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
+  const auto deadline = steady::now() + timeout;
+  long long attempt_ms = 100;
+  for (;;) {
+    bool unanswered = false;  // an attempt timed out: worth another one
+    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      if (fd < 0) {
+        last_error = errno_text(errno);
+        continue;
+      }
+      // Non-blocking connect, bounded, then back to blocking.
+      int flags = ::fcntl(fd, F_GETFL);
+      ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+      int r = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+      if (r < 0 && (errno == EINPROGRESS || errno == EINTR)) {
+        const long long left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now()).count();
+        pollfd p{fd, POLLOUT, 0};
+        int pr;
+        do pr = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(std::min(left, attempt_ms), 0, 1 << 30)));
+        while (pr < 0 && errno == EINTR);
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (pr == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) r = 0;
+        else errno = pr == 0 ? ETIMEDOUT : (soerr ? soerr : errno);
+        unanswered |= pr == 0;
+      }
+      if (r == 0) ::fcntl(fd, F_SETFL, flags);
+      if (r == 0) {
+        ::freeaddrinfo(res);
+        return fd;
+      }
       last_error = errno_text(errno);
-      continue;
+      ::close(fd);
     }
-    // Non-blocking connect, bounded by the PMI timeout, then back to blocking.
-    int flags = ::fcntl(fd, F_GETFL);
-    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-    int r = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (r < 0 && (errno == EINPROGRESS || errno == EINTR)) {
-      pollfd p{fd, POLLOUT, 0};
-      int pr;
-      do pr = ::poll(&p, 1, static_cast<int>(std::min<long long>(timeout.count(), 1 << 30)));
-      while (pr < 0 && errno == EINTR);
-      int soerr = 0;
-      socklen_t len = sizeof soerr;
-      if (pr == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) r = 0;
-      else errno = pr == 0 ? ETIMEDOUT : (soerr ? soerr : errno);
-    }
-    if (r == 0) ::fcntl(fd, F_SETFL, flags);
-    if (r == 0) {
-      ::freeaddrinfo(res);
-      return fd;
-    }
-    last_error = errno_text(errno);
-    ::close(fd);
+    if (!unanswered || steady::now() >= deadline) break;
+    attempt_ms = std::min<long long>(attempt_ms + 10, 2000);
   }
   ::freeaddrinfo(res);
   fail("cannot connect to the PMI launcher at PMI_PORT='" + spec + "': " + last_error);
@@ -476,8 +519,27 @@ std::unique_ptr<bootstrap> bootstrap::from_environment() {
     int size = env_int("PMI_SIZE", 1, 1 << 24, false);
     int id = env_int("PMI_ID", 0, 1 << 24, false);
     if (id < 0) id = rank >= 0 ? rank : 0;
-    int fd = connect_port(*port);
-    b = std::make_unique<pmi_bootstrap>(fd, true, id, rank, size);
+    // Turned away by a busy port (strangers' connections crowding it):
+    // connect again, with a growing, jittered pause, within the PMI timeout.
+    const auto timeout = pmi_timeout();
+    const auto deadline = steady::now() + timeout;
+    auto pause = std::chrono::milliseconds(5);
+    for (int attempt = 1;; ++attempt) {
+      int fd = connect_port(*port);
+      try {
+        b = std::make_unique<pmi_bootstrap>(fd, true, id, rank, size);
+        break;
+      } catch (const turned_away& e) {
+        if (steady::now() + pause >= deadline)
+          fail("PMI_PORT='" + *port + "' turned this process away " + std::to_string(attempt) + " times in " +
+               seconds_text(timeout) + " (last: " + e.what() + "); set NMAD_PMI_TIMEOUT to wait longer");
+        log_write(log_level::debug, "bootstrap",
+                  "PMI port turned this process away (" + std::string(e.what()) + "); connecting again");
+        static std::minstd_rand jitter_rng(static_cast<unsigned>(::getpid()));
+        std::this_thread::sleep_for(pause + std::chrono::milliseconds(jitter_rng() % (pause.count() + 1)));
+        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(500));
+      }
+    }
   } else {
     if (auto s = env_string("PMI_SIZE"); s && *s != "1")
       fail("PMI_SIZE=" + *s + " is set but neither PMI_FD nor PMI_PORT is: cannot reach the PMI launcher");

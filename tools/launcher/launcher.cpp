@@ -675,6 +675,8 @@ job_result job::run() {
       auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
       timeout_ms = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
     }
+    if (const int server_ms = _server->poll_timeout_ms(); server_ms >= 0 && (timeout_ms < 0 || server_ms < timeout_ms))
+      timeout_ms = server_ms;
 
     fds.clear();
     fds.push_back(pollfd{sig.read_fd(), POLLIN, 0});

@@ -16,11 +16,14 @@
 
 namespace nmad::launcher {
 
+using steady = std::chrono::steady_clock;
+
 struct pmi_server::conn {
   int fd = -1;
   int rank = -1;
   bool accepted = false;     // from a listening socket: must authenticate
-  std::uint64_t serial = 0;  // accept order (the oldest unidentified goes first)
+  std::uint32_t source = 0;  // accepted: the client's IPv4 address (127/8 as one), host order
+  steady::time_point since{};  // accepted: when
   std::string peer;          // accepted: the client's address
   std::string in;
   std::string out;
@@ -33,8 +36,28 @@ void set_nonblocking(int fd) {
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
-constexpr std::size_t kMaxUnidentified = 64;
+constexpr std::size_t kMaxUnidentified = 128;
+constexpr std::size_t kMaxUnidentifiedPerSource = 32;
 constexpr std::size_t kMaxLineBeforeAuth = 4096;
+constexpr std::size_t kAcceptBatch = 64;
+constexpr auto kSilentGrace = std::chrono::milliseconds(500);
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+// Where a connection comes from, for the per-source limit: its IPv4
+// address, every loopback address (127/8) counting as one source.
+std::uint32_t source_of(const sockaddr_in& sa) {
+  if (sa.sin_family != AF_INET) return 0;
+  const std::uint32_t a = ntohl(sa.sin_addr.s_addr);
+  return (a >> 24) == 127 ? 0x7f000000u : a;
+}
+
+std::string source_text(std::uint32_t source) {
+  if (source == 0x7f000000u) return "loopback addresses";
+  in_addr a{htonl(source)};
+  char ip[INET_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET, &a, ip, sizeof ip);
+  return ip;
+}
 
 // Compares in time independent of where the strings differ.
 bool same_secret(const std::string& a, const std::string& b) {
@@ -80,6 +103,7 @@ void pmi_server::add_connection(int fd, int rank) {
 void pmi_server::add_listener(int fd) {
   set_nonblocking(fd);
   _listen_fds.push_back(fd);
+  _listen_paused_until.push_back(steady::time_point{});
 }
 
 void pmi_server::set_auth_tokens(std::vector<std::string> tokens) { _auth = std::move(tokens); }
@@ -99,7 +123,9 @@ void pmi_server::drain(int rank) {
 void pmi_server::fill_pollfds(std::vector<pollfd>& fds) {
   // Drop closed connections first so indices match handle().
   std::erase_if(_conns, [](const std::unique_ptr<conn>& c) { return c->fd < 0; });
-  for (int lfd : _listen_fds) fds.push_back(pollfd{lfd, POLLIN, 0});
+  const auto now = steady::now();
+  for (std::size_t l = 0; l < _listen_fds.size(); ++l)  // a paused one: -1, ignored by poll
+    fds.push_back(pollfd{now < _listen_paused_until[l] ? -1 : _listen_fds[l], POLLIN, 0});
   _npolled = _conns.size();
   for (auto& c : _conns) {
     short ev = POLLIN;
@@ -108,40 +134,93 @@ void pmi_server::fill_pollfds(std::vector<pollfd>& fds) {
   }
 }
 
-void pmi_server::accept_all(int listen_fd) {
-  for (;;) {
+int pmi_server::poll_timeout_ms() const {
+  const auto now = steady::now();
+  long long ms = -1;
+  for (const auto& until : _listen_paused_until)
+    if (until > now) {
+      const long long left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+      ms = ms < 0 ? left : std::min(ms, left);
+    }
+  return static_cast<int>(ms);
+}
+
+// Up to kAcceptBatch new connections from one listening socket, each read
+// at once: a genuine client's initack is usually there already.
+void pmi_server::accept_some(std::size_t l) {
+  for (std::size_t n = 0; n < kAcceptBatch; ++n) {
     sockaddr_in sa{};
     socklen_t len = sizeof sa;
-    int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    int fd = ::accept4(_listen_fds[l], reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      break;
-    }
-    // Too many connections that have not said who they are: the oldest
-    // goes (a genuine rank identifies itself as soon as it connects).
-    std::size_t unidentified = 0;
-    conn* oldest = nullptr;
-    for (auto& c : _conns)
-      if (c->fd >= 0 && c->rank < 0) {
-        ++unidentified;
-        if (!oldest || c->serial < oldest->serial) oldest = c.get();
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        // Out of descriptors or memory: the pending connections stay in
+        // the kernel's queue; look again a little later (not at once: the
+        // socket stays readable and the loop would spin).
+        const int err = errno;
+        _listen_paused_until[l] = steady::now() + kAcceptPause;
+        std::string summary;
+        const bool now = _refusal_log->admit(&summary);
+        if (on_report && !summary.empty()) on_report("PMI port: " + summary + " (refused connections)");
+        if (on_report && now)
+          on_report(std::string("PMI port: accept: ") + std::strerror(err) + "; accepting again in 100 ms");
       }
-    if (unidentified >= kMaxUnidentified && oldest)
-      refuse(*oldest, "more than " + std::to_string(kMaxUnidentified) + " unidentified connections");
+      return;
+    }
     add_connection(fd, -1);
     conn& c = *_conns.back();
     c.accepted = true;
-    c.serial = _next_serial++;
+    c.source = source_of(sa);
+    c.since = steady::now();
     char ip[INET_ADDRSTRLEN] = "?";
     if (sa.sin_family == AF_INET) ::inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
     c.peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
+    handle_conn(c, POLLIN);  // identify first
+    if (c.fd >= 0 && c.rank < 0) make_room(c);
+  }
+}
+
+// A new connection that has not identified itself took the number of
+// unidentified ones from its source, or in all, over the limit: the oldest
+// that has stayed silent for kSilentGrace goes (read one last time first),
+// or the newcomer is turned away when every one is younger.
+void pmi_server::make_room(conn& newcomer) {
+  for (;;) {
+    std::size_t total = 0, from_source = 0;
+    for (auto& c : _conns)
+      if (c->fd >= 0 && c->rank < 0 && c->accepted) {
+        ++total;
+        from_source += c->source == newcomer.source;
+      }
+    const bool per_source = from_source > kMaxUnidentifiedPerSource;
+    if (!per_source && total <= kMaxUnidentified) return;
+    const auto now = steady::now();
+    conn* victim = nullptr;
+    for (auto& c : _conns)
+      if (c.get() != &newcomer && c->fd >= 0 && c->rank < 0 && c->accepted &&
+          (!per_source || c->source == newcomer.source) && now - c->since >= kSilentGrace &&
+          (!victim || c->since < victim->since))
+        victim = c.get();
+    const std::string limit =
+        per_source ? "more than " + std::to_string(kMaxUnidentifiedPerSource) +
+                         " unidentified connections from " + source_text(newcomer.source)
+                   : "more than " + std::to_string(kMaxUnidentified) + " unidentified connections";
+    if (!victim) {
+      refuse(newcomer, limit + ", none silent for 500 ms yet; come back later", "busy");
+      return;
+    }
+    handle_conn(*victim, POLLIN);  // what it may have sent since the last poll
+    if (victim->fd >= 0 && victim->rank < 0) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - victim->since).count();
+      refuse(*victim, limit + "; this one said nothing in " + std::to_string(ms) + " ms", "silent");
+    }
   }
 }
 
 void pmi_server::handle(const std::vector<pollfd>& fds, std::size_t first) {
-  for (std::size_t l = 0; l < _listen_fds.size(); ++l)
-    if (fds[first + l].revents & POLLIN) accept_all(_listen_fds[l]);
-  // Connections added by accept() above come after the polled ones.
+  // The known connections first (a rank's initack is read before anything
+  // new can crowd it), then the listening sockets.
   std::vector<conn*> polled;
   for (std::size_t i = 0; i < _npolled && i < _conns.size(); ++i) polled.push_back(_conns[i].get());
   const std::size_t base = first + _listen_fds.size();
@@ -150,6 +229,8 @@ void pmi_server::handle(const std::vector<pollfd>& fds, std::size_t first) {
     conn* c = polled[i];
     if (c->fd >= 0 && c->fd == p.fd && p.revents) handle_conn(*c, p.revents);
   }
+  for (std::size_t l = 0; l < _listen_fds.size(); ++l)
+    if (fds[first + l].fd >= 0 && (fds[first + l].revents & POLLIN)) accept_some(l);
 }
 
 void pmi_server::handle_conn(conn& c, short revents) {
@@ -178,7 +259,7 @@ void pmi_server::handle_conn(conn& c, short revents) {
     }
     if (c.fd < 0) return;
     if (c.rank < 0 && c.accepted && c.in.size() > kMaxLineBeforeAuth) {
-      refuse(c, "sent " + std::to_string(c.in.size()) + " bytes without a complete initack line");
+      refuse(c, "sent " + std::to_string(c.in.size()) + " bytes without a complete initack line", "line_too_long");
       return;
     }
     if (c.in.size() > pmi::max_line_length) {
@@ -193,21 +274,30 @@ std::string pmi_server::rank_name(const conn& c) const {
   return "an unidentified PMI client";
 }
 
-// A connection that did not identify itself as a rank of this job: closed,
-// reported within a rate limit (a flood of them must not flood stderr).
-void pmi_server::refuse(conn& c, const std::string& why) {
+// A connection that did not identify itself as a rank of this job: told
+// why in one line (best effort: `msg` is what our client acts on, "busy"
+// meaning "connect again"), closed, reported within a rate limit (a flood
+// of them must not flood stderr).
+void pmi_server::refuse(conn& c, const std::string& why, const std::string& msg) {
   ++_refused;
   std::string summary;
   const bool now = _refusal_log->admit(&summary);
   if (on_report && !summary.empty()) on_report("PMI port: " + summary + " (refused connections)");
   if (on_report && now)
     on_report("PMI port: refused a connection from " + (c.peer.empty() ? std::string("?") : c.peer) + ": " + why);
+  // (Not for "busy" and "silent": seeing the connection close is enough to
+  // connect again, and a flood of them is no reason to write.)
+  if (c.fd >= 0 && c.out.empty() && msg != "busy" && msg != "silent") {
+    const std::string line = "cmd=initack rc=-1 msg=" + msg + "\n";
+    ssize_t n = ::send(c.fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+  }
   close_conn(c);
 }
 
 void pmi_server::protocol_error(conn& c, const std::string& what) {
   if (c.rank < 0 && c.accepted) {
-    refuse(c, "PMI protocol error: " + what);
+    refuse(c, "PMI protocol error: " + what, "protocol_error");
     return;
   }
   if (on_report) on_report(rank_name(c) + ": PMI protocol error: " + what + "; closing its PMI connection");
@@ -321,7 +411,8 @@ void pmi_server::process_line(conn& c, const std::string& line) {
     if (c.rank < 0 && c.accepted && !_auth.empty()) {
       const std::string* token = m.find("auth");
       if (!token || static_cast<std::size_t>(id) >= _auth.size() || !same_secret(*token, _auth[id])) {
-        refuse(c, std::string(token ? "wrong" : "no") + " authentication token for pmiid=" + std::to_string(id));
+        refuse(c, std::string(token ? "wrong" : "no") + " authentication token for pmiid=" + std::to_string(id),
+               token ? "wrong_token" : "no_token");
         return;
       }
     }

@@ -8,16 +8,32 @@
 // of the listening socket must present its rank's token in its first line,
 // `cmd=initack pmiid=N auth=TOKEN` (an extra key PMI-1 servers ignore, sent
 // by our client when NMAD_PMI_AUTH is set). Anything else before that (a
-// wrong or missing token, another command, a line over 4 KiB, more than 64
-// unidentified connections at once: the oldest goes) closes that
-// connection with a rate-limited report; the rank stays free for its
-// genuine process and the job goes on. PMI_FD socketpairs need no token.
+// wrong or missing token, another command, a line over 4 KiB) closes that
+// connection with a rate-limited report and a last line saying why
+// (`cmd=initack rc=-1 msg=...`); the rank stays free for its genuine process
+// and the job goes on. PMI_FD socketpairs need no token.
+//
+// Strangers holding connections open cannot push a genuine rank out:
+//  * identify first: a new connection is read as soon as it is accepted
+//    (a genuine client sends its initack right after connecting, so it is
+//    usually there already), and the known connections are read before
+//    anything new is accepted;
+//  * at most 32 unidentified connections per source address (127/8 counts
+//    as one) and 128 in all; past that, the oldest one that has stayed
+//    silent for 500 ms goes, or, when every one is younger, the newcomer is
+//    turned away (closed: our client then connects again, with backoff,
+//    until its PMI timeout);
+//  * at most 64 accepts per listening socket per handle(): a stream of
+//    connections cannot keep the caller's loop (signals, exits, the ranks'
+//    replies) from running; accept errors (EMFILE & co) stop watching that
+//    socket for 100 ms instead of spinning on it (see poll_timeout_ms()).
 //
 // Supported commands: initack, init, get_maxes, get_my_kvsname,
 // get_universe_size, get_appnum, put, get, barrier_in, finalize, abort.
 // Not thread-safe; single poll loop.
 #include <poll.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,6 +81,9 @@ class pmi_server {
   // (after poll) starting at the same index.
   void fill_pollfds(std::vector<pollfd>& fds);
   void handle(const std::vector<pollfd>& fds, std::size_t first);
+  // The longest the caller's poll may sleep for the server's sake (a
+  // listening socket paused after an accept error); -1: no limit.
+  int poll_timeout_ms() const;
 
   // The rank's process has ended: a barrier it has not entered can never
   // complete, so the ranks waiting in it get their connection closed (their
@@ -91,8 +110,9 @@ class pmi_server {
   void flush(conn& c);
   void close_conn(conn& c);
   void protocol_error(conn& c, const std::string& what);
-  void refuse(conn& c, const std::string& why);
-  void accept_all(int listen_fd);
+  void refuse(conn& c, const std::string& why, const std::string& msg);
+  void accept_some(std::size_t listener);
+  void make_room(conn& newcomer);
   void check_barrier();
   std::string rank_name(const conn& c) const;
 
@@ -100,9 +120,9 @@ class pmi_server {
   std::string _kvsname;
   limits _limits;
   std::vector<int> _listen_fds;
+  std::vector<std::chrono::steady_clock::time_point> _listen_paused_until;  // per listener
   std::vector<std::string> _auth;  // per rank; empty: no authentication
   std::size_t _refused = 0;
-  std::uint64_t _next_serial = 0;
   std::unique_ptr<log_limiter> _refusal_log = std::make_unique<log_limiter>(5, std::chrono::seconds(10));
   std::vector<std::unique_ptr<conn>> _conns;
   std::map<std::string, std::string> _kvs;
