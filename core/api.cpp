@@ -2,7 +2,6 @@
 #include <stdexcept>
 
 #include "api/nmad/nmad.hpp"
-#include "core/common/log.hpp"
 #include "core/session_factory.hpp"
 #include "core/session_impl.hpp"
 
@@ -14,8 +13,9 @@ request::request() { request_storage::construct(*this)->owner = this; }
 
 request::~request() {
   request_state& s = state_of(*this);
-  if (!s.is_complete())
-    log_write(log_level::error, "api", "a pending request was destroyed; its buffer may still be written");
+  // Pending: cancelled, or waited for where it is already under way (see
+  // session_impl::abandon); nothing of the engine refers to it afterwards.
+  if (!s.is_complete()) session_impl::abandon(s);
   s.~request_state();
 }
 

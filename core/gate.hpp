@@ -119,6 +119,7 @@ class gate {
   std::atomic<bool> failed{false};
   std::string fail_reason;    // written once, before `failed` turns true
   bool fail_queued = false;   // fail_gate ran (session's pending lock)
+  bool cleaned_up = false;    // clean_up_failed ran (matching lock)
 
   std::size_t rdv_threshold = 1;  // messages this long and up: rendezvous (set-up)
 

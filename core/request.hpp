@@ -22,6 +22,7 @@ namespace nmad {
 
 class gate;
 class request;
+class session_impl;
 
 // One destination range of a receive (irecv: one; unpack: one per unpack).
 struct segment {
@@ -123,6 +124,10 @@ struct request_state {
   void (*cb)(request&, void*) = nullptr;
   void* cb_arg = nullptr;
   request* owner = nullptr;        // the nmad::request embedding this state
+  // The session that started it (set by every start; read by ~request to
+  // cancel a request destroyed while pending, see session_impl::abandon).
+  session_impl* engine = nullptr;
+  std::uint64_t engine_id = 0;     // that session's serial number (session_impl::serial)
 
   bool finishing = false;          // complete() ran, its callback is deferred
                                    // (engine lock held: use finished())

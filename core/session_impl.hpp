@@ -133,6 +133,16 @@ class session_impl final : private wait_engine {
   void handle_cancel_req(gate& g, const wire::chunk_header& h);         // lock held
   void handle_cancel_ack(gate& g, const wire::chunk_header& h);         // lock held
 
+  // ~request of a pending request: cancels what has not started (a posted
+  // receive, a send the receiver has not seen, an unmatched rendezvous) and
+  // waits for what has (see ~request in api/nmad/nmad.hpp). A request of a
+  // session that is gone is left alone. No lock held.
+  static void abandon(request_state& r);
+  // This session's serial number: a request started by it carries it, so a
+  // request destroyed after its session (or under a later session at the
+  // same address) is recognised.
+  std::uint64_t serial() const { return _serial; }
+
   bool test(request_state& r);
   errc wait(request_state& r);
   int wait_any(std::span<request* const> reqs);
@@ -298,6 +308,9 @@ class session_impl final : private wait_engine {
   void protocol_violation(gate& g, const std::string& what);
 
   // Completion and failure.
+  void abandon_request(request_state& r);  // see abandon()
+  static std::uint64_t enlist(session_impl* s);  // among the live sessions; returns its serial
+  static void delist(session_impl* s);
   void complete(request_state& r);
   void run_deferred();  // no lock held
   static void trace_completion(const request_state& r);  // NMAD_TRACE: send_done / recv_done
@@ -360,6 +373,7 @@ class session_impl final : private wait_engine {
     const thread_work* w = t_work;
     return w && !w->deferred.empty();
   }
+  std::uint64_t _serial = 0;  // see serial(); registered among the live sessions
   thread_level _level = thread_level::multiple;
   bool _threaded = true;                   // _level == multiple
   mutable domain_mutex _match_lock;        // LOCK ORDER 2

@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -540,6 +541,76 @@ void session_impl::run_deferred() {
   batch.resize(mark);
 }
 
+// ---- requests destroyed while pending ---------------------------------------------
+
+namespace {
+// The sessions alive in this process, with their serial numbers (a request
+// names its session by both). Touched at session start and end and when a
+// pending request is destroyed: never on the message path.
+std::mutex g_live_lock;
+std::vector<std::pair<const session_impl*, std::uint64_t>> g_live;
+std::uint64_t g_next_serial = 1;
+}  // namespace
+
+std::uint64_t session_impl::enlist(session_impl* s) {
+  std::lock_guard l(g_live_lock);
+  g_live.emplace_back(s, g_next_serial);
+  return g_next_serial++;
+}
+
+void session_impl::delist(session_impl* s) {
+  std::lock_guard l(g_live_lock);
+  std::erase_if(g_live, [s](const auto& e) { return e.first == s; });
+}
+
+void session_impl::abandon(request_state& r) {
+  {
+    std::lock_guard l(g_live_lock);
+    const std::pair<const session_impl*, std::uint64_t> key{r.engine, r.engine_id};
+    if (std::find(g_live.begin(), g_live.end(), key) == g_live.end()) return;  // its session is gone
+  }
+  r.engine->abandon_request(r);
+}
+
+// Cancels what can be (nothing of it has reached the peer, or the peer
+// withdraws it), then waits until the request completes: from then on no
+// list, map, driver or deferred completion refers to it (a completed
+// request is on none: every path that completes one takes it off first,
+// and a gate's failure clean-up fails only requests it finds there). Its
+// callback is dropped unless its completion is already being reported.
+void session_impl::abandon_request(request_state& r) {
+  if (r.type == request_state::kind::recv) {
+    engine_scope scope(*this);
+    std::lock_guard ml(_match_lock);
+    if (!r.finishing) r.cb = nullptr;
+    if (!r.finished()) {
+      if (!r.matched) {
+        if (_match.unpost(r)) {  // never matched: it never takes a message
+          r.error = errc::cancelled;
+          r.error_message = "receive destroyed while pending";
+          complete(r);
+        }
+      } else if (!r.recv_sealed) {
+        // An unpack whose next pieces will never come: what its segments
+        // do not hold is dropped, as for a receive too small.
+        r.recv_sealed = true;
+        drain_buffered(r);
+        if (!r.msg.failed) ask_rdvs(*_gates[r.msg.source], r);
+        finish_recv_if_done(r);
+      }
+    }
+  } else if (r.type == request_state::kind::send) {
+    if (!r.sealed) pack_seal(r);  // a packed message's last piece: the message ends here
+    {
+      engine_scope scope(*this);
+      std::lock_guard gl(r.dest->lock);
+      if (!r.finishing) r.cb = nullptr;
+    }
+    cancel(r);  // an unmatched rendezvous: withdrawn (or matched meanwhile, then sent)
+  }
+  wait_until(r);
+}
+
 // The lock of r's domain held (gate lock for a send, matching lock for a
 // receive), or both.
 void session_impl::fail_request(request_state& r, errc e, std::string message) {
@@ -637,13 +708,15 @@ void session_impl::clean_up_failed(gate& g, bool close) {
       note(e);
     }
     g.rdv_out.clear();
+    // The pool's entries first: once failed, a request (and the entries
+    // inside it) may be gone at any moment (another thread saw it done).
+    for (chunk_entry* e : entries)
+      if (e->pooled) g.entry_pool.put(e);
     for (request_state* r : sends) {
       if (r->held_piece && r->held_piece->pooled) g.entry_pool.put(r->held_piece);
       r->held_piece = nullptr;
       fail_request(*r, errc::peer_failed, msg);
     }
-    for (chunk_entry* e : entries)
-      if (e->pooled) g.entry_pool.put(e);
   }
 
   // Receive side. Matched receives whose bytes are still to come fail:
@@ -670,6 +743,10 @@ void session_impl::clean_up_failed(gate& g, bool close) {
   // (Failing them takes them off the list: a copy.)
   const std::vector<request_state*> waiting = g.unpack_waiting;
   receives.insert(receives.end(), waiting.begin(), waiting.end());
+  // Each once: a failed request may be gone at once (its owner saw it done).
+  std::sort(receives.begin(), receives.end());
+  receives.erase(std::unique(receives.begin(), receives.end()), receives.end());
+  g.cleaned_up = true;
   for (request_state* r : receives) {
     r->msg.failed = true;
     r->msg.fail_reason = msg;

@@ -446,7 +446,9 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
           fail_gate(g, broken.empty() ? "the driver refused a rendezvous receive" : broken);
           m.failed = true;
           m.fail_reason = failure_text(g);
-          fail_request(r, errc::peer_failed, m.fail_reason);
+          // Still referred to (pieces asked for before, chunks to come): the
+          // gate's clean-up finds it there and fails it; else nothing will.
+          if (m.rdv_in_flight == 0 && !m.in_active) fail_request(r, errc::peer_failed, m.fail_reason);
           return;
         }
         g.rdv_in[rr->cookie] = rr;
@@ -538,6 +540,8 @@ void session_impl::finish_recv_if_done(request_state& r) {
 void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf,
                               std::size_t len, bool sealed) {
   r.type = request_state::kind::recv;
+  r.engine = this;
+  r.engine_id = _serial;
   r.error = errc::ok;
   r.error_message.clear();
   r.finishing = false;
@@ -626,7 +630,9 @@ void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
   const bool still_arriving = u.msg.in_active;
   bind(r, std::move(u.msg));
   delete &u;
-  if (still_arriving) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
+  // (A failed gate's clean-up marked it failed already; it must not be
+  // entered in a table nobody clears again.)
+  if (still_arriving && !g.cleaned_up) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
   drain_buffered(r);
   ask_rdvs(g, r);
   finish_recv_if_done(r);

@@ -79,9 +79,11 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   g.strat->on_submit(g.collect, e);
 }
 
-static bool start_request(request_state& r, request_state::kind k) {
+static bool start_request(session_impl& s, request_state& r, request_state::kind k) {
   if (!r.is_complete()) return false;  // still pending: caller's bug
   r.type = k;
+  r.engine = &s;
+  r.engine_id = s.serial();
   r.error = errc::ok;
   r.error_message.clear();
   r.cancel_requested = false;
@@ -103,7 +105,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
                           : "isend: null buffer with length " + std::to_string(len);
     return r.error;
   }
-  start_request(r, request_state::kind::send);
+  start_request(*this, r, request_state::kind::send);
   gate& g = *_gates[dest];
   r.dest = &g;
   r.pending_chunks = 0;
@@ -239,7 +241,7 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
     r.error_message = "pack_begin: destination rank " + std::to_string(dest) + " out of range";
     return r.error;
   }
-  start_request(r, request_state::kind::send);
+  start_request(*this, r, request_state::kind::send);
   if (_waiter.counts_work()) {  // work for the progress thread (nothing queued yet)
     r.bg_counted = true;
     _waiter.work_started();

@@ -274,6 +274,7 @@ session_impl::session_impl(const session_options& opts)
       _progress_desc += "; spins " + std::to_string(spin_us) + " us before sleeping" +
                         (spare_core ? "" : " (after work it led only: no core to spare)");
   }
+  _serial = enlist(this);  // last: a session whose set-up threw never was live
 }
 
 void session_impl::start_progress(const std::string& text) {
@@ -585,6 +586,7 @@ void session_impl::shutdown() {
 }
 
 session_impl::~session_impl() {
+  delist(this);  // requests destroyed from now on leave it alone
   try {
     shutdown();
   } catch (...) {

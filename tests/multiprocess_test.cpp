@@ -306,3 +306,23 @@ TEST_CASE("auto driver choice: peers on this host use shm, the job runs and a st
   CHECK(i.status == 0);
   CHECK(count(i.out, "job unaffected") == 2);
 }
+
+// Destroying a pending request cancels it (tests/workers/engine_worker.cpp,
+// destroy_pending): a destroyed receive never takes a message, a destroyed
+// unanswered rendezvous is withdrawn, a destroyed matched receive has its
+// bytes before the destructor returns; then, with the peer killed and
+// nobody having noticed yet, destroying its pending requests (matched
+// rendezvous receive, posted and any-source receives, rendezvous and eager
+// sends) and progressing neither crashes nor writes to their buffers.
+TEST_CASE("destroying pending requests cancels them, also after their peer died unnoticed (shm and tcp)") {
+  for (const char* drv : {"shm", "tcp"}) {
+    CAPTURE(drv);
+    auto r = run_job({2, {"destroy_pending"}, {{"NMAD_DRIVER", drv}, {"NMAD_SHM_CMA", "0"}, {"NMAD_RUN_KILL_GRACE", "60"},
+                                           {"NMAD_PROGRESS", "none"}},  // nobody notices the death before the destructors
+                      60});
+    CHECK(r.status != 0);  // rank 0 was killed
+    CHECK(count(r.out, "destroyed live requests cancelled, withdrawn or completed") == 2);
+    CHECK(count(r.out, "rank 1: pending requests destroyed after rank 0 failed; the session went on") == 1);
+    CHECK_FALSE(contains(r.err, "FAILED"));
+  }
+}

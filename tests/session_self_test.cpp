@@ -4,9 +4,11 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <thread>
 #include <stdexcept>
@@ -474,4 +476,110 @@ TEST_CASE("self: a detached message never received is freed with the session") {
   CHECK(m.valid());
   CHECK(s->wait(rs) == errc::ok);
   s.reset();  // ASan's leak check fails this case if the message leaks
+}
+
+// ---- request lifetime: destroying a pending request cancels it ----------------
+
+namespace {
+
+// Takes the memory a destroyed request left (the allocator hands the same
+// block out again), filled with a pattern, as an application would reuse it.
+std::vector<std::unique_ptr<unsigned char[]>> reuse_freed_requests(std::size_t n = 8) {
+  std::vector<std::unique_ptr<unsigned char[]>> blocks;
+  for (std::size_t i = 0; i < n; ++i) {
+    blocks.emplace_back(new unsigned char[sizeof(request)]);
+    std::memset(blocks.back().get(), 0xa5, sizeof(request));
+  }
+  return blocks;
+}
+
+// Progresses until r completes or 5 s have passed (a test must fail, not hang).
+bool finishes(session& s, request& r) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!s.test(r))
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("self: a destroyed pending receive never takes a message; the next receive does") {
+  auto s = make();
+  std::vector<unsigned char> stale(64, 0xee);
+  auto r = std::make_unique<request>();
+  CHECK(s->irecv(0, 41, stale.data(), stale.size(), *r) == errc::ok);
+  r.reset();
+  auto reused = reuse_freed_requests();
+  const auto out = pattern(64, 9);
+  std::vector<unsigned char> in(64);
+  request rs, rr;
+  CHECK(s->isend(0, 41, out.data(), out.size(), rs) == errc::ok);
+  CHECK(s->irecv(0, 41, in.data(), in.size(), rr) == errc::ok);
+  REQUIRE(finishes(*s, rr));
+  CHECK(rr.error() == errc::ok);
+  CHECK(in == out);
+  CHECK(std::all_of(stale.begin(), stale.end(), [](unsigned char c) { return c == 0xee; }));
+  CHECK(s->wait(rs) == errc::ok);
+  // The same with an any-source receive, a masked tag and a 1 MiB
+  // (rendezvous) message.
+  std::vector<unsigned char> big_stale(1 << 20, 0xee);
+  r = std::make_unique<request>();
+  CHECK(s->irecv(any_source, 0x400, big_stale.data(), big_stale.size(), *r, 0xf00) == errc::ok);
+  r.reset();
+  reused = reuse_freed_requests();
+  const auto big = pattern(1 << 20, 10);
+  std::vector<unsigned char> big_in(big.size());
+  CHECK(s->isend(0, 0x4ab, big.data(), big.size(), rs) == errc::ok);
+  CHECK(s->irecv(0, 0x4ab, big_in.data(), big_in.size(), rr) == errc::ok);
+  REQUIRE(finishes(*s, rr));
+  CHECK(rr.error() == errc::ok);
+  CHECK(big_in == big);
+  CHECK(std::all_of(big_stale.begin(), big_stale.end(), [](unsigned char c) { return c == 0xee; }));
+  CHECK(s->wait(rs) == errc::ok);
+}
+
+TEST_CASE("self: a destroyed pending rendezvous send is withdrawn; the next message on its tag arrives instead") {
+  auto s = make();
+  std::vector<char> big(1 << 20, 'x');
+  auto r = std::make_unique<request>();
+  int calls = 0;
+  r->on_complete([](request&, void* arg) { ++*static_cast<int*>(arg); }, &calls);
+  CHECK(s->isend(0, 42, big.data(), big.size(), *r) == errc::ok);
+  r.reset();  // the receiver never matched it
+  auto reused = reuse_freed_requests();
+  std::fill(big.begin(), big.end(), 'y');  // the buffer is the application's again
+  int v = 17, got = 0;
+  request rs, rr;
+  CHECK(s->isend(0, 42, &v, sizeof v, rs) == errc::ok);
+  CHECK(s->irecv(0, 42, &got, sizeof got, rr) == errc::ok);
+  REQUIRE(finishes(*s, rr));
+  CHECK(rr.error() == errc::ok);
+  CHECK(rr.status().length == sizeof v);
+  CHECK(got == 17);
+  CHECK(s->wait(rs) == errc::ok);
+  recv_status st;
+  CHECK_FALSE(s->iprobe(0, 42, st));
+  CHECK(calls == 0);  // a destroyed request's callback never runs
+}
+
+TEST_CASE("self: a destroyed receive matched to a rendezvous takes its bytes before the destructor returns") {
+  auto s = make();
+  const auto out = pattern(1 << 20, 11);
+  auto in = std::make_unique<std::vector<unsigned char>>(out.size());
+  request rs;
+  auto r = std::make_unique<request>();
+  CHECK(s->isend(0, 43, out.data(), out.size(), rs) == errc::ok);
+  CHECK(s->probe(0, 43).length == out.size());  // here: the receive matches it at once
+  CHECK(s->irecv(0, 43, in->data(), in->size(), *r) == errc::ok);
+  r.reset();
+  CHECK(*in == out);
+  in.reset();  // the buffer may go now: nothing writes to it any more
+  CHECK(s->wait(rs) == errc::ok);
+  int v = 5, got = 0;
+  request rs2, rr;
+  CHECK(s->isend(0, 43, &v, sizeof v, rs2) == errc::ok);
+  CHECK(s->irecv(0, 43, &got, sizeof got, rr) == errc::ok);
+  REQUIRE(finishes(*s, rr));
+  CHECK(got == 5);
+  s->wait(rs2);
 }

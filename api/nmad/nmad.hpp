@@ -22,7 +22,8 @@
 // Requests are owned by the caller, must not move while pending, and are
 // completed by progress (test, wait, wait_any, probe, or any other call that
 // polls). Buffers of a pending request belong to the engine until it
-// completes. At thread_level::multiple (the default) every call is
+// completes or is destroyed (destroying a pending request cancels it, see
+// ~request). At thread_level::multiple (the default) every call is
 // thread-safe; below it the application promises what the level says (as
 // MPI's thread levels). Completion callbacks run with the session lock
 // held, on the thread that progressed the request: they may start new
@@ -112,7 +113,17 @@ class request {
   request();
   request(const request&) = delete;
   request& operator=(const request&) = delete;
-  ~request();  // a request must be complete (or never started) when destroyed
+  // Destroying a pending request cancels it. A receive not matched yet is
+  // withdrawn (it never takes a message: a later receive does); a send the
+  // receiver has not seen yet is withdrawn, an unmatched rendezvous is
+  // withdrawn from the receiver's queue (as cancel()). What is already
+  // under way (a matched message's bytes, eager bytes the driver holds, a
+  // rendezvous the receiver took) is waited for: the destructor may block
+  // until that ends or its peer fails. The callback does not run (unless it
+  // was already running). Afterwards nothing refers to the request or its
+  // buffer. No other thread may use the request meanwhile; a request that
+  // outlives its session is destroyed without a word.
+  ~request();
 
   // Runs once when the request completes (success or error), outside the
   // engine's locks, just before completed() turns true (so the callback
