@@ -196,28 +196,50 @@ TEST_CASE("a failing remote rank is named with its host, and the job's status is
   CHECK(contains(r.err, "exited with status 3"));
 }
 
-TEST_CASE("a timeout ends remote ranks too: nothing is left running on the remote host") {
-  REQUIRE_SSHD();
-  const std::string marker = "12345" + std::to_string(::getpid() % 1000);
-  auto r = nmad_run({"--host", "127.0.0.2,127.0.0.3", "--timeout", "2", "/bin/sleep", marker}, 30);
-  CHECK(r.status == 124);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  int left = 0;
+namespace {
+// Processes running `sleep MARKER` (on this machine, which is the remote
+// host too).
+int sleeps_with(const std::string& marker) {
+  int n = 0;
   for (const auto& p : fs::directory_iterator("/proc")) {
     std::ifstream cmd(p.path() / "cmdline");
     std::string c;
     std::getline(cmd, c, '\0');
     std::string arg;
     std::getline(cmd, arg, '\0');
-    if (c.find("sleep") != std::string::npos && arg == marker) ++left;
+    if (c.find("sleep") != std::string::npos && arg == marker) ++n;
   }
-  CHECK(left == 0);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a timeout ends remote ranks too: nothing is left running on the remote host") {
+  REQUIRE_SSHD();
+  const std::string marker = "12345" + std::to_string(::getpid() % 1000);
+  auto r = nmad_run({"--host", "127.0.0.2,127.0.0.3", "--timeout", "2", "/bin/sleep", marker}, 30);
+  CHECK(r.status == 124);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(sleeps_with(marker) == 0);
+  // Behind a wrapper, with a process in the background: the whole group.
+  const std::string marker2 = "23456" + std::to_string(::getpid() % 1000);
+  r = nmad_run({"--host", "127.0.0.2,127.0.0.3", "--timeout", "2", "/bin/sh", "-c",
+                "sleep " + marker2 + " & sleep " + marker2 + "; echo after"},
+               30);
+  CHECK(r.status == 124);
+  CHECK_FALSE(contains(r.out, "after"));
+  for (int i = 0; i < 30 && sleeps_with(marker2) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(sleeps_with(marker2) == 0);
 }
 
-TEST_CASE("remote ranks get the job key on stdin, not on their command line") {
+TEST_CASE("remote ranks get the job key, their PMI token and the PMI address on stdin, not on a command line") {
   REQUIRE_SSHD();
+  // The remote shell ($PPID) and ssh on this side (its parent's parent,
+  // since the remote host is this machine: found by its command line).
   auto r = nmad_run({"--host", "127.0.0.2", "/bin/sh", "-c",
-                     "[ -n \"$NMAD_JOB_KEY\" ] && ! grep -q \"$NMAD_JOB_KEY\" /proc/$PPID/cmdline && echo key-ok"});
+                     "for v in \"$NMAD_JOB_KEY\" \"$NMAD_PMI_AUTH\" \"$PMI_PORT\"; do [ -n \"$v\" ] || exit 3; "
+                     "grep -q -- \"$v\" /proc/$PPID/cmdline && exit 4; "
+                     "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -- \"$v\" && exit 5; done; "
+                     "done; echo secrets-ok"});
   CHECK(r.status == 0);
-  CHECK(contains(r.out, "key-ok"));
+  CHECK(contains(r.out, "secrets-ok"));
 }

@@ -12,6 +12,8 @@
 //   NMAD_JOB_KEY        job secret (set by nmad-run)
 //   NMAD_PMI_AUTH       this rank's token for nmad-run's PMI port (PMI_PORT)
 //   NMAD_PMI_TIMEOUT    seconds to wait for any PMI reply (default 300)
+//   NMAD_RUN_PID        nmad-run's pid and start time: watched once PMI is up
+//                       (launcher_watch.hpp)
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -34,6 +36,7 @@
 #include <thread>
 
 #include "core/bootstrap/bootstrap.hpp"
+#include "core/bootstrap/launcher_watch.hpp"
 #include "core/bootstrap/pmi_wire.hpp"
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
@@ -546,6 +549,7 @@ std::unique_ptr<bootstrap> bootstrap::from_environment() {
     b = singleton();
   }
   log_set_rank(b->rank());
+  if (env_string("PMI_FD") || env_string("PMI_PORT")) bootstrap_detail::watch_launcher();  // not a singleton
   return b;
 }
 

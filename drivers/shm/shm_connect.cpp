@@ -41,6 +41,11 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   // The pair segment, offered to the peer.
   c.seg_name = unique_name(shm::segment_prefix(_cfg.job_key), "pair", _names);
   fd = ::shm_open(c.seg_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  // Locked (shared) while offered, before the magic is written: see the
+  // doorbell in open().
+  if (fd >= 0)
+    while (::flock(fd, LOCK_SH) != 0 && errno == EINTR) {
+    }
   const std::size_t len = segment_bytes(_tun.ring_bytes);
   if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(len)) != 0) {
     if (fd >= 0) ::close(fd);
@@ -51,7 +56,7 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   // set-up, not one fault per 4 KiB on the first lap of every ring (the
   // first messages of a job paid one fault on each side).
   void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  ::close(fd);
+  c.seg_lock.reset(fd);
   if (base == MAP_FAILED) {
     fail(c, std::string("mmap: ") + std::strerror(errno));
     return c.id;
@@ -183,6 +188,7 @@ int shm_driver::progress_offer(conn& c) {
   c.slot = -1;  // the peer freed it
   ::shm_unlink(c.seg_name.c_str());
   c.seg_name.clear();
+  c.seg_lock.reset();
   if (answer != 1) {
     fail(c, "the peer refused the connection (job key or rank)");
     return 1;

@@ -39,6 +39,17 @@
 // the connection fails once, and no cross-memory copy starts towards a
 // peer known to be gone.
 //
+// Names of dead processes. The doorbell and wake-up socket are unlinked
+// once wire-up is over, pair segments once answered; a process killed
+// before that (with its launcher: nobody left to clean up) leaves them.
+// Every open() first sweeps /dev/shm for such names of this user, of any
+// job, removing only what is provably dead (shm_sweep.cpp): a doorbell or
+// pair segment is created, then flocked (shared) by its creator for as long
+// as it needs the name, and only then gets its magic; an exclusive lock
+// that succeeds on a segment carrying the magic means its creator is gone
+// (the kernel drops a dead process's locks, in any pid namespace). A
+// wake-up socket is dead when connecting to it is refused.
+//
 // Tunables (read once at open):
 //   NMAD_SHM_RING       bytes per ring (default 256 KiB; a power of two from 256 KiB to 1 GiB)
 //   NMAD_SHM_CMA        0 disables cross-memory attach (fragments only)
@@ -86,9 +97,14 @@ void shm_driver::open(const driver_config& config) {
   _caps.latency_us = 0.3;       // estimates until sampled
   _caps.bandwidth_mbps = 8000;
   _caps.overhead_us = 0.1;
+  sweep_stale_names();  // what processes killed during wire-up left behind
   _doorbell_name = unique_name(shm::segment_prefix(_cfg.job_key), "db", _names);
   int fd = ::shm_open(_doorbell_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw std::runtime_error("shm driver: cannot create " + _doorbell_name + ": " + std::strerror(errno));
+  // Held (shared) as long as this process lives, taken before the magic is
+  // written: how another process knows the name is not a dead one's.
+  while (::flock(fd, LOCK_SH) != 0 && errno == EINTR) {
+  }
   if (::ftruncate(fd, sizeof(doorbell)) != 0) {
     int err = errno;
     ::close(fd);
@@ -96,7 +112,7 @@ void shm_driver::open(const driver_config& config) {
     throw std::runtime_error(std::string("shm driver: ftruncate: ") + std::strerror(err));
   }
   void* p = ::mmap(nullptr, sizeof(doorbell), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
+  _doorbell_lock.reset(fd);
   if (p == MAP_FAILED) {
     ::shm_unlink(_doorbell_name.c_str());
     throw std::runtime_error(std::string("shm driver: mmap: ") + std::strerror(errno));
@@ -183,6 +199,7 @@ void shm_driver::fail(conn& c, std::string reason) {
   if (!c.seg_name.empty()) {
     ::shm_unlink(c.seg_name.c_str());
     c.seg_name.clear();
+    c.seg_lock.reset();
   }
   if (c.slot >= 0 && c.peer_doorbell.addr) {
     static_cast<doorbell*>(c.peer_doorbell.addr)->slots[c.slot].state.store(0, std::memory_order_release);
@@ -568,6 +585,7 @@ void shm_driver::close_connection(connection_id id) {
   wake_peer(*c);
   if (!c->seg_name.empty()) ::shm_unlink(c->seg_name.c_str());
   c->seg_name.clear();
+  c->seg_lock.reset();
   _by_id[id] = nullptr;
   auto it = _conns.find(id);
   _graveyard.push_back(std::move(it->second));

@@ -8,12 +8,14 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -39,7 +41,9 @@ namespace nmad::shm_impl {
 
 using steady = std::chrono::steady_clock;
 
-constexpr std::uint64_t kMagic = 0x32304d5344414d4eULL;  // "NMADSM02"
+// 03: the creator of a doorbell or pair segment holds a shared flock on it
+// (sweep_stale_names() removes only segments with this magic).
+constexpr std::uint64_t kMagic = 0x33304d5344414d4eULL;  // "NMADSM03"
 constexpr std::uint32_t kVersion = 4;  // 3: stamped ring records; 4: 8-byte record headers
 constexpr int kSlots = 64;
 constexpr std::size_t kMaxPacket = 64 * 1024;
@@ -275,6 +279,7 @@ class shm_driver final : public driver {
     pair_header* hdr = nullptr;
     shm::ring tx, rx;
     std::string seg_name;   // still linked while offering
+    fd_holder seg_lock;     // the pair segment, flocked (shared) while seg_name is linked
     mapping peer_doorbell;  // the peer's doorbell (slot claimed; its sleeping count)
     int slot = -1;
     fd_holder peer_wake;    // connected to the peer's wake-up socket
@@ -312,6 +317,7 @@ class shm_driver final : public driver {
   tunables _tun;
   std::string _host;
   std::string _doorbell_name;
+  fd_holder _doorbell_lock;        // the doorbell, flocked (shared) for the process's life
   mapping _doorbell_map;
   doorbell* _doorbell = nullptr;
   bool _names_withdrawn = false;   // wireup_complete: doorbell and wake-up names unlinked
@@ -332,5 +338,10 @@ class shm_driver final : public driver {
 
 
 std::string unique_name(const std::string& prefix, const char* what, unsigned& counter);
+
+// Unlinks the doorbells, pair segments and wake-up sockets in /dev/shm of
+// this user whose owners are provably gone (shm_sweep.cpp). Returns how
+// many.
+int sweep_stale_names();
 
 }  // namespace nmad::shm_impl

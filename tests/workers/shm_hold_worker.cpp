@@ -6,7 +6,8 @@
 // segment, "nmad_<hex>_<pid>") and prints
 //   held <n> pid <pid> rank <rank>
 // then, by mode: `hold` sleeps (the test kills the launcher meanwhile),
-// `die` kills rank 1 with SIGKILL while the others wait for it to fail.
+// `die` kills rank 1 with SIGKILL while the others wait for it to fail,
+// `quick` ends at once (a job that only sets up and closes).
 #include <signal.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   }
   std::printf("held %d pid %d rank %d\n", count_mine(), static_cast<int>(::getpid()), me);
   std::fflush(stdout);
+  if (mode == "quick") return 0;
   if (mode == "die" && me == 1) ::raise(SIGKILL);
   if (mode == "die") {
     // Wait for the dead rank to be noticed: a receive from it fails.

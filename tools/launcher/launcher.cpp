@@ -100,10 +100,11 @@ class signal_guard {
     if (handle_term) {
       install(SIGINT, 1);
       install(SIGTERM, 2);
+      install(SIGHUP, 3);  // the ranks are not in the terminal's process group: it is ours to pass on
     }
   }
   ~signal_guard() {
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 4; ++i)
       if (_installed[i]) ::sigaction(_signo[i], &_old[i], nullptr);
     g_sig_write_fd = -1;
     ::close(_pipe[0]);
@@ -123,14 +124,16 @@ class signal_guard {
     _installed[slot] = true;
   }
   int _pipe[2] = {-1, -1};
-  struct sigaction _old[3] {};
-  int _signo[3] = {0, 0, 0};
-  bool _installed[3] = {false, false, false};
+  struct sigaction _old[4] {};
+  int _signo[4] = {0, 0, 0, 0};
+  bool _installed[4] = {false, false, false, false};
 };
 
-// In a freshly forked rank (async-signal-safe calls only): die with the
+// In a freshly forked rank (async-signal-safe calls only): its own process
+// group (unless own_group is false: see job::spawn_all), die with the
 // launcher, and start from default signal dispositions and an empty mask.
-void prepare_child(pid_t parent) {
+void prepare_child(pid_t parent, bool own_group) {
+  if (own_group) ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the launcher is already gone
   struct sigaction dfl {};
@@ -150,7 +153,30 @@ struct rank_state {
   bool failure_reported = false;
   std::string host;   // empty: this machine
   int stdin_fd = -1;  // remote ranks: the pipe to ssh's stdin
+  // Its process group (the rank's pid), everything it starts included; 0:
+  // it shares the launcher's (rank 0 reading a terminal).
+  pid_t pgid = 0;
+  bool group_alive = false;  // the group may still have processes
 };
+
+// A process's start time (clock ticks since boot, /proc/PID/stat field
+// 22): with the pid, it names one process for good (pids are reused).
+std::string start_time_of(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return {};
+  char buf[1024];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* p = std::strrchr(buf, ')');  // the command name may hold anything
+  if (!p) return {};
+  // Field 3 (state) follows ") "; field 22 is 19 spaces further.
+  for (int field = 2; field < 22 && *p; ++p)
+    if (*p == ' ') ++field;
+  std::string v;
+  while (*p >= '0' && *p <= '9') v += *p++;
+  return v;
+}
 
 enum class phase { running, grace, terminating, killing };
 
@@ -176,7 +202,10 @@ class job {
   void on_abort(int rank, int code, const std::string& msg);
   void failure();
   void terminate_running(int sig);
+  void signal_rank(rank_state& r, int sig);
+  void reap_group(rank_state& r);
   int running_count() const;
+  int groups_left() const;
 
   const job_options& _o;
   std::vector<rank_state> _ranks;
@@ -197,6 +226,37 @@ int job::running_count() const {
   return n;
 }
 
+// Ranks that have ended but whose process group still has processes.
+int job::groups_left() const {
+  int n = 0;
+  for (const auto& r : _ranks) n += !r.running && r.group_alive;
+  return n;
+}
+
+// The rank and everything it started (its process group), or the rank
+// alone when it has no group of its own.
+void job::signal_rank(rank_state& r, int sig) {
+  if (r.pgid > 0 && (r.running || r.group_alive)) {
+    if (::kill(-r.pgid, sig) == 0) return;
+    if (errno == ESRCH) r.group_alive = false;
+  }
+  if (r.running) ::kill(r.res.pid, sig);
+}
+
+// Collects what is left of an ended rank's group: members that became our
+// children (the launcher is their subreaper) are reaped; the group is gone
+// when no process of it remains (or none we may signal).
+void job::reap_group(rank_state& r) {
+  if (r.pgid <= 0 || !r.group_alive) return;
+  for (;;) {
+    siginfo_t si{};
+    if (::waitid(P_PGID, static_cast<id_t>(r.pgid), &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) break;
+    if (si.si_pid == r.res.pid && r.running) break;  // the rank itself: reap() reads its status
+    ::waitpid(si.si_pid, nullptr, WNOHANG);
+  }
+  if (!r.running && ::kill(-r.pgid, 0) != 0) r.group_alive = false;
+}
+
 std::vector<std::string> job::build_env(int rank, const std::string& pmi, const rank_binding* binding) const {
   std::vector<std::string> env;
   auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
@@ -215,6 +275,9 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
   }
   set("NMAD_JOB_KEY=" + _o.job_key);
   set("NMAD_RUN_SIZE=" + std::to_string(_o.nprocs));
+  // Who to watch: a rank that outlives this launcher ends (core/bootstrap).
+  if (const std::string start = start_time_of(::getpid()); !start.empty())
+    set("NMAD_RUN_PID=" + std::to_string(::getpid()) + ":" + start);
   // The CPUs the job may use here (a bound rank sees only its own one):
   // what the engine compares the local rank count with.
   {
@@ -240,7 +303,7 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
 
 void job::kill_started(int sig) {
   for (auto& r : _ranks)
-    if (r.running) ::kill(r.res.pid, sig);
+    if (r.running) signal_rank(r, sig);
   for (auto& r : _ranks)
     if (r.running) {
       int st;
@@ -274,6 +337,11 @@ void job::spawn_all(const std::string& path) {
   else
     for (auto& b : bindings) b.reason = "--bind none: placement left to the kernel";
   int local_index = 0;
+  // Each rank gets a process group of its own, so that ending it ends what
+  // it started too (a wrapper script's program). Rank 0 keeps the
+  // launcher's when it inherits a terminal the launcher reads in the
+  // foreground: a background group reading its terminal would be stopped.
+  const bool rank0_on_terminal = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
 
   for (int rank = 0; rank < _o.nprocs; ++rank) {
     if (!_ranks[rank].host.empty()) {
@@ -320,10 +388,11 @@ void job::spawn_all(const std::string& path) {
       kill_started(SIGKILL);
       sys_fail("nmad-run: pipe", e);
     }
+    const bool own_group = !(rank == 0 && rank0_on_terminal);
     pid_t pid = ::fork();
     if (pid == 0) {
       // Child: async-signal-safe calls only.
-      prepare_child(parent);
+      prepare_child(parent, own_group);
       if (bind) ::sched_setaffinity(0, sizeof rank_cpus, &rank_cpus);  // a plain system call
       if (sv[1] >= 0) ::fcntl(sv[1], F_SETFD, 0);
       if (rank != 0) ::dup2(devnull, STDIN_FILENO);
@@ -342,6 +411,11 @@ void job::spawn_all(const std::string& path) {
       ::close(devnull);
       kill_started(SIGKILL);
       sys_fail("nmad-run: fork", fork_errno);
+    }
+    if (own_group) {
+      ::setpgid(pid, pid);  // also here: no signal may find the group missing
+      _ranks[rank].pgid = pid;
+      _ranks[rank].group_alive = true;
     }
     _ranks[rank].res.pid = pid;
     _ranks[rank].running = true;
@@ -366,14 +440,17 @@ std::string job::who(const rank_state& r) const {
          std::to_string(r.res.pid) + ")";
 }
 
-// The shell command ssh runs on the remote host: read the job key from
-// stdin, set the PMI environment, start the program, and end it when stdin
-// closes (the launcher went away or ended the job). Exits with the
-// program's status (128+signal if it was killed).
+// The shell command ssh runs on the remote host: read the job key, the
+// rank's PMI token and the PMI address from stdin (none of them on a
+// command line, where `ps` shows them to every user), set the PMI
+// environment, start the program in a session (so a process group) of its
+// own, and end that group when stdin closes (the launcher went away or
+// ended the job): SIGTERM, SIGKILL 2 s later. When the program ends, what
+// it left running in its group is ended too. Exits with the program's
+// status (128+signal if it was killed).
 std::string job::remote_command(int rank, const std::string& path) const {
-  std::string env = "PMI_PORT=" + _remote_port_spec + " PMI_ID=" + std::to_string(rank) +
-                    " PMI_RANK=" + std::to_string(rank) + " PMI_SIZE=" + std::to_string(_o.nprocs) +
-                    " NMAD_RUN_SIZE=" + std::to_string(_o.nprocs);
+  std::string env = "PMI_ID=" + std::to_string(rank) + " PMI_RANK=" + std::to_string(rank) +
+                    " PMI_SIZE=" + std::to_string(_o.nprocs) + " NMAD_RUN_SIZE=" + std::to_string(_o.nprocs);
   bool tcp_host_set = false;
   auto add = [&](const std::string& entry) {
     env += " " + shell_quote(entry);
@@ -400,12 +477,19 @@ std::string job::remote_command(int rank, const std::string& path) const {
   // so the watcher reads the channel through fd 3.)
   // Run by sh whatever the remote login shell is (bash would print job
   // status lines for a killed rank).
+  // (setsid makes the program a group leader, $p its group, when it runs
+  // without forking: the case for a background job of a shell without job
+  // control. Without setsid, only the program itself can be signalled.)
+  const std::string end_group = "kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null";
   const std::string script =
       "cd " + dir +
       " 2>/dev/null; IFS= read -r NMAD_JOB_KEY || exit 126; IFS= read -r NMAD_PMI_AUTH || exit 126; "
-      "export NMAD_JOB_KEY NMAD_PMI_AUTH; exec 3<&0; env " +
-      env + prog + " </dev/null 3<&- & p=$!; (cat <&3 >/dev/null; kill -TERM $p 2>/dev/null) & w=$!; "
-      "exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s";
+      "IFS= read -r PMI_PORT || exit 126; export NMAD_JOB_KEY NMAD_PMI_AUTH PMI_PORT; exec 3<&0; "
+      "g=; command -v setsid >/dev/null 2>&1 && g=setsid; $g env " +
+      env + prog + " </dev/null 3<&- & p=$!; (cat <&3 >/dev/null; " + end_group +
+      "; sleep 2; kill -KILL -$p 2>/dev/null || kill -KILL $p 2>/dev/null) & w=$!; "
+      "exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; if kill -0 -$p 2>/dev/null; then " + end_group +
+      "; sleep 1; kill -KILL -$p 2>/dev/null; fi; exit $s";
   return "exec sh -c " + shell_quote(script);
 }
 
@@ -437,7 +521,7 @@ void job::spawn_remote(int rank, const std::string& path) {
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
-    prepare_child(parent);
+    prepare_child(parent, true);
     ::dup2(in[0], STDIN_FILENO);
     ::execvp(argv[0], argv.data());
     ::_exit(127);
@@ -449,20 +533,24 @@ void job::spawn_remote(int rank, const std::string& path) {
     kill_started(SIGKILL);
     sys_fail("nmad-run: fork", fork_errno);
   }
-  const std::string key_line = _o.job_key + "\n" + _auth[static_cast<std::size_t>(rank)] + "\n";
+  const std::string key_line =
+      _o.job_key + "\n" + _auth[static_cast<std::size_t>(rank)] + "\n" + _remote_port_spec + "\n";
   ssize_t n = ::write(in[1], key_line.data(), key_line.size());  // fits in the pipe buffer
   (void)n;
+  ::setpgid(pid, pid);
+  _ranks[rank].pgid = pid;
+  _ranks[rank].group_alive = true;
   _ranks[rank].res.pid = pid;
   _ranks[rank].running = true;
   _ranks[rank].stdin_fd = in[1];
 }
 
+// Every running rank, and what ended ranks left running in their group.
 void job::terminate_running(int sig) {
-  for (auto& r : _ranks)
-    if (r.running) {
-      r.res.ended_by_launcher = true;
-      ::kill(r.res.pid, sig);
-    }
+  for (auto& r : _ranks) {
+    if (r.running) r.res.ended_by_launcher = true;
+    if (r.running || r.group_alive) signal_rank(r, sig);
+  }
 }
 
 void job::failure() {
@@ -546,13 +634,15 @@ void job::on_exit(rank_state& r, int status) {
 
 void job::reap() {
   for (auto& r : _ranks) {
-    if (!r.running) continue;
-    int st = 0;
-    pid_t p;
-    do p = ::waitpid(r.res.pid, &st, WNOHANG);
-    while (p < 0 && errno == EINTR);
-    if (p == r.res.pid) on_exit(r, st);
-    else if (p < 0 && errno == ECHILD) on_exit(r, 0);  // reaped elsewhere: nothing known
+    if (r.running) {
+      int st = 0;
+      pid_t p;
+      do p = ::waitpid(r.res.pid, &st, WNOHANG);
+      while (p < 0 && errno == EINTR);
+      if (p == r.res.pid) on_exit(r, st);
+      else if (p < 0 && errno == ECHILD) on_exit(r, 0);  // reaped elsewhere: nothing known
+    }
+    reap_group(r);  // after the rank itself: its status is ours to read first
   }
 }
 
@@ -565,6 +655,10 @@ job_result job::run() {
 
   const auto start = steady::now();
   signal_guard sig(_o.handle_signals);
+  // What a rank's wrapper leaves behind when it dies (its program, say)
+  // comes to us rather than to init: its end wakes us (SIGCHLD) and we
+  // reap it (reap_group).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   _ranks.resize(static_cast<std::size_t>(_o.nprocs));
   for (int i = 0; i < _o.nprocs; ++i) _ranks[i].res.rank = i;
 
@@ -638,12 +732,36 @@ job_result job::run() {
   spawn_all(path);
 
   bool check_children = true;
+  bool leftovers_reported = false;
+  std::optional<steady::time_point> give_up_on_groups;
   std::vector<pollfd> fds;
-  while (running_count() > 0) {
+  while (running_count() > 0 || groups_left() > 0) {
     if (check_children) {
       check_children = false;
       reap();
-      if (running_count() == 0) break;
+    }
+    if (running_count() == 0) {
+      if (groups_left() == 0) break;
+      // Every rank has ended, but processes they started have not: they
+      // are ended like ranks (SIGTERM, then SIGKILL), whatever the job's
+      // outcome; after that, a bounded wait for the group to empty.
+      if (!leftovers_reported) {
+        leftovers_reported = true;
+        std::string which;
+        for (const auto& r : _ranks)
+          if (r.group_alive) which += " " + std::to_string(r.res.rank);
+        report("processes started by rank(s)" + which + " outlived them; ending them");
+      }
+      if (_phase == phase::running || _phase == phase::grace) {
+        terminate_running(SIGTERM);
+        _phase = phase::terminating;
+        _kill_deadline = steady::now() + to_duration(_o.kill_escalation_s);
+      }
+      if (_phase == phase::killing && !give_up_on_groups) give_up_on_groups = steady::now() + std::chrono::seconds(5);
+      if (give_up_on_groups && steady::now() >= *give_up_on_groups) {
+        report("processes of rank(s) still running after SIGKILL; leaving them");
+        break;
+      }
     }
     const auto now = steady::now();
     if (_phase == phase::running && _o.timeout_s && now >= start + to_duration(*_o.timeout_s)) {
@@ -677,6 +795,9 @@ job_result job::run() {
     }
     if (const int server_ms = _server->poll_timeout_ms(); server_ms >= 0 && (timeout_ms < 0 || server_ms < timeout_ms))
       timeout_ms = server_ms;
+    // A group's last processes may not be our children (nothing wakes us
+    // when they end): look again every 50 ms.
+    if (groups_left() > 0 && (timeout_ms < 0 || timeout_ms > 50)) timeout_ms = 50;
 
     fds.clear();
     fds.push_back(pollfd{sig.read_fd(), POLLIN, 0});
@@ -689,7 +810,10 @@ job_result job::run() {
       kill_started(SIGKILL);
       sys_fail("nmad-run: poll", e);
     }
-    if (n == 0) continue;
+    if (n == 0) {
+      check_children |= groups_left() > 0;
+      continue;
+    }
     _server->handle(fds, 1);  // before reaping: read what exiting ranks wrote
     if (fds[0].revents & POLLIN) {
       unsigned char buf[64];
@@ -699,10 +823,10 @@ job_result job::run() {
           int s = buf[i];
           if (s == SIGCHLD) {
             check_children = true;
-          } else if (s == SIGINT || s == SIGTERM) {
+          } else if (s == SIGINT || s == SIGTERM || s == SIGHUP) {
             if (_interrupted == 0) {
               _interrupted = s;
-              report(std::string("received ") + (s == SIGINT ? "SIGINT" : "SIGTERM") +
+              report(std::string("received ") + (s == SIGINT ? "SIGINT" : s == SIGTERM ? "SIGTERM" : "SIGHUP") +
                      "; terminating the ranks");
             }
             if (_phase == phase::running || _phase == phase::grace) {

@@ -5,7 +5,9 @@
 //
 // Each rank gets, on top of the launcher's environment (minus inherited PMI_*
 // variables): NMAD_JOB_KEY (32 random hex chars, fresh per job), NMAD_RUN_SIZE,
-// the -x variables, and PMI_FD (or PMI_PORT + PMI_ID), PMI_RANK, PMI_SIZE.
+// NMAD_RUN_PID (the launcher's pid and start time, see
+// core/bootstrap/launcher_watch.hpp), the -x variables, and PMI_FD (or
+// PMI_PORT + PMI_ID), PMI_RANK, PMI_SIZE.
 // Rank 0 inherits stdin; the others read /dev/null. stdout/stderr are shared.
 //
 // Failure handling: when a rank exits non-zero, is killed by a signal,
@@ -13,7 +15,18 @@
 // (or closing an nmad session) sends after having initialised, a line is reported, the other ranks get kill_grace_s to end
 // on their own, then SIGTERM, then SIGKILL kill_escalation_s later. On
 // timeout the ranks still running get SIGTERM at once (then SIGKILL).
-// Children carry PR_SET_PDEATHSIG=SIGKILL so they die with the launcher.
+//
+// Nothing a rank starts outlives the job. Each rank runs in a process group
+// of its own (rank 0 excepted when it inherits a terminal the launcher
+// reads in the foreground), and every signal above goes to the whole group,
+// so a wrapper script's program ends with it; processes that outlive their
+// rank (left in the background) are ended the same way when every rank has
+// ended, whatever the job's outcome (with one line saying so). The launcher
+// is the subreaper of what its ranks start, so it reaps them. SIGTERM,
+// SIGINT and SIGHUP to nmad-run (handle_signals) end the ranks' groups.
+// Children carry PR_SET_PDEATHSIG=SIGKILL so they die with the launcher;
+// a rank that is not its child (behind a wrapper) notices through
+// NMAD_RUN_PID within seconds and ends its group (core/bootstrap).
 #include <sys/types.h>
 
 #include <functional>
@@ -54,8 +67,9 @@ struct job_options {
   std::string progress_placement;
   // Host of each rank (--host/--hostfile); empty: all on this machine. Ranks
   // on other hosts are started with `ssh_command HOST sh -c ...`, reach the
-  // PMI server over TCP at pmi_host, and get NMAD_JOB_KEY on their stdin
-  // (never on a command line). Closing that stdin ends the remote rank.
+  // PMI server over TCP at pmi_host, and get NMAD_JOB_KEY, their PMI token
+  // and the PMI address on their stdin (never on a command line). Closing
+  // that stdin ends the remote rank and its process group (setsid there).
   std::vector<std::string> rank_hosts;
   std::string ssh_command = "ssh -o BatchMode=yes";  // $NMAD_RUN_SSH
   std::string pmi_host;               // $NMAD_RUN_PMI_HOST; default: chosen from the hosts
