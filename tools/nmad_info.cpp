@@ -178,7 +178,7 @@ void print_config() {
       {"NMAD_STRATEGY_PATH", "", "colon-separated directories searched for libnmad_strategy_<name>.so"},
       {"NMAD_RDV_THRESHOLD", "driver's/32768", "bytes from which messages go by rendezvous (unset: the driver's preference)"},
       {"NMAD_COPY_THRESHOLD", "256", "payloads up to this size are copied into the packet"},
-      {"NMAD_UNEXPECTED_MAX", "64M", "eager bytes peers may make this process buffer unexpectedly (shared by its peers; 0 = unlimited)"},
+      {"NMAD_UNEXPECTED_MAX", "64M", "what peers may make this process keep unexpectedly: eager bytes + 320 B a message (shared by its peers; 0 = unlimited)"},
       {"NMAD_CONNECT_TIMEOUT_MS", "30000", "time allowed to connect to every peer"},
       {"NMAD_FINALIZE_TIMEOUT_MS", "30000", "time allowed to flush sends at finalize"},
       {"NMAD_WAIT", "fixed-spin", "how blocking calls wait: busy, block, fixed-spin"},
