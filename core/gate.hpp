@@ -133,11 +133,31 @@ class gate {
   std::unordered_map<std::uint64_t, chunk_entry*> rdv_out;     // cookie -> entry
   std::deque<data_send> data_out;
   std::uint64_t next_cookie = 1;
-  // Flow control, send side (see "Credits" in core/protocol/wire.hpp):
-  // credit charged by the eager data sent so far, and the most the peer
-  // allows. The self gate is not flow-controlled (unlimited).
+  // Flow control, send side (see "Credits" in core/protocol/wire.hpp and
+  // core/session_flow.cpp): credit charged by what was sent so far, and
+  // the most the peer allows. The self gate is not flow-controlled.
   std::uint64_t tx_spent = 0;
   std::uint64_t tx_limit = wire::initial_credit;
+  // Messages waiting for credit, unnumbered, in queue order: the first
+  // entry of each (and the later pieces of a packed one behind it). The
+  // receiver has seen nothing of them; they cost it nothing.
+  collect_list held;
+  std::uint64_t next_queue_order = 1;
+  std::size_t held_pieces = 0;        // entries on `held` that open no message
+  // Held first entries by tag, each in queue order (a want for one tag
+  // finds its message without walking the whole queue).
+  std::unordered_map<std::uint64_t, std::deque<chunk_entry*>> held_by_tag;
+  // Receives the peer waits for (want chunks), by stamp: offered = an
+  // offer for it is out; probe = release up to the first match instead.
+  struct want {
+    std::uint64_t stamp, tag, mask;
+    bool offered;
+    bool probe;
+  };
+  std::vector<want> wants;
+  // Held messages offered and not answered yet: nothing behind the first
+  // of them is admitted meanwhile (a declined one goes back to its place).
+  std::vector<chunk_entry*> offered;
   stat_counter rdv_requests;    // rendezvous sends queued (statistics)
   // Copy offload: a progress task will schedule this gate (see
   // session_impl::offload_schedule); `owner` is the session it belongs to.
@@ -162,6 +182,12 @@ class gate {
   std::uint64_t rx_charged = 0;
   std::uint64_t rx_released = 0;
   std::uint64_t rx_granted = 0;
+  // Half the window or more is held here: the peer may be holding
+  // messages back, so posted receives for it send wants (cleared below a
+  // quarter). probe_wants: the probe patterns (tag, mask) wanted meanwhile,
+  // until a message they match arrives.
+  bool rx_starved = false;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> probe_wants;
   // Matched receives whose rendezvous could not be asked for because a
   // driver was busy (another thread polled it): asked again by the session's
   // pending work (session_impl::flush_pending).
@@ -173,7 +199,7 @@ class gate {
 
   // Gate and track locks held.
   bool idle() const {
-    if (!collect.empty() || !data_out.empty()) return false;
+    if (!collect.empty() || !data_out.empty() || !held.empty()) return false;
     for (const auto& t : tracks)
       if (t.outstanding > 0 || t.retry) return false;
     return true;

@@ -145,7 +145,12 @@ struct request_state {
   chunk_entry first_piece;           // isend uses this one; pack uses a pool
   chunk_entry* held_piece = nullptr; // pack: last piece, held to flag `last`
   std::uint64_t packed_bytes = 0;    // pack: bytes packed so far
-  bool seq_pending = false;          // pack: sequence number taken when the first piece is queued
+  // Flow control: the sequence number is taken when the message's first
+  // entry (`opening`) is admitted (see core/session_flow.cpp), not while it
+  // waits for credit; offer_pending: it is out as an offer, unanswered.
+  bool seq_pending = false;
+  chunk_entry* opening = nullptr;
+  bool offer_pending = false;
 
   // --- receive ---
   posted_hook posted;                // on a posted list (core/matching)
@@ -159,6 +164,7 @@ struct request_state {
   bool recv_sealed = true;           // irecv: yes; unpack: at end()
   bool ask_deferred = false;         // on its gate's ask_again list
   bool unpack_waiting = false;       // on its gate's unpack_waiting list
+  bool wanted = false;               // a want went out for it (flow control)
   message_state msg;                 // valid once matched
 };
 

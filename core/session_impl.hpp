@@ -266,17 +266,43 @@ class session_impl final : private wait_engine {
   void queue_piece(gate& g, request_state& r, chunk_entry& e);  // gate lock held
   void entry_progress(gate& g, chunk_entry& e);  // gate lock held
   void finish_send_if_done(request_state& r);
-  // Flow control (see "Credits" in core/protocol/wire.hpp). admit charges
-  // a data entry's credit, or turns it into a rendezvous request when the
-  // peer's credit does not cover it.
-  void admit(gate& g, chunk_entry& e);                          // gate lock held
-  void handle_credit(gate& g, const wire::chunk_header& h);     // matching lock held
+  // Flow control (see "Credits" in core/protocol/wire.hpp; core/session_flow.cpp).
+  // Send side, gate lock held: take_credit charges an entry (a data entry
+  // whose bytes do not fit may become a rendezvous request) or answers
+  // false (it waits); admit_entry numbers an entry and queues it for the
+  // strategy; hold/unhold/rehold keep the held queue and its index.
+  bool take_credit(gate& g, chunk_entry& e);
+  void admit_entry(gate& g, request_state& r, chunk_entry& e);
+  void hold(gate& g, chunk_entry& e);
+  void unhold(gate& g, chunk_entry& e);
+  void rehold(gate& g, chunk_entry& e);
+  void admit_held(gate& g);
+  chunk_entry* first_held_match(gate& g, const gate::want& w);
+  void serve_wants(gate& g, chunk_entry* fresh);
+  void offer(gate& g, chunk_entry& e, gate::want& w);
+  void offer_taken(gate& g, chunk_entry& e);
+  void release_through(gate& g, chunk_entry& last);
+  // A send the receiver has seen nothing of (it waits for credit) is
+  // withdrawn and completes as cancelled; false if it is not one.
+  bool withdraw_held(gate& g, request_state& r);
+  // The peer's flow-control chunks (matching lock held; they take the gate lock).
+  void handle_credit(gate& g, const wire::chunk_header& h);
+  void handle_want(gate& g, const wire::chunk_header& h);
+  void handle_offer_ack(gate& g, const wire::chunk_header& h);
   // Receive side (matching lock held): charge what a peer's chunk costs
   // (false: the peer exceeded its credit, the gate fails), release what
-  // left our buffers, announce credit when a quarter window is due.
+  // left our buffers, announce credit when a quarter window is due; the
+  // wants of receives posted while half a peer's window is held here.
   bool charge(gate& g, std::uint64_t cost);
   void release(gate& g, std::uint64_t n);
   void grant_if_due(gate& g);
+  void starve(gate& g);
+  void send_want(gate& g, std::uint64_t stamp, tag_t tag, tag_t mask, std::uint8_t flags, request_state* r);
+  void want_posted(request_state& r);                 // r was just posted
+  void unwant(request_state& r, const gate* except);  // r left the posted list
+  void want_for_probe(int source, tag_t tag, tag_t mask);
+  void note_probe_answered(gate& g, tag_t tag);
+  void answer_offer(gate& g, std::uint64_t cookie, std::uint8_t flags);
   // Gives the allocator's free memory back to the system once the buffered
   // unexpected data fell well below its peak (no lock held).
   void trim_if_due();
@@ -419,6 +445,7 @@ class session_impl final : private wait_engine {
   std::uint64_t _unexpected_max = 0;
   std::uint64_t _fc_held = 0;
   std::uint64_t _fc_peak = 0;
+  int _starved_gates = 0;  // gates with rx_starved (matching lock): posted receives send wants
   std::atomic<bool> _trim_due{false};
 
   std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference

@@ -586,6 +586,7 @@ void session_impl::abandon_request(request_state& r) {
     if (!r.finished()) {
       if (!r.matched) {
         if (_match.unpost(r)) {  // never matched: it never takes a message
+          if (r.wanted) unwant(r, nullptr);
           r.error = errc::cancelled;
           r.error_message = "receive destroyed while pending";
           complete(r);
@@ -605,6 +606,7 @@ void session_impl::abandon_request(request_state& r) {
       engine_scope scope(*this);
       std::lock_guard gl(r.dest->lock);
       if (!r.finishing) r.cb = nullptr;
+      withdraw_held(*r.dest, r);  // still waiting for credit: the receiver never saw it
     }
     cancel(r);  // an unmatched rendezvous: withdrawn (or matched meanwhile, then sent)
   }
@@ -701,6 +703,15 @@ void session_impl::clean_up_failed(gate& g, bool close) {
       g.collect.pop_front();
       note(&e);
     }
+    while (!g.held.empty()) {
+      chunk_entry& e = g.held.front();
+      g.held.pop_front();
+      note(&e);
+    }
+    g.held_by_tag.clear();
+    g.held_pieces = 0;
+    g.wants.clear();
+    g.offered.clear();
     for (auto& ds : g.data_out) note(ds.entry);
     g.data_out.clear();
     for (auto& [cookie, e] : g.rdv_out) {
@@ -747,6 +758,10 @@ void session_impl::clean_up_failed(gate& g, bool close) {
   std::sort(receives.begin(), receives.end());
   receives.erase(std::unique(receives.begin(), receives.end()), receives.end());
   g.cleaned_up = true;
+  if (g.rx_starved) {
+    g.rx_starved = false;
+    --_starved_gates;
+  }
   for (request_state* r : receives) {
     r->msg.failed = true;
     r->msg.fail_reason = msg;

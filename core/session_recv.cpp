@@ -1,7 +1,5 @@
 // Receive side: packet parsing, in-order matching per ordering domain,
 // unexpected messages, placement into receive segments, rendezvous answers.
-#include <malloc.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -43,9 +41,10 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
   while (reader.next(cv, error)) {
     const wire::chunk_header& h = cv.header;
     if (trace::enabled()) trace::emit(trace::event::chunk_arrive, g.rank, 0, h.tag, h.seq, h.len, h.offset << 8 | h.kind);
-    if (g.flow_control && static_cast<chunk_kind>(h.kind) == chunk_kind::data &&
-        !charge(g, wire::data_credit(h.offset, h.payload, h.flags)))
-      return;
+    if (g.flow_control) {
+      const std::uint64_t cost = wire::chunk_credit(static_cast<chunk_kind>(h.kind), h.payload, h.flags);
+      if (cost && !charge(g, cost)) return;
+    }
     handle_chunk(g, h, cv.payload);
     if (g.failed.load(std::memory_order_relaxed)) return;
   }
@@ -57,7 +56,7 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
 // decoded and placed in place, without message state; anything else goes
 // through the general chunk path as the equivalent data chunk.
 void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span<const std::byte> payload) {
-  const std::uint64_t cost = payload.size() + wire::message_credit;  // data_credit of a whole message
+  const std::uint64_t cost = payload.size() + wire::message_credit;  // chunk_credit of a whole message (it opens it)
   if (g.flow_control && !charge(g, cost)) return;
   std::uint32_t& expected = g.recv_seq.get(sh.tag & _ordering_mask);
   if (sh.seq == expected) {
@@ -66,6 +65,7 @@ void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span
       expected++;
       if (g.flow_control) release(g, cost);  // nothing of it stays buffered
       _match.unpost(*r);
+      if (r->wanted) unwant(*r, nullptr);
       r->matched = true;
       message_state& m = r->msg;
       m.req = r;
@@ -89,7 +89,7 @@ void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span
   }
   wire::chunk_header h{};
   h.kind = static_cast<std::uint8_t>(chunk_kind::data);
-  h.flags = chunk_flag::last;
+  h.flags = chunk_flag::last | chunk_flag::opens;  // (charged as a whole message above)
   h.payload = static_cast<std::uint32_t>(payload.size());
   h.tag = sh.tag;
   h.seq = sh.seq;
@@ -115,9 +115,20 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     handle_credit(g, h);
     return;
   }
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::want) {
+    handle_want(g, h);
+    return;
+  }
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::offer_ack) {
+    handle_offer_ack(g, h);
+    return;
+  }
   bool created = false;
   message_state* m = find_message(g, h, payload, created);
-  if (!m) return;  // parked (early) or the gate failed
+  if (!m) {  // parked (early), the gate failed, or an offer declined
+    if (created) drain_early(g);
+    return;
+  }
   // The message's total length: announced, or implied by its last piece.
   std::uint64_t total = message_state::unknown;
   if (h.msg_len != chunk_entry::unknown_length) total = h.msg_len;
@@ -145,12 +156,12 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     return;
   }
   request_state* r = m->req;
+  // The message's own credit: returned once a receive holds it.
+  if (g.flow_control && (h.flags & chunk_flag::opens)) {
+    if (r) release(g, wire::message_credit);
+    else m->credit_held = true;
+  }
   if (static_cast<chunk_kind>(h.kind) == chunk_kind::data) {
-    // The message's own credit: returned once a receive holds it.
-    if (g.flow_control && h.offset == 0 && (h.payload > 0 || (h.flags & chunk_flag::last))) {
-      if (r) release(g, wire::message_credit);
-      else m->credit_held = true;
-    }
     if (r) {
       place(*r, h.offset, payload);
     } else {
@@ -199,6 +210,17 @@ message_state* session_impl::find_message(gate& g, const wire::chunk_header& h,
 }
 
 message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
+  request_state* r = _match.first_posted(g.rank, h.tag);
+  if (h.flags & chunk_flag::offer) {
+    // Sent for one receive's want: taken only by that receive, and only if
+    // it is the first posted receive the message matches; else declined
+    // (the sender keeps it, unnumbered again, in its place).
+    const bool take = r && r->post_stamp == h.cookie2;
+    answer_offer(g, h.cookie,
+                 take ? chunk_flag::accepted
+                      : _match.posted_with_stamp(g.rank, h.cookie2) ? std::uint8_t{0} : chunk_flag::withdrawn);
+    if (!take) return nullptr;
+  }
   message_state m;
   m.source = g.rank;
   m.tag = h.tag;
@@ -208,12 +230,14 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
   const bool whole = (h.flags & chunk_flag::last) && h.offset == 0 &&
                      (h.msg_len == chunk_entry::unknown_length || h.msg_len == h.len);
   m.in_active = !whole;
-  if (request_state* r = _match.first_posted(g.rank, h.tag)) {
+  if (r) {
     _match.unpost(*r);
+    if (r->wanted) unwant(*r, (h.flags & chunk_flag::offer) ? &g : nullptr);
     bind(*r, std::move(m));
     if (!whole) g.active[{h.tag, h.seq}] = &r->msg;
     return &r->msg;
   }
+  if (!g.probe_wants.empty()) note_probe_answered(g, h.tag);
   auto* u = new unexpected_message();
   u->msg = std::move(m);
   u->msg.unexpected = u;
@@ -564,67 +588,12 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
   r.recv_sealed = sealed;
   r.ask_deferred = false;
   r.unpack_waiting = false;
+  r.wanted = false;
   r.msg.reset();
 }
 
 // Binds r to an unexpected message already off the unexpected list, and
 // frees the entry.
-// ---- flow control (see "Credits" in core/protocol/wire.hpp) -----------------
-
-bool session_impl::charge(gate& g, std::uint64_t cost) {
-  g.rx_charged += cost;
-  _fc_held += cost;
-  if (_fc_held > _fc_peak) _fc_peak = _fc_held;
-  if (g.rx_charged > wire::initial_credit + g.rx_granted) {
-    protocol_violation(g, "eager data beyond the credit granted (" + std::to_string(g.rx_charged) +
-                              " charged, " + std::to_string(wire::initial_credit + g.rx_granted) + " allowed)");
-    return false;
-  }
-  if (g.rx_granted == 0) grant_if_due(g);  // the window beyond the initial credit
-  return true;
-}
-
-void session_impl::release(gate& g, std::uint64_t n) {
-  g.rx_released += n;
-  _fc_held -= n;
-  grant_if_due(g);
-  // Most of what was buffered is gone: give the memory back (trim_if_due,
-  // when the thread leaves the engine). Again at each quarter of the way
-  // down, so what is left after draining is under 1 MiB.
-  constexpr std::uint64_t kTrimFrom = 1 << 20;
-  if (_fc_peak >= kTrimFrom && _fc_held < _fc_peak / 4) {
-    _fc_peak = _fc_held;
-    _trim_due.store(true, std::memory_order_relaxed);
-  }
-}
-
-// Announces credit in batches of a quarter window: no message per message,
-// and a sender out of credit is never left waiting for a batch (it is out
-// only once 3/4 of the window is held here unreleased, and the batch is due
-// before that much is released).
-void session_impl::grant_if_due(gate& g) {
-  const std::uint64_t target = g.rx_window - wire::initial_credit + g.rx_released;
-  if (target - g.rx_granted < g.rx_window / 4) return;
-  g.rx_granted = target;
-  {
-    std::lock_guard gl(g.lock);
-    chunk_entry* e = g.entry_pool.get();
-    *e = chunk_entry{};
-    e->pooled = true;
-    e->kind = chunk_kind::credit;
-    e->priority = 2;
-    e->offset = target;
-    e->msg_len = chunk_entry::unknown_length;
-    g.collect.push_front(*e);
-  }
-  schedule(g);
-}
-
-void session_impl::trim_if_due() {
-  if (!_trim_due.load(std::memory_order_relaxed) || !_trim_due.exchange(false)) return;
-  malloc_trim(0);
-}
-
 void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
   gate& g = *_gates[u.msg.source];
   const bool still_arriving = u.msg.in_active;
@@ -681,6 +650,7 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
     return errc::peer_failed;
   }
   _match.post(r);
+  if (_starved_gates > 0) want_posted(r);  // the peer may hold back what it waits for
   return errc::ok;
 }
 
@@ -692,6 +662,7 @@ unexpected_message* session_impl::improbe(int source, tag_t tag, tag_t mask, rec
     work = progress_now();
     std::lock_guard ml(_match_lock);
     u = find_unexpected(source, tag, mask, st);
+    if (!u && _starved_gates > 0) want_for_probe(source, tag, mask);
     // Detached: chunks still arriving keep landing in u->msg through the
     // gate's `active` map, exactly as while it was on the list.
     if (u) {
@@ -805,6 +776,7 @@ recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {
     engine_scope scope(*this);
     std::lock_guard ml(_match_lock);
     if (find_unexpected(source, tag, mask, st)) return true;
+    if (_starved_gates > 0) want_for_probe(source, tag, mask);
     // Only messages already here can still come from a failed peer.
     const bool hopeless = source == any_source ? no_live_peer()
                           : source >= 0 && source < _size ? _gates[source]->failed.load(std::memory_order_acquire)
@@ -873,6 +845,7 @@ bool session_impl::cancel(request_state& r) {
   std::lock_guard ml(_match_lock);
   if (r.type != request_state::kind::recv || r.finished() || r.matched || !_match.unpost(r))
     return false;
+  if (r.wanted) unwant(r, nullptr);
   r.error = errc::cancelled;
   r.error_message = "receive cancelled";
   complete(r);

@@ -9,31 +9,6 @@ std::uint32_t session_impl::next_send_seq(gate& g, tag_t tag) {
   return g.send_seq.get(tag & _ordering_mask)++;
 }
 
-// Out of credit, a message goes as a rendezvous request: its bytes wait in
-// the sender's buffer until the receive is posted (an empty one completes
-// once the receiver matched it, like an empty synchronous send). Never
-// dropped, never failed, and control chunks need no credit, so no side
-// waits for credit it could only get from a side that waits too.
-void session_impl::admit(gate& g, chunk_entry& e) {
-  if (e.kind != chunk_kind::data) return;
-  const std::uint64_t cost = wire::data_credit(e.offset, e.len, e.flags);
-  if (cost == 0 || g.tx_spent + cost <= g.tx_limit) {
-    g.tx_spent += cost;
-    return;
-  }
-  e.kind = chunk_kind::rdv_req;
-  e.awaiting_ack = e.len == 0;
-}
-
-void session_impl::handle_credit(gate& g, const wire::chunk_header& h) {
-  std::lock_guard gl(g.lock);
-  if (h.offset > ~std::uint64_t{0} - wire::initial_credit) {
-    protocol_violation(g, "credit beyond any window");
-    return;
-  }
-  g.tx_limit = std::max(g.tx_limit, wire::initial_credit + h.offset);
-}
-
 // Where the receiver can read our memory, it pulls a rendezvous' bytes as
 // soon as it matches (we only learn it is done): the transfer then needs
 // nothing from this process, which may be computing meanwhile.
@@ -58,14 +33,37 @@ static bool expose_for_pull(gate& g, chunk_entry& e) {
   return true;
 }
 
+// Queues an entry of r: the first one (it opens the message and carries
+// its credit) waits on the held queue while anything waits there or the
+// credit does not cover it; a later piece waits while its message does.
 void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   e.req = &r;
-  if (r.seq_pending) {  // a packed message's first queued piece
+  if (!r.opening) {
+    r.opening = &e;
+    e.flags |= chunk_flag::opens;
+  }
+  r.pending_chunks++;
+  e.queue_order = g.next_queue_order++;
+  if (g.flow_control) {
+    const bool waits = &e == r.opening
+                           ? !g.held.empty() || !g.offered.empty() || !take_credit(g, e)
+                           : r.seq_pending || r.offer_pending || !take_credit(g, e);
+    if (waits) {
+      hold(g, e);
+      return;
+    }
+  }
+  admit_entry(g, r, e);
+}
+
+// Numbers an admitted entry (the message takes its sequence number with
+// its first entry) and hands it to the strategy. Gate lock held.
+void session_impl::admit_entry(gate& g, request_state& r, chunk_entry& e) {
+  if (&e == r.opening) {
     r.first_piece.seq = next_send_seq(g, r.first_piece.tag);
     r.seq_pending = false;
   }
-  if (&e != &r.first_piece) e.seq = r.first_piece.seq;
-  if (g.flow_control) admit(g, e);
+  e.seq = r.first_piece.seq;
   if (e.kind == chunk_kind::rdv_req) {
     e.cookie = g.next_cookie++;
     g.rdv_requests.add();
@@ -73,7 +71,6 @@ void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
     g.rdv_out[e.cookie] = &e;
     if (receiver_pulls(g, e) && expose_for_pull(g, e)) e.flags |= chunk_flag::pullable;
   }
-  r.pending_chunks++;
   e.queued_round = _rounds.load(std::memory_order_relaxed);
   g.collect.push_back(e);
   g.strat->on_submit(g.collect, e);
@@ -140,12 +137,13 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.flags = chunk_flag::last;
   e.priority = priority;
   e.tag = tag;
-  e.seq = next_send_seq(g, tag);
   e.ptr = static_cast<const std::byte*>(buf);
   e.offset = 0;
   e.len = len;
   e.msg_len = len;
-  if (trace::enabled()) trace::emit(trace::event::send_submit, dest, 0, tag, e.seq, len);
+  r.seq_pending = true;  // numbered when admitted (see queue_piece)
+  r.opening = nullptr;
+  r.offer_pending = false;
   // Work for the progress thread, unless the receiver pulls the bytes.
   // Counted before the entry is visible: nobody can complete it before.
   if (_waiter.counts_work() && !receiver_pulls(g, e)) {
@@ -153,6 +151,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
     _waiter.work_started();
   }
   queue_piece(g, r, e);
+  if (trace::enabled()) trace::emit(trace::event::send_submit, dest, 0, tag, e.seq, len);
   gl.unlock();
   if (offload) {
     count(_stats.offloaded_sends);
@@ -203,10 +202,10 @@ task_result session_impl::offload_task(void* arg) {
 bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::size_t len) {
   track& t = g.tracks[0];
   if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
-      !t.connected.load(std::memory_order_acquire))
+      !g.held.empty() || !g.offered.empty() || !t.connected.load(std::memory_order_acquire))
     return false;
-  const std::uint64_t cost = len + wire::message_credit;  // data_credit of a whole message
-  if (g.tx_spent + cost > g.tx_limit) return false;       // the general path turns it into a rendezvous
+  const std::uint64_t cost = len + wire::message_credit;  // chunk_credit of a whole message (it opens it)
+  if (g.tx_spent + cost > g.tx_limit) return false;       // the general path: it waits for credit
   std::lock_guard tl(t.lock);
   if (t.retry) return false;
   driver_slot& slot = *t.slot;
@@ -257,9 +256,11 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
   r.first_piece.priority = priority;  // every piece's (express ones at least 1)
   if (trace::enabled()) trace::emit(trace::event::send_submit, dest, 0, tag, 0, 0);
   // The whole packed message's sequence number is taken when its first
-  // piece is queued (queue_piece): a message of its domain sent meanwhile
+  // piece is admitted (queue_piece): a message of its domain sent meanwhile
   // never waits at the receiver for pieces this process has not sent.
   r.seq_pending = true;
+  r.opening = nullptr;
+  r.offer_pending = false;
   std::lock_guard gl(g.lock);
   if (g.failed.load(std::memory_order_acquire))
     fail_request(r, errc::peer_failed, failure_text(g));
@@ -342,6 +343,8 @@ void session_impl::entry_progress(gate& g, chunk_entry& e) {
     case chunk_kind::cancel_req:
     case chunk_kind::cancel_ack:
     case chunk_kind::credit:
+    case chunk_kind::want:
+    case chunk_kind::offer_ack:
       g.entry_pool.put(&e);
       return;
     case chunk_kind::data:
@@ -375,6 +378,7 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
     return;
   }
   chunk_entry& e = *it->second;
+  if (e.flags & chunk_flag::offer) offer_taken(g, e);  // asked for: its receive took it
   if (h.offset < e.offset || h.offset + h.len > e.offset + e.len || h.len > e.rdv_left ||
       h.rail >= g.tracks.size()) {
     protocol_violation(g, "ready-to-receive outside its rendezvous range");
@@ -414,6 +418,11 @@ bool session_impl::cancel_send(request_state& r) {
   if (!r.dest) return false;
   gate& g = *r.dest;
   std::unique_lock gl(g.lock);
+  if (withdraw_held(g, r)) {  // it waited for credit: the receiver never saw it
+    gl.unlock();
+    schedule(g);
+    return true;
+  }
   if (r.finished() || r.cancel_requested || !r.sealed) return false;
   chunk_entry& e = r.first_piece;
   if (g.failed.load(std::memory_order_acquire) || e.kind != chunk_kind::rdv_req || r.held_piece) return false;

@@ -601,6 +601,7 @@ session_impl::~session_impl() {
   }
   for (auto& g : _gates) {
     g->collect.clear();
+    g->held.clear();
     for (auto& [cookie, rr] : g->rdv_in) delete rr;
     for (auto& t : g->tracks) {
       while (!t.in_flight.empty()) {
@@ -624,7 +625,7 @@ bool session_impl::has_unsent() {
 bool session_impl::gate_busy(gate& g) {
   if (g.failed.load(std::memory_order_acquire)) return false;
   std::lock_guard gl(g.lock);
-  if (!g.rdv_out.empty() || !g.collect.empty() || !g.data_out.empty()) return true;
+  if (!g.rdv_out.empty() || !g.collect.empty() || !g.data_out.empty() || !g.held.empty()) return true;
   for (track& t : g.tracks) {
     std::lock_guard tl(t.lock);
     if (t.outstanding > 0 || t.retry) return true;

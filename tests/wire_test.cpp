@@ -198,15 +198,18 @@ TEST_CASE("credits: a credit chunk round-trips; a data entry and its chunks cost
   CHECK_FALSE(rd.next(cv, err));
   CHECK(err.empty());
 
-  // A 5000-byte entry split over packets of 2 KiB: the chunks' credits sum
-  // to the entry's (the message's own credit on the first chunk only).
+  // A 5000-byte entry that opens its message, split over packets of 2 KiB:
+  // the chunks' credits sum to the entry's (the message's own credit
+  // travels on the first chunk only).
   std::vector<char> big(5000, 'x');
   chunk_entry e = data_entry(big.data(), big.size(), 3, 1);
-  const std::uint64_t entry_cost = wire::data_credit(e.offset, e.len, e.flags);
+  e.flags |= chunk_flag::opens;
+  const std::uint64_t entry_cost = wire::chunk_credit(e.kind, e.len, e.flags);
   CHECK(entry_cost == 5000 + wire::message_credit);
   collect_list l2;
   l2.push_back(e);
   std::uint64_t sum = 0;
+  int opening_chunks = 0;
   while (!l2.empty()) {
     packet_wrapper p2 = make_wrapper(2048);
     packet_builder b2(p2, 2048, 64, 256);
@@ -216,13 +219,54 @@ TEST_CASE("credits: a credit chunk round-trips; a data entry and its chunks cost
     wire::packet_reader r2(pb2);
     REQUIRE(r2.begin(err));
     REQUIRE(r2.next(cv, err));
-    sum += wire::data_credit(cv.header.offset, cv.header.payload, cv.header.flags);
+    sum += wire::chunk_credit(static_cast<chunk_kind>(cv.header.kind), cv.header.payload, cv.header.flags);
+    opening_chunks += (cv.header.flags & chunk_flag::opens) ? 1 : 0;
   }
   CHECK(sum == entry_cost);
-  // An empty message costs its own credit; an empty middle piece nothing.
-  CHECK(wire::data_credit(0, 0, chunk_flag::last) == wire::message_credit);
-  CHECK(wire::data_credit(0, 0, 0) == 0);
-  CHECK(wire::data_credit(64, 0, chunk_flag::last) == 0);
+  CHECK(opening_chunks == 1);
+  // Every unexpected entry costs: an empty message, a rendezvous request
+  // that opens its message; later pieces and control chunks do not.
+  CHECK(wire::chunk_credit(chunk_kind::data, 0, chunk_flag::last | chunk_flag::opens) == wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::data, 0, chunk_flag::last) == 0);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::opens) == wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::opens | chunk_flag::last) == wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, 0) == 0);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::offer) == 0);
+  for (chunk_kind k : {chunk_kind::rtr, chunk_kind::cancel_req, chunk_kind::cancel_ack, chunk_kind::credit,
+                       chunk_kind::want, chunk_kind::offer_ack})
+    CHECK(wire::chunk_credit(k, 0, chunk_flag::opens) == 0);
+}
+
+TEST_CASE("flow control chunks: want and offer_ack round-trip; a payload on them is refused") {
+  for (chunk_kind k : {chunk_kind::want, chunk_kind::offer_ack}) {
+    std::vector<std::byte> pkt(sizeof(wire::packet_header) + sizeof(wire::chunk_header));
+    wire::packet_header ph{wire::packet_magic, wire::protocol_version, 1, static_cast<std::uint32_t>(pkt.size()), 0};
+    wire::chunk_header ch{};
+    ch.kind = static_cast<std::uint8_t>(k);
+    ch.tag = 42;
+    ch.cookie = 0xffff0000;
+    ch.cookie2 = 7;
+    ch.msg_len = chunk_entry::unknown_length;
+    std::memcpy(pkt.data(), &ph, sizeof ph);
+    std::memcpy(pkt.data() + sizeof ph, &ch, sizeof ch);
+    wire::packet_reader rd(pkt);
+    std::string err;
+    wire::chunk_view cv;
+    REQUIRE(rd.begin(err));
+    REQUIRE(rd.next(cv, err));
+    CHECK(cv.header.cookie2 == 7);
+    // With a payload: refused.
+    std::vector<std::byte> bad(pkt.size() + 8);
+    ph.length = static_cast<std::uint32_t>(bad.size());
+    ch.payload = 8;
+    ch.len = 8;
+    std::memcpy(bad.data(), &ph, sizeof ph);
+    std::memcpy(bad.data() + sizeof ph, &ch, sizeof ch);
+    wire::packet_reader rb(bad);
+    REQUIRE(rb.begin(err));
+    CHECK_FALSE(rb.next(cv, err));
+    CHECK(err.find("payload") != std::string::npos);
+  }
 }
 
 TEST_CASE("credits: a credit chunk with a payload is refused") {

@@ -222,7 +222,11 @@ class session {
   errc set_strategy(std::string_view name);
 
   // Starts sending len bytes at buf to `dest` with `tag`. The buffer must
-  // stay untouched until the request completes.
+  // stay untouched until the request completes. A send completes once its
+  // bytes are on their way (eager) or were taken by the receiver
+  // (rendezvous); while the receiver keeps its whole window of this
+  // process's unexpected messages (flow control, NMAD_UNEXPECTED_MAX) a
+  // send waits here, in order, until the receiver takes some.
   // Copy offload: with a progress thread and an eager message to another
   // rank (shorter than the gate's rendezvous threshold) of at least
   // copy_offload_min() bytes, isend only queues it and returns; the progress thread
@@ -262,10 +266,13 @@ class session {
   // detached message never received is freed with the session.
   errc imrecv(message_handle& msg, void* buf, std::size_t len, request& req);
   // Cancels a receive that has not matched yet (true: it completed with
-  // errc::cancelled). For a send, asks the receiver to withdraw a
-  // rendezvous message no receive has matched yet (true: asked); the send
-  // then completes either with errc::cancelled (never received) or
-  // normally. Eager sends complete by themselves and are not cancelled.
+  // errc::cancelled). For a send, a message still waiting for the
+  // receiver's credit (flow control: the receiver has seen nothing of it)
+  // is withdrawn at once (true, errc::cancelled); otherwise asks the
+  // receiver to withdraw a rendezvous message no receive has matched yet
+  // (true: asked), and the send then completes either with
+  // errc::cancelled (never received) or normally. Eager sends already on
+  // their way complete by themselves and are not cancelled.
   bool cancel(request& req);
 
   // Waits (wait policy above) until done(arg) returns true; done() is

@@ -26,6 +26,9 @@ enum class chunk_kind : std::uint8_t {
   cancel_req = 4,  // sender: "withdraw the rendezvous (tag, seq, cookie) if unmatched"
   cancel_ack = 5,  // receiver: answer to cancel_req (flag cancel_ok: withdrawn)
   credit = 6,      // receiver: "your eager credit is now initial + offset" (flow control)
+  want = 7,        // receiver: "a receive (cookie2: its stamp) of tag/mask (cookie) waits:
+                   // offer me the first message it matches that you hold for credit"
+  offer_ack = 8,   // receiver: answer to an offer (cookie: the offer's sender cookie)
 };
 
 namespace chunk_flag {
@@ -37,6 +40,16 @@ constexpr std::uint8_t pullable = 8;  // rdv_req: cookie2 = sender's address of
                                       // the receiver may pull the bytes
 constexpr std::uint8_t pulled = 16;   // rtr: the receiver pulled the range itself
                                       // (the sender's part is done)
+constexpr std::uint8_t opens = 32;    // data/rdv_req: the chunk that opens its message
+                                      // (charged the message's own credit)
+constexpr std::uint8_t offer = 64;    // rdv_req: sent for a want, uncharged (cookie2:
+                                      // the wanted receive's stamp)
+constexpr std::uint8_t probe = 128;   // want: for a probe (release every held message
+                                      // up to the first it matches)
+// Kind-specific meanings of the low bits:
+constexpr std::uint8_t withdrawn = 2; // want: the receive no longer waits;
+                                      // offer_ack (declined): nor will it
+constexpr std::uint8_t accepted = 4;  // offer_ack: a receive took the offer
 }  // namespace chunk_flag
 
 // What the application said about a chunk (strategies read them; they do
@@ -74,6 +87,10 @@ struct chunk_entry {
   bool awaiting_ack = false;      // rdv_req of an empty synchronous send:
                                   // done only once the receiver's rtr came
   std::uint32_t queued_round = 0; // the engine's progress round when queued (age)
+  // Flow control (sender): the entry's place in its gate's queue order, and
+  // its kind while it is offered as a rendezvous request (session_flow.cpp).
+  std::uint64_t queue_order = 0;
+  chunk_kind held_kind = chunk_kind::data;
 
   static constexpr std::uint64_t unknown_length = ~std::uint64_t{0};
 };

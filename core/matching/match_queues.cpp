@@ -51,6 +51,14 @@ bool match_queues::unpost(request_state& r) {
 
 bool match_queues::any_posted() const { return _nposted > 0; }
 
+bool match_queues::posted_with_stamp(int source, std::uint64_t stamp) const {
+  for (const request_state& r : _posted[static_cast<std::size_t>(source)])
+    if (r.post_stamp == stamp) return true;
+  for (const request_state& r : _posted_any)
+    if (r.post_stamp == stamp) return true;
+  return false;
+}
+
 void match_queues::add_unexpected(unexpected_message& u) {
   _unexpected[static_cast<std::size_t>(u.msg.source)].push_back(u);
   _arrival.push_back(u);

@@ -74,6 +74,9 @@ class match_queues {
   // Removes r if it is posted; false if it was not.
   bool unpost(request_state& r);
   bool any_posted() const;
+  // A stamp of the posting order for something that is not a receive (a
+  // probe's want, see core/session_flow.cpp).
+  std::uint64_t take_stamp() { return _next_stamp++; }
   // Removes every receive posted for `source` (any: the any_source ones),
   // calling f(r) on each after its removal.
   template <typename F>
@@ -86,6 +89,16 @@ class match_queues {
       f(r);
     }
   }
+
+  // f(r) on each receive posted for `source` (any: the any_source ones),
+  // in posting order (f must not remove it).
+  template <typename F>
+  void for_each_posted(int source, F&& f) {
+    for (request_state& r : source == any ? _posted_any : _posted[static_cast<std::size_t>(source)]) f(r);
+  }
+  // Whether a receive with this posting stamp is posted for `source` or
+  // any_source.
+  bool posted_with_stamp(int source, std::uint64_t stamp) const;
 
   // ---- unexpected messages ----
   void add_unexpected(unexpected_message& u);

@@ -56,6 +56,8 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
     case chunk_kind::cancel_req:
     case chunk_kind::cancel_ack:
     case chunk_kind::credit:
+    case chunk_kind::want:
+    case chunk_kind::offer_ack:
       if (c.payload != 0) { error = "control chunk with payload"; return false; }
       // An empty rendezvous is legal: it is an empty synchronous send
       // asking to be told when it matched (answered by an empty rtr).
@@ -65,8 +67,8 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
       return false;
   }
   if (c.offset + c.len < c.offset) { error = "chunk range overflows"; return false; }
-  if (kind != chunk_kind::rtr && kind != chunk_kind::cancel_req && kind != chunk_kind::cancel_ack &&
-      kind != chunk_kind::credit && c.msg_len != chunk_entry::unknown_length &&
+  // (Only data and rendezvous requests have a range inside a message.)
+  if ((kind == chunk_kind::data || kind == chunk_kind::rdv_req) && c.msg_len != chunk_entry::unknown_length &&
       c.offset + c.len > c.msg_len) {
     error = "chunk range beyond its message length";
     return false;

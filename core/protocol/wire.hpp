@@ -23,7 +23,7 @@
 namespace nmad::wire {
 
 constexpr std::uint32_t packet_magic = 0x4e4d4144;  // "NMAD"
-constexpr std::uint16_t protocol_version = 1;
+constexpr std::uint16_t protocol_version = 2;
 
 struct packet_header {
   std::uint32_t magic;
@@ -74,35 +74,55 @@ inline bool is_short(std::span<const std::byte> packet, short_header& h) {
   return h.magic == short_magic;
 }
 
-// ---- Credits (flow control of eager data) ----------------------------------
+// ---- Credits (flow control: what a peer can make a receiver hold) ----------
 //
-// Eager bytes that arrive before their receive is posted are buffered by the
-// receiver; credits bound how much of that one peer can make it hold. Each
-// data chunk costs its payload bytes, plus message_credit for the chunk that
-// opens a message (offset 0 and payload, or the empty last chunk of an empty
-// message): the receiver's bookkeeping of an unexpected message. Control
-// chunks (rdv_req, rtr, cancel_*, credit) cost nothing, so they can always
-// be sent: a rendezvous request waits, unmatched, with its bytes in the
-// sender's memory (the receiver's cost of it is bounded by the sender's own
-// requests in flight).
+// Everything a receiver keeps for a peer before a receive wants it (eager
+// bytes, the bookkeeping of an unexpected message, rendezvous request or
+// empty message, chunks parked for reordering) is bounded by credits per
+// gate. A data chunk costs its payload; the chunk that opens a message
+// (flag `opens`: the first chunk of its first entry, eager or rendezvous
+// request) costs message_credit more, the receiver's bookkeeping of it.
+// Other control chunks (rtr, cancel_*, credit, want, offer_ack) cost
+// nothing: they leave nothing behind at the receiver, so they can always
+// be sent. Later rendezvous pieces of an opened (packed) message cost
+// nothing either: they are ranges of a message already paid for.
 //
 // A sender starts with initial_credit per gate; the receiver grants more
 // with `credit` chunks whose `offset` is the total extra credit granted so
 // far (cumulative, so a lost ordering between two credit chunks is harmless:
-// the sender keeps the larger). The sender may have charged at most
-// initial_credit + that total; a message it cannot afford goes as a
-// rendezvous request instead. The receiver grants its window (what it
-// accepts to buffer for that peer) on the first charged chunk, then returns
-// credit as bytes leave its buffers (placed in a receive, or dropped),
-// in batches of a quarter window. A peer that exceeds its credit breaks
-// the protocol (the receiver closes the gate).
+// the sender keeps the larger). The receiver grants its window (what it
+// accepts to hold for that peer) on the first charged chunk, then returns
+// credit as what it holds leaves (placed in a receive, or dropped), in
+// batches of a quarter window. A peer that exceeds its credit breaks the
+// protocol (the receiver closes the gate).
+//
+// A message the sender cannot afford waits, unnumbered, in the sender's
+// memory (its `held` queue, in order) until credit comes back; eager bytes
+// that do not fit but whose message credit does go as a rendezvous request.
+// So that no receive waits forever for a message held behind messages
+// nobody receives yet, a receiver whose window for a peer is half full
+// sends a `want` (tag, mask and the receive's posting stamp) for every
+// receive posted for that peer; the sender answers with an *offer*: the
+// first held message the receive matches, as an uncharged rendezvous
+// request (flag `offer`, cookie2 = the stamp). The receiver accepts it only
+// for that receive, if it is still the first posted receive the message
+// matches (offer_ack `accepted`, then the rendezvous goes on), else declines
+// it and the sender puts it back in its place, unnumbered (a message
+// offered for one receive is never anybody else's unexpected message, so
+// the order of a peer's messages is kept). A want for a probe (flag
+// `probe`) releases the held messages up to the first it matches, in
+// order, as uncharged rendezvous requests: a probe must see the message,
+// and the messages before it may not be overtaken.
 constexpr std::uint64_t initial_credit = 64 * 1024;
 constexpr std::uint64_t message_credit = 320;  // >= an unexpected message's own memory
-// The credit a data chunk (offset, payload, flags) costs; a sender's data
-// entry costs the same computed on the whole entry.
-inline std::uint64_t data_credit(std::uint64_t offset, std::uint64_t payload, std::uint8_t flags) {
-  const bool opens = offset == 0 && (payload > 0 || (flags & chunk_flag::last));
-  return payload + (opens ? message_credit : 0);
+// The credit a chunk (kind, payload bytes, flags) costs; a sender's entry
+// costs the same computed on the whole entry (the `opens` flag travels on
+// its first chunk only).
+inline std::uint64_t chunk_credit(chunk_kind kind, std::uint64_t payload, std::uint8_t flags) {
+  const std::uint64_t own = (flags & chunk_flag::opens) ? message_credit : 0;
+  if (kind == chunk_kind::data) return payload + own;
+  if (kind == chunk_kind::rdv_req) return own;
+  return 0;
 }
 
 // A decoded chunk: header plus a view of its payload inside the packet.

@@ -92,6 +92,8 @@ bool packet_builder::add(collect_list& list, chunk_entry& e, std::uint64_t max_p
   _pw.nchunks++;
   _pw.carried[_pw.ncarried++] = &e;
   e.wrappers++;
+  // The message's own credit travels once, on its first chunk.
+  e.flags &= static_cast<std::uint8_t>(~chunk_flag::opens);
   if (e.kind == chunk_kind::data) {
     e.ptr += take;
     e.offset += take;

@@ -7,7 +7,17 @@
 // (and docs/BENCHMARKS.md) reads:
 //   rss <scenario> baseline_kib B peak_kib P after_kib A unexpected U bound_kib L
 //
-//   flowctl_worker burst N SIZE    N messages of SIZE bytes, tag 7
+//   flowctl_worker burst N SIZE    N messages of SIZE bytes, tag 7 (the
+//                                  sender keeps 256 sends posted)
+//   flowctl_worker flood N SIZE    the same, the sender posting all N sends
+//                                  at once (one request and buffer each)
+//   flowctl_worker wants N         with a full window (run with a small
+//                                  NMAD_UNEXPECTED_MAX): rank 0 posts N
+//                                  messages of tag A, then others; rank 1
+//                                  receives the others first (any-source,
+//                                  synchronous, packed, probed), then the
+//                                  A's in order; a send destroyed or
+//                                  cancelled while it waited never arrives
 //   flowctl_worker tags N          N messages, each with its own tag; rank 1
 //                                  receives them in another order. Both
 //                                  ranks check that memory does not grow
@@ -125,16 +135,21 @@ std::uint64_t fill_unexpected(session& s, std::uint64_t& unexpected, int quiet_m
   return peak;
 }
 
-int burst(session& s, std::uint64_t n, std::size_t size) {
+// The sender keeps `window` sends posted (n: all of them at once).
+int burst(session& s, std::uint64_t n, std::size_t size, std::uint64_t window = kWindow) {
+  std::vector<std::vector<unsigned char>> bufs;
+  std::vector<std::unique_ptr<request>> reqs;
+  if (s.rank() == 0) {  // (before the sync: rank 1 waits for the burst from then on)
+    bufs.assign(window, std::vector<unsigned char>(size));
+    reqs.resize(window);
+    for (auto& r : reqs) r = std::make_unique<request>();
+  }
   sync(s, kSyncTag);  // connected both ways before the baseline
   if (s.rank() == 0) {
-    std::vector<std::vector<unsigned char>> bufs(kWindow, std::vector<unsigned char>(size));
-    std::vector<std::unique_ptr<request>> reqs(kWindow);
-    for (auto& r : reqs) r = std::make_unique<request>();
     const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t i = 0; i < n; ++i) {
-      const std::size_t slot = i % kWindow;
-      if (i >= kWindow) expect_ok(s.wait(*reqs[slot]), *reqs[slot], "send " + std::to_string(i - kWindow));
+      const std::size_t slot = i % window;
+      if (i >= window) expect_ok(s.wait(*reqs[slot]), *reqs[slot], "send " + std::to_string(i - window));
       fill(bufs[slot], i);
       expect_ok(s.isend(1, kDataTag, bufs[slot].data(), size, *reqs[slot]), *reqs[slot], "isend");
     }
@@ -148,8 +163,8 @@ int burst(session& s, std::uint64_t n, std::size_t size) {
   std::uint64_t unexpected = 0;
   const std::uint64_t peak = fill_unexpected(s, unexpected, 300);
   // Drain: every message in order with its content, kWindow receives posted.
-  std::vector<std::vector<unsigned char>> bufs(kWindow, std::vector<unsigned char>(size));
-  std::vector<std::unique_ptr<request>> reqs(kWindow);
+  bufs.assign(kWindow, std::vector<unsigned char>(size));
+  reqs.resize(kWindow);
   for (auto& r : reqs) r = std::make_unique<request>();
   std::uint64_t drain_peak = 0;
   for (std::uint64_t i = 0; i < n + kWindow; ++i) {
@@ -281,6 +296,97 @@ int crosstag(session& s) {
   return 0;
 }
 
+// Rank 0 posts n eager messages of tag A that rank 1 does not receive yet
+// (the window fills, the rest wait at rank 0), then: F (destroyed while it
+// waits), X (cancelled while it waits), B, synchronous C, G (tag F again),
+// a packed message D, and E. Rank 1 receives B (any source), C, G and D
+// while the A's still wait, then probes for E (the A's before it come as
+// well, in order), receives the first A with an any-tag receive, then
+// every other A in order. F and X never arrive.
+int wants(session& s, std::uint64_t n) {
+  constexpr tag_t kA = 50, kF = 60, kX = 61, kB = 62, kC = 63, kD = 64, kE = 65;
+  sync(s, kSyncTag);
+  std::vector<unsigned char> body(64 * 1024);
+  for (std::size_t k = 0; k < body.size(); ++k) body[k] = static_cast<unsigned char>(k * 13 + 5);
+  if (s.rank() == 0) {
+    std::vector<std::uint64_t> vals(n);
+    std::vector<request> reqs(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      vals[i] = i;
+      expect_ok(s.isend(1, kA, &vals[i], 8, reqs[i]), reqs[i], "isend A");
+    }
+    // Both wait for credit behind the A's: the receiver never sees them.
+    std::uint64_t f = 0xf, x = 0x1;
+    {
+      request rf;
+      expect_ok(s.isend(1, kF, &f, 8, rf), rf, "isend F");
+      expect(!rf.completed(), "F should wait for credit");
+    }  // destroyed: withdrawn
+    request rx;
+    expect_ok(s.isend(1, kX, &x, 8, rx), rx, "isend X");
+    expect(s.cancel(rx), "a send that waits for credit can be cancelled");
+    expect(s.wait(rx) == errc::cancelled, "X cancelled");
+    std::uint64_t b = 0xb, c = 0xc, g = 0x6, e = 0xe;
+    request rb, rc, rg, re;
+    expect_ok(s.isend(1, kB, &b, 8, rb), rb, "isend B");
+    expect_ok(s.isend(1, kC, &c, 8, rc, send_flags::synchronous), rc, "issend C");
+    expect_ok(s.isend(1, kF, &g, 8, rg), rg, "isend G");
+    expect_ok(s.wait(rb), rb, "send B");
+    expect_ok(s.wait(rc), rc, "synchronous send C (matched while the A's wait)");
+    expect_ok(s.wait(rg), rg, "send G");
+    {
+      pack_connection p(s, 1, kD);
+      std::uint64_t len = body.size();
+      expect(p.pack(&len, 8, pack_mode::express) == errc::ok, "pack D head");
+      expect(p.pack(body.data(), body.size()) == errc::ok, "pack D body");
+      expect(p.end() == errc::ok, "packed D");
+    }
+    expect_ok(s.isend(1, kE, &e, 8, re), re, "isend E");
+    expect_ok(s.wait(re), re, "send E");
+    for (auto& r : reqs) expect_ok(s.wait(r), r, "send A");
+    std::printf("wants rank 0: B, C, G, D and E sent past %llu waiting messages\n", static_cast<unsigned long long>(n));
+  } else {
+    std::uint64_t held_before = 0;
+    fill_unexpected(s, held_before, 300);
+    expect(held_before < n, "the window should hold fewer than all A's");
+    auto recv8 = [&](int src, tag_t tag, tag_t mask, const char* what) {
+      std::uint64_t v = 0;
+      request r;
+      expect_ok(s.irecv(src, tag, &v, 8, r, mask), r, what);
+      expect_ok(s.wait(r), r, what);
+      expect(r.status().length == 8, std::string(what) + ": length");
+      return std::pair<std::uint64_t, tag_t>(v, r.status().tag);
+    };
+    expect(recv8(any_source, kB, full_mask, "receive B (any source)").first == 0xb, "B's content");
+    expect(recv8(0, kC, full_mask, "receive C (synchronous)").first == 0xc, "C's content");
+    expect(recv8(0, kF, full_mask, "receive tag F").first == 0x6, "the destroyed F arrived instead of G");
+    {
+      unpack_connection u(s, 0, kD);
+      std::uint64_t len = 0;
+      expect(u.unpack(&len, 8, pack_mode::express) == errc::ok && len == body.size(), "unpack D head");
+      std::vector<unsigned char> got(body.size());
+      expect(u.unpack(got.data(), got.size()) == errc::ok && u.end() == errc::ok, "unpack D body");
+      expect(got == body, "D's body");
+    }
+    const std::uint64_t held_after = s.stats().unexpected_messages;
+    expect(held_after - held_before < 16, "receiving B, C, G and D made " + std::to_string(held_after - held_before) +
+                                              " messages unexpected: the waiting A's were let through");
+    expect(s.probe(0, kE).length == 8, "probe E");
+    expect(recv8(0, kE, full_mask, "receive E").first == 0xe, "E's content");
+    const auto first = recv8(0, 0, 0, "any-tag receive");
+    expect(first.second == kA && first.first == 0, "an any-tag receive took tag " + std::to_string(first.second) +
+                                                          " value " + std::to_string(first.first) + ", not the first A");
+    for (std::uint64_t i = 1; i < n; ++i)
+      expect(recv8(0, kA, full_mask, "receive A").first == i, "A " + std::to_string(i) + " out of order");
+    recv_status st;
+    expect(!s.iprobe(0, kF, st) && !s.iprobe(0, kX, st), "a withdrawn send arrived");
+    std::printf("wants rank 1: B, C, G, D received while %llu A's waited (%llu held here), E probed, then every A in order\n",
+                static_cast<unsigned long long>(n - held_before), static_cast<unsigned long long>(held_before));
+  }
+  sync(s, kSyncTag);
+  return 0;
+}
+
 int rate(session& s, int reps, std::size_t size) {
   constexpr int kBatch = 64;
   std::vector<unsigned char> buf(size * kBatch, 1);
@@ -314,7 +420,7 @@ int rate(session& s, int reps, std::size_t size) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: flowctl_worker burst N SIZE | tags N | crosstag\n");
+    std::fprintf(stderr, "usage: flowctl_worker burst N SIZE | flood N SIZE | wants N | tags N | crosstag | rate REPS SIZE\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -328,6 +434,10 @@ int main(int argc, char** argv) {
     expect(s->size() == 2, "run with 2 ranks");
     int rc = 2;
     if (scenario == "burst") rc = burst(*s, static_cast<std::uint64_t>(arg(2, 1000000)), static_cast<std::size_t>(arg(3, 8)));
+    else if (scenario == "flood") {
+      const auto n = static_cast<std::uint64_t>(arg(2, 200000));
+      rc = burst(*s, n, static_cast<std::size_t>(arg(3, 8)), n);
+    } else if (scenario == "wants") rc = wants(*s, static_cast<std::uint64_t>(arg(2, 5000)));
     else if (scenario == "tags") rc = tags(*s, static_cast<std::uint64_t>(arg(2, 100000)));
     else if (scenario == "crosstag") rc = crosstag(*s);
     else if (scenario == "rate") rc = rate(*s, static_cast<int>(arg(2, 2000)), static_cast<std::size_t>(arg(3, 8)));

@@ -63,7 +63,7 @@ std::span<const std::byte> bytes_of(const auto& v) { return std::as_bytes(std::s
 int stats(session& s) {
   if (s.size() != 2) fail("stats wants 2 ranks");
   // The burst stays within the initial flow-control credit (64 KiB at
-  // 8 + 320 bytes a message: see wire::data_credit), so none of it is
+  // 8 + 320 bytes a message: see wire::chunk_credit), so none of it is
   // turned into a rendezvous and the count below is exactly `large`.
   constexpr int burst = 150, large = 5;
   constexpr std::size_t large_len = 1 << 20;
