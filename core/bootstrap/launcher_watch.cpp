@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "core/common/config.hpp"
 #include "core/common/log.hpp"
 
 namespace nmad::bootstrap_detail {
@@ -65,8 +66,9 @@ void end_this(pid_t launcher, bool whole_group) {
 }  // namespace
 
 void watch_launcher() {
-  const char* v = std::getenv("NMAD_RUN_PID");
-  if (!v || !*v || g_started.exchange(true)) return;
+  const std::string text = config::text("NMAD_RUN_PID");
+  if (text.empty() || g_started.exchange(true)) return;
+  const char* v = text.c_str();
   // "<pid>:<start time>"
   char* end = nullptr;
   errno = 0;

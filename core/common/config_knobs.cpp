@@ -81,6 +81,7 @@ constexpr knob kKnobs[] = {
     k_secret("NMAD_JOB_KEY", "a secret", "engine", "secret every connection must present (nmad-run sets a random one per job)"),
     k_secret("NMAD_PMI_AUTH", "a token", "engine", "this rank's token for nmad-run's PMI port (set by nmad-run)"),
     k_int("NMAD_RUN_CPUS", "", 1, 1 << 20, "engine", "CPUs the job may use on this machine (set by nmad-run)"),
+    k_text("NMAD_RUN_PID", "", "PID:START", "engine", "nmad-run's pid and start time, watched by each rank so none outlives the launcher (set by nmad-run)"),
     k_int("NMAD_RUN_SIZE", "", 1, 1 << 24, "engine", "the job's number of ranks (set by nmad-run)"),
     // --- drivers ---
     k_size("NMAD_SHM_RING", "256K", 256 * KiB, GiB, "shm", "bytes per ring (one per direction and peer), rounded up to a power of two"),
