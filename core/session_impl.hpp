@@ -426,6 +426,7 @@ class session_impl final : private wait_engine {
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   std::size_t _copy_threshold = 256;
   bool _print_stats = false;  // NMAD_STATS=1
+  std::chrono::milliseconds _finalize_timeout{30000};  // NMAD_FINALIZE_TIMEOUT_MS, read at start-up
   // NMAD_TRACE: this session records events (core/common/trace.hpp); stops
   // at shutdown, or when a failing set-up destroys the members.
   struct trace_session {

@@ -137,6 +137,7 @@ session_impl::session_impl(const session_options& opts)
   _copy_threshold = t.copy_threshold;
   _unexpected_max = t.unexpected_max;
   _print_stats = t.stats;
+  _finalize_timeout = t.finalize_timeout;
 
   // A built-in, registered or plugin strategy (throws naming what is wrong:
   // unknown name, file, symbol, interface versions).
@@ -550,7 +551,7 @@ void session_impl::connect_all(std::chrono::milliseconds timeout) {
 
 void session_impl::shutdown() {
   _progress_thread.reset();  // its engine calls end before the engine does
-  const std::chrono::milliseconds timeout = config::milliseconds("NMAD_FINALIZE_TIMEOUT_MS");
+  const std::chrono::milliseconds timeout = _finalize_timeout;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // Flush what is still queued or in flight (sends whose requests the
   // application already forgot still owe the peer their bytes).

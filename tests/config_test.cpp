@@ -328,7 +328,7 @@ TEST_CASE("unknown names: the nearest knob by edit distance") {
   CHECK(config::nearest_knob("NMAD_TCP_SOCKBUFF").nearest == "NMAD_TCP_SOCKBUF");
   // Far from every knob: named as the nearest only.
   const auto far = config::nearest_knob("NMAD_MY_OWN_SCRIPT_SETTING_42");
-  CHECK(config::unknown_message(far).find("(the nearest knob is ") != std::string::npos);
+  CHECK(config::unknown_message(far).find("is ignored; the nearest knob is ") != std::string::npos);
   CHECK(config::unknown_message(far).find("did you mean") == std::string::npos);
 }
 

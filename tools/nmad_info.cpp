@@ -212,10 +212,12 @@ bool print_config() {
         std::printf("  ! %s (a session or nmad-run refuses to start)\n", config::message(k.name, env, why).c_str());
       } else if (v.given) {
         std::printf("  %s = %s (environment)\n", name.c_str(), k.secret ? "(set, not shown)" : v.text.c_str());
+      } else if (k.def.empty()) {
+        std::printf("  %s (unset)\n", name.c_str());
       } else {
-        std::printf("  %s = %s (default)\n", name.c_str(), k.def.empty() ? "(unset)" : std::string(k.def).c_str());
+        std::printf("  %s = %s (default)\n", name.c_str(), std::string(k.def).c_str());
       }
-      std::printf("      %s: %s\n", config::accepts(k).c_str(), std::string(k.what).c_str());
+      std::printf("      %s; takes %s\n", std::string(k.what).c_str(), config::accepts(k).c_str());
     }
   }
   const config::report r = config::scan_environment();

@@ -484,7 +484,7 @@ std::string unknown_message(const unknown_name& u) {
   // some other program's, and the nearest knob is only a pointer.
   const bool close = u.distance <= 2 || static_cast<std::size_t>(u.distance) * 4 <= u.name.size();
   return u.name + " is not an nmad knob and is ignored" +
-         (close ? "; did you mean " + u.nearest + "?" : " (the nearest knob is " + u.nearest + ")") +
+         (close ? "; did you mean " + u.nearest + "?" : "; the nearest knob is " + u.nearest) +
          " (nmad-info --config lists the knobs; NMAD_CONFIG_UNKNOWN=error refuses unknown names, =ignore "
          "silences this)";
 }
