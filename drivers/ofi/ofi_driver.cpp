@@ -169,11 +169,15 @@ constexpr char kCtrlMagic[4] = {'N', 'M', 'O', 'F'};
 constexpr std::uint16_t kCtrlVersion = 2;
 constexpr std::uint32_t kMaxKey = 4096, kMaxAddr = 1024;
 
+// hello, ack: the sender holds its shm segment's lock (see
+// ofi_shm_segment.hpp), so the receiver may take a free lock for its death.
+constexpr std::uint8_t kCtrlSegmentHeld = 1;
+
 struct ctrl_header {
   char magic[4];
   std::uint16_t version;
   ctrl_type type;
-  std::uint8_t pad;
+  std::uint8_t flags;
   std::int32_t rank;
   std::uint32_t sender_id;  // the sender's connection id for the receiver
   std::uint32_t key_len;    // hello: the job key; refuse: the reason
@@ -182,7 +186,7 @@ struct ctrl_header {
 };
 
 std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id, std::string_view text,
-                                 std::string_view addr, std::uint32_t window = 0) {
+                                 std::string_view addr, std::uint32_t window = 0, std::uint8_t flags = 0) {
   ctrl_header h{};
   std::memcpy(h.magic, kCtrlMagic, 4);
   h.version = kCtrlVersion;
@@ -192,6 +196,7 @@ std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id,
   h.key_len = static_cast<std::uint32_t>(text.size());
   h.addr_len = static_cast<std::uint32_t>(addr.size());
   h.window = window;
+  h.flags = flags;
   std::vector<std::byte> out(sizeof h + text.size() + addr.size());
   std::memcpy(out.data(), &h, sizeof h);
   if (!text.empty()) std::memcpy(out.data() + sizeof h, text.data(), text.size());
@@ -356,7 +361,10 @@ struct conn {
   // posted again but not yet announced to it.
   std::uint32_t tx_credits = 0, tx_window = 0, rx_owed = 0;
   bool owing_listed = false;  // on _owing
-  ofi_shm::peer_segment seg;  // shm: the peer's segment, probed for liveness
+  // shm: the peer's segment, probed for liveness once the peer said (hello,
+  // ack) that it holds its lock.
+  ofi_shm::peer_segment seg;
+  bool probe = false;
 };
 
 class ofi_driver final : public driver {
@@ -408,6 +416,8 @@ class ofi_driver final : public driver {
   bool quiet() const override { return _conns.empty() && _ctrl_pending == 0 && _ctrl_queue.empty(); }
   void close_connection(connection_id id) override;
   void wireup_complete() override { _seg.withdraw(); }
+  // What hellos and acks say of our segment.
+  std::uint8_t segment_flags() const { return _seg.held() ? kCtrlSegmentHeld : 0; }
   arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
 
   const std::string& provider() const { return _prov; }
@@ -991,7 +1001,7 @@ void ofi_driver::check_liveness(steady::time_point now) {
   if (now < _next_liveness) return;
   _next_liveness = now + kLivenessPeriod;
   for (auto& [id, c] : _conns) {
-    if (c.st == state::failed || !c.seg.is_open() || c.seg.held()) continue;
+    if (c.st == state::failed || !c.probe || c.seg.held()) continue;
     c.seg.reap();
     fail(c, "peer process died (nobody holds its shared-memory endpoint " + c.seg.file() + " any more) [" + _prov +
                 "]");
@@ -1056,8 +1066,9 @@ bool ofi_driver::flush_ctrl() {
 }
 
 // An shm peer's endpoint `name`: its segment must exist, and where the
-// driver named it, be held by a live process; `seg` is then opened for the
-// liveness checks. (Other names, and other providers: true.)
+// driver named it, it is opened into `seg` for the liveness checks; one
+// that nobody holds and whose pid does not run here belongs to a process
+// that is gone. (Other names, and other providers: true.)
 bool shm_peer_alive(const std::string& name, ofi_shm::peer_segment& seg, std::string& why) {
   if (name.compare(0, 9, "fi_shm://") != 0) return true;
   const std::string file = ofi_shm::segment_file(name);
@@ -1065,12 +1076,13 @@ bool shm_peer_alive(const std::string& name, ofi_shm::peer_segment& seg, std::st
     why = "the peer's shared-memory endpoint is gone (" + (file.empty() ? std::string("bad name") : file) + ")";
     return false;
   }
-  if (!ofi_shm::is_driver_segment(file)) return true;
+  int pid = 0;
+  if (!ofi_shm::is_driver_segment(file, &pid)) return true;
   if (!seg.open(file)) {
     why = "the peer's shared-memory endpoint is gone (" + file + ")";
     return false;
   }
-  if (!seg.held()) {
+  if (!seg.held() && ::kill(pid, 0) != 0 && errno == ESRCH) {
     seg.reap();
     why = "the peer process is gone (nobody holds its shared-memory endpoint " + file + ")";
     return false;
@@ -1100,7 +1112,7 @@ connection_id ofi_driver::connect(int peer_rank, std::string_view address) {
     fail(c, why);
   } else {
     send_ctrl(c.addr, ctrl_tag(0), ctrl_type::hello,
-              make_ctrl(ctrl_type::hello, _cfg.rank, c.id, _cfg.job_key, _name, _window), c.id);
+              make_ctrl(ctrl_type::hello, _cfg.rank, c.id, _cfg.job_key, _name, _window, segment_flags()), c.id);
   }
   return c.id;
 }
@@ -1427,9 +1439,9 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
       c.tx_credits = c.tx_window = h.window;
       // shm: the peer's segment, for the liveness checks (it exists: the
       // peer is waiting for our answer).
-      if (_caps.node_local) shm_peer_alive(std::string(addr), c.seg, why);
+      if (_caps.node_local && (h.flags & kCtrlSegmentHeld)) c.probe = shm_peer_alive(std::string(addr), c.seg, why);
       send_ctrl(from, ctrl_tag(h.sender_id), ctrl_type::ack,
-                make_ctrl(ctrl_type::ack, _cfg.rank, c.id, {}, {}, _window), c.id);
+                make_ctrl(ctrl_type::ack, _cfg.rank, c.id, {}, {}, _window, segment_flags()), c.id);
       log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c.peer_rank) + " (" + _prov + ")");
       _cfg.events->on_connected(c.id, c.peer_rank);
       return;
@@ -1444,6 +1456,7 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
       c->peer_id = h.sender_id;
       c->st = state::established;
       c->tx_credits = c->tx_window = h.window;
+      c->probe = c->seg.is_open() && (h.flags & kCtrlSegmentHeld);
       log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c->peer_rank) + " (" + _prov + ")");
       _cfg.events->on_connected(c->id, c->peer_rank);
       return;

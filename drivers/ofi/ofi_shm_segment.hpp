@@ -15,8 +15,9 @@
 //     (driver::wireup_complete): from then on nothing is left whatever way
 //     the process ends, and peers keep their mappings;
 //   * keeps a descriptor on each connected peer's segment (peer_segment) and
-//     probes its lock: a peer killed before it withdrew its name is noticed
-//     (the connection fails naming it) and its file unlinked;
+//     probes its lock (once the peer said it holds it): a peer killed at any
+//     time is noticed (the connection fails naming it), and its file
+//     unlinked if its name was still there;
 //   * at open, removes what earlier processes left (reap_abandoned_segments):
 //     files with our naming pattern, owned by this user, that nobody holds,
 //     whose pid is not alive here, and that were not written for a while.
