@@ -14,7 +14,7 @@ bin=${BAZEL_BIN:-bazel-bin}
 run=$bin/tools/nmad-run
 worker=$bin/tests/workers/ops_worker
 one() {
-  NMAD_DRIVER=tcp NMAD_TCP_PENDING_PER_HOST=$((held + 100)) NMAD_TCP_HANDSHAKE_TIMEOUT_MS=600000 \
+  NMAD_DRIVER=tcp NMAD_TCP_PENDING_PER_HOST=$((held + 100)) NMAD_TCP_PENDING_MAX=$((held + 100)) NMAD_TCP_HANDSHAKE_TIMEOUT_MS=600000 \
     "$run" -n 2 --timeout 300 "$worker" held "$1" "$msgs" 2>/dev/null |
     sed -n 's/.*"msg_per_s":\([0-9.]*\).*/\1/p'
 }

@@ -313,3 +313,23 @@ TEST_CASE("PMI server: silent connections never push out one that identifies its
   ::close(wrong);
   srv.close_all();
 }
+
+TEST_CASE("tcp listener: 500 idle connections from 5 addresses against 256 descriptors; the rank sleeps and goes on") {
+  // Rank 1 has 256 descriptors; rank 0 holds 100 idle connections from
+  // each of 127.0.0.1-5 to its listener for 1.5 s while rank 1 waits.
+  auto r = nmad_test::run({nmad_test::runfile("tools/nmad-run"), "-n", "2", "--timeout", "60",
+                           nmad_test::runfile("tests/workers/engine_worker"), "flood", "256", "100", "1500"},
+                          nmad_test::run_options().timeout(90).set("NMAD_DRIVER", "tcp"));
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.status == 0);
+  CHECK(count(r.out, "flood: 500 idle connections held") == 1);
+  CHECK(count(r.out, "job unaffected") == 2);
+  const auto at = r.out.find("flood: rank 1 waited ");
+  REQUIRE(at != std::string::npos);
+  double wall = 0, cpu = 0;
+  REQUIRE(std::sscanf(r.out.c_str() + at, "flood: rank 1 waited %lf s using %lf s of CPU", &wall, &cpu) == 2);
+  CHECK(wall >= 1.0);
+  CHECK(cpu < 0.2 * wall);  // spinning on accept errors took the whole wait
+  // What the rank says about it stays within its rate limits.
+  CHECK(count(r.err, "\n") < 40);
+}

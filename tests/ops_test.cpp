@@ -137,6 +137,7 @@ TEST_CASE("stderr to a pipe that is already full, or whose reader is gone: junk 
 TEST_CASE("3000 held connections during a message stream: every message correct, the per-address cap enforced") {
   auto env = kTcp;
   env.emplace_back("NMAD_TCP_PENDING_PER_HOST", "1000");
+  env.emplace_back("NMAD_TCP_PENDING_MAX", "4000");  // the per-address cap is what is checked here
   env.emplace_back("NMAD_TCP_HANDSHAKE_TIMEOUT_MS", "600000");  // held for the whole stream
   auto r = run_with_stderr(job(2, {"held", "3000", "20000"}), env, stderr_mode::unread);
   INFO("stdout: " << r.out << "\nstderr: " << r.err.substr(0, 4000));

@@ -51,8 +51,8 @@ constexpr const char* kJobKeyName = "nmad.job_key";
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("nmad bootstrap: " + msg); }
 
 // The launcher's PMI port turned this connection away before taking it as
-// a rank's (too many strangers' connections at once, or it closed before
-// answering): connecting again may work.
+// a rank's (too many strangers' connections at once: it said "busy" or
+// "silent", or reset it): connecting again may work.
 struct turned_away : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -285,8 +285,9 @@ class pmi_bootstrap final : public bootstrap {
         !token.empty() && token.find_first_of(" \t\n=") == std::string::npos)
       line += " auth=" + token;
     send_line(line + "\n", "initack");
-    // Closed or reset before any answer, or told it is busy: turned away
-    // (the caller connects again). Refused for another reason: say so.
+    // Told it is busy (or was silent too long), or reset before any answer:
+    // turned away (the caller connects again). Refused for another reason,
+    // or closed without a word: say so.
     _closed_is_turned_away = true;
     std::string first = read_line("initack");
     _closed_is_turned_away = false;
@@ -408,8 +409,10 @@ class pmi_bootstrap final : public bootstrap {
       wait_fd(POLLIN, deadline, what);
       char buf[4096];
       ssize_t n = ::read(_fd, buf, sizeof buf);
-      if (_closed_is_turned_away && _inbuf.empty() && (n == 0 || (n < 0 && errno == ECONNRESET)))
-        throw turned_away(n == 0 ? "closed before answering" : "reset before answering");
+      // (A reset before any answer: the launcher closed the connection with
+      // our initack unread, having turned it away just before it came.)
+      if (_closed_is_turned_away && _inbuf.empty() && n < 0 && errno == ECONNRESET)
+        throw turned_away("reset before answering");
       if (n == 0)
         fail("PMI " + what + ": the launcher closed the connection (EOF)" +
              (_inbuf.empty() ? std::string() : " in the middle of a line") +

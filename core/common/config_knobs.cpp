@@ -94,6 +94,7 @@ constexpr knob kKnobs[] = {
     k_ms("NMAD_TCP_CONNECT_TIMEOUT_MS", "30000", 1, kHourMs, "tcp", "time a peer has to answer our connection"),
     k_ms("NMAD_TCP_USER_TIMEOUT_MS", "0", 0, kHourMs, "tcp", "fail a connection whose peer host stops answering this long (0: the kernel's behaviour)"),
     k_int("NMAD_TCP_PENDING_PER_HOST", "256", 1, 1'000'000, "tcp", "handshakes one source address may hold pending; more are refused"),
+    k_int("NMAD_TCP_PENDING_MAX", "", 1, 1'000'000, "tcp", "handshakes pending from all sources together (unset: a quarter of RLIMIT_NOFILE, 16 to 256); past it the oldest silent one goes"),
     k_size("NMAD_TCP_SOCKBUF", "256K", 4 * KiB, GiB, "tcp", "SO_SNDBUF and SO_RCVBUF of every socket (0: the kernel's autotuning)", "0"),
     k_size("NMAD_TCP_FRAGMENT", "512K", 4 * KiB, GiB, "tcp", "bulk data longer than this goes in fragments of this size (0: whole)", "0"),
     k_text("NMAD_OFI_PROVIDER", "", "a libfabric provider, e.g. tcp;ofi_rxm", "ofi", "libfabric provider (unset: FI_PROVIDER, else the first usable of tcp;ofi_rxm, udp;ofi_rxd, shm)"),

@@ -37,22 +37,67 @@ connection_id tcp_driver::connect(int peer_rank, std::string_view address) {
   return c.id;
 }
 
+// The oldest connection still in its handshake (0 if none) and when it was
+// accepted; ids no longer pending are dropped from the front on the way.
+connection_id tcp_driver::oldest_pending(steady::time_point* accepted) {
+  while (!pending_deadlines_.empty() && !pending_.count(pending_deadlines_.front().second))
+    pending_deadlines_.pop_front();
+  if (pending_deadlines_.empty()) return 0;
+  *accepted = pending_deadlines_.front().first - tun_.handshake_timeout;
+  return pending_deadlines_.front().second;
+}
+
+// Whether to watch the listening socket now; if not, *resume says until
+// when at most (a handshake ending meanwhile wakes the pending epoll set).
+// Not after an accept error (kAcceptPause), nor while NMAD_TCP_PENDING_MAX
+// handshakes are pending and none has been silent for kSilentEvict.
+bool tcp_driver::accepting(steady::time_point now, steady::time_point* resume) {
+  if (now < accept_paused_until_) {
+    *resume = accept_paused_until_;
+    return false;
+  }
+  if (pending_.size() < tun_.pending_max) return true;
+  steady::time_point oldest{};
+  if (!oldest_pending(&oldest)) return true;
+  const auto evictable = oldest + std::min<steady::duration>(kSilentEvict, tun_.handshake_timeout);
+  if (evictable <= now) return true;
+  *resume = evictable;
+  return false;
+}
+
+// Up to kAcceptBatch new connections, each read at once (a peer's hello is
+// usually there already: it is sent as soon as the connection is up).
 int tcp_driver::accept_all() {
   int work = 0;
-  for (;;) {
+  for (int n = 0; n < kAcceptBatch; ++n) {
+    steady::time_point resume{};
+    if (!accepting(steady::now(), &resume)) return work;
+    if (pending_.size() >= tun_.pending_max) {
+      // The oldest has been silent long enough: it makes room.
+      steady::time_point oldest{};
+      if (const connection_id id = oldest_pending(&oldest)) {
+        fail(*pending_.at(id), "no hello within 1 s while " + std::to_string(pending_.size()) +
+                                   " handshakes were pending (NMAD_TCP_PENDING_MAX)");
+        drop_pending(id);
+        ++work;
+      }
+    }
     sockaddr_in sa{};
     socklen_t len = sizeof sa;
     int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK && !accept_error_logged_) {
-        log_write(log_level::warn, "tcp", "accept: " + errno_text(errno));
-        accept_error_logged_ = true;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        // Out of descriptors (or memory): the connections wait in the
+        // kernel's queue; look again later, not at once.
+        accept_paused_until_ = steady::now() + kAcceptPause;
+        refusal_log_.write(log_level::warn, "tcp",
+                           "accept: " + errno_text(errno) + " (" + std::to_string(pending_.size()) +
+                               " handshakes pending); accepting again in 100 ms");
       }
       return work;
     }
-    accept_error_logged_ = false;
     ++work;
     const std::uint32_t src = sa.sin_addr.s_addr;
     unsigned& held = pending_per_source_[src];
@@ -88,9 +133,16 @@ int tcp_driver::accept_all() {
       continue;
     }
     ++held;
-    pending_deadlines_.emplace_back(c->deadline, c->id);
-    pending_.emplace(c->id, std::move(c));
+    const connection_id id = c->id;
+    pending_deadlines_.emplace_back(c->deadline, id);
+    conn& ref = *c;
+    pending_.emplace(id, std::move(c));
+    // Identify first: what it has sent already.
+    read_hello(ref);  // on success moves it to conns_ (promote)
+    if (ref.st == state::established) flush_out(ref);  // the ack
+    else if (ref.st == state::failed) drop_pending(id);
   }
+  return work;
 }
 
 // Handshakes that made progress (readable), then the ones whose deadline

@@ -14,6 +14,11 @@
 //   NMAD_TCP_PENDING_PER_HOST      incoming connections one address may hold
 //                                  in their handshake; more are refused
 //                                  (default 256)
+//   NMAD_TCP_PENDING_MAX           incoming connections held in their
+//                                  handshake in all (default: a quarter of
+//                                  the descriptor limit, 16 to 256); past it
+//                                  the oldest goes once silent for 1 s, else
+//                                  new ones wait in the kernel's queue
 //   NMAD_TCP_USER_TIMEOUT_MS       a connection whose data stays unacknowledged
 //                                  this long, or whose idle peer host stops
 //                                  answering keepalive probes, fails
@@ -48,7 +53,13 @@
 // in their handshake are not in that poll(2): they sit in an epoll set (one
 // fd in the poll) and a deadline queue, so a few thousand idle ones held by
 // a stranger cost nothing per round; each source address may hold
-// NMAD_TCP_PENDING_PER_HOST of them. With no connection at all,
+// NMAD_TCP_PENDING_PER_HOST of them, all together NMAD_TCP_PENDING_MAX
+// (descriptors stay for the job). A new connection is read as soon as it is
+// accepted (its hello is usually there already), at most 64 per poll. While
+// no more may be accepted, or for 100 ms after an accept error (out of
+// descriptors), the listening socket is left out of poll and arm_wakeup: a
+// queued connection that cannot be taken must not make every round, or
+// every wake-up, fail again at once. With no connection at all,
 // only one call in 256 polls the listening socket (see kIdlePollEvery).
 #include "drivers/tcp/tcp_driver.hpp"
 #include "drivers/tcp/tcp_internal.hpp"
@@ -304,7 +315,9 @@ int tcp_driver::poll() {
   int work = 0;
   pfds_.clear();
   pids_.clear();
-  pfds_.push_back({listen_fd_, POLLIN, 0});
+  steady::time_point resume{};
+  const bool listening = accepting(steady::now(), &resume);
+  pfds_.push_back({listening ? listen_fd_ : -1, POLLIN, 0});
   const bool had_pending = !pending_.empty();
   pfds_.push_back({had_pending ? pending_epoll_ : -1, POLLIN, 0});
   bool handshaking = false;
@@ -347,7 +360,13 @@ int tcp_driver::poll() {
 // the sleep so its deadline is checked.
 arm_result tcp_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
   if (listen_fd_ < 0) return arm_result::armed;
-  fds.push_back({listen_fd_, POLLIN, 0});
+  steady::time_point resume{};
+  if (accepting(steady::now(), &resume)) {
+    fds.push_back({listen_fd_, POLLIN, 0});
+  } else {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(resume - steady::now());
+    limit_sleep(timeout_ms, static_cast<int>(std::clamp<long long>(left.count(), 0, 1 << 30)));
+  }
   if (!pending_.empty()) {
     fds.push_back({pending_epoll_, POLLIN, 0});
     // Wake for the earliest handshake deadline.

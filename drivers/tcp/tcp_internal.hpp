@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -56,6 +57,9 @@ struct tunables {
   std::chrono::milliseconds user_timeout{0};
   // Incoming connections one source address may hold in their handshake.
   unsigned pending_per_source = 256;
+  // Incoming connections held in their handshake in all (descriptors kept
+  // for the job: by default at most a quarter of the descriptor limit).
+  unsigned pending_max = 256;
   // SO_SNDBUF/SO_RCVBUF of every connection; 0: the kernel's autotuning.
   int sockbuf = kDefaultSockbuf;
   // Bulk data longer than this goes in fragments of this size (0: whole).
@@ -95,6 +99,17 @@ inline tunables read_tunables(int instance = 0) {
   t.connect_timeout = config::milliseconds("NMAD_TCP_CONNECT_TIMEOUT_MS");
   t.user_timeout = config::milliseconds("NMAD_TCP_USER_TIMEOUT_MS");
   t.pending_per_source = static_cast<unsigned>(config::integer("NMAD_TCP_PENDING_PER_HOST"));
+  if (auto v = config::optional_integer("NMAD_TCP_PENDING_MAX")) {
+    t.pending_max = static_cast<unsigned>(*v);
+  } else {
+    // A quarter of the descriptor table, within 16-256: the rest stays for
+    // the job's own connections and files.
+    rlimit rl{};
+    long dflt = 256;
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      dflt = std::clamp<long>(static_cast<long>(rl.rlim_cur / 4), 16, 256);
+    t.pending_max = static_cast<unsigned>(dflt);
+  }
   t.sockbuf = static_cast<int>(config::size("NMAD_TCP_SOCKBUF"));
   t.fragment = config::size("NMAD_TCP_FRAGMENT");
   return t;
@@ -337,6 +352,8 @@ class tcp_driver final : public driver {
   send_op& push_op(conn& c, bool ahead_of_fragments);
   void fail(conn& c, std::string reason);
   int accept_all();
+  bool accepting(steady::time_point now, steady::time_point* resume);
+  connection_id oldest_pending(steady::time_point* accepted);
   int progress_pending();
   void promote(conn& c);
   void drop_pending(connection_id id);
@@ -356,7 +373,6 @@ class tcp_driver final : public driver {
   tunables tun_;
   int listen_fd_ = -1;
   std::string local_addr_;
-  bool accept_error_logged_ = false;
   connection_id next_id_ = 0;
   std::map<connection_id, std::unique_ptr<conn>> conns_;
   std::vector<std::unique_ptr<conn>> graveyard_;
@@ -372,6 +388,17 @@ class tcp_driver final : public driver {
   std::deque<std::pair<steady::time_point, connection_id>> pending_deadlines_;
   std::unordered_map<std::uint32_t, unsigned> pending_per_source_;
   int pending_epoll_ = -1;
+  // Not accepting until then (an accept error: out of descriptors, say).
+  // The listening socket is left out of the polls meanwhile, so a pending
+  // connection in the kernel's queue does not make every round (or every
+  // wake-up) fail again at once. See accepting().
+  steady::time_point accept_paused_until_{};
+  static constexpr int kAcceptBatch = 64;  // accepts per poll()
+  static constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+  // At NMAD_TCP_PENDING_MAX, a newcomer takes the place of the oldest
+  // pending connection once that one has said nothing for this long (a
+  // peer sends its hello as soon as it is connected).
+  static constexpr auto kSilentEvict = std::chrono::milliseconds(1000);
   // Refusals are for strangers to trigger at will: rate-limited.
   log_limiter refusal_log_{5, std::chrono::seconds(10)};
   // With no connection at all (every peer reached over another driver, the

@@ -26,6 +26,12 @@
 //                                             matched one); then rank 0 dies and
 //                                             rank 1 destroys pending requests of
 //                                             the dead rank before progressing
+//   engine_worker flood NOFILE PER_ADDR MS    rank 1 (descriptor limit NOFILE)
+//                                             waits for a message while rank 0
+//                                             holds PER_ADDR idle connections
+//                                             from each of 127.0.0.1-5 to its tcp
+//                                             listener for MS ms; reports rank 1's
+//                                             CPU time, then 100 exchanges
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -881,6 +887,84 @@ int intruder(session& s) {
   return 0;
 }
 
+// Idle connections to rank 1's tcp listener from 5 loopback addresses
+// (each bound to 127.0.0.k before connecting), more than rank 1 has
+// descriptors; rank 1 meanwhile waits for one message and measures the
+// CPU time it spends waiting.
+int flood(session& s, int per_addr, int hold_ms) {
+  if (s.rank() > 1) return 0;
+  char addr[256] = {};
+  request r;
+  if (s.rank() == 1) {
+    std::string a = s.local_address("tcp");
+    std::snprintf(addr, sizeof addr, "%s", a.c_str());
+    expect_ok(s.isend(0, 1, addr, sizeof addr, r), r, "address");
+    expect_ok(s.wait(r), r, "address");
+    int go = 0;
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_ok(s.irecv(0, 2, &go, sizeof go, r), r, "irecv go");
+    expect_ok(s.wait(r), r, "go");
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ::getrusage(RUSAGE_SELF, &after);
+    auto secs = [](const timeval& a, const timeval& b) { return (b.tv_sec - a.tv_sec) + (b.tv_usec - a.tv_usec) / 1e6; };
+    const double cpu = secs(before.ru_utime, after.ru_utime) + secs(before.ru_stime, after.ru_stime);
+    expect(go == 77, "go message");
+    std::printf("flood: rank 1 waited %.3f s using %.3f s of CPU\n", wall, cpu);
+    std::fflush(stdout);
+  } else {
+    expect_ok(s.irecv(1, 1, addr, sizeof addr, r), r, "address");
+    expect_ok(s.wait(r), r, "address");
+    rlimit rl{};
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < static_cast<rlim_t>(5 * per_addr + 64)) {
+      rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 5 * per_addr + 64);
+      ::setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    const std::string a(addr);
+    const auto colon = a.rfind(':');
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(std::stoi(a.substr(colon + 1))));
+    ::inet_pton(AF_INET, a.substr(0, colon).c_str(), &to.sin_addr);
+    std::vector<int> held;
+    for (int k = 1; k <= 5; ++k)
+      for (int i = 0; i < per_addr; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) break;
+        sockaddr_in from{};
+        from.sin_family = AF_INET;
+        from.sin_addr.s_addr = htonl(0x7f000000u + static_cast<std::uint32_t>(k));
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+            (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)) {
+          ::close(fd);
+          continue;
+        }
+        held.push_back(fd);
+      }
+    std::printf("flood: %zu idle connections held for %d ms\n", held.size(), hold_ms);
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+    const int go = 77;
+    expect_ok(s.isend(1, 2, &go, sizeof go, r), r, "isend go");
+    expect_ok(s.wait(r), r, "go");
+    for (int fd : held) ::close(fd);
+  }
+  // The job itself goes on.
+  for (int i = 0; i < 100; ++i) {
+    int v = i, got = -1;
+    request a, b;
+    expect_ok(s.isend(1 - s.rank(), 3, &v, sizeof v, a), a, "after the flood");
+    expect_ok(s.irecv(1 - s.rank(), 3, &got, sizeof got, b), b, "after the flood");
+    expect_ok(s.wait(a), a, "after the flood");
+    expect_ok(s.wait(b), b, "after the flood");
+    expect(got == i, "exchange after the flood");
+  }
+  std::printf("flood rank %d: job unaffected\n", s.rank());
+  return 0;
+}
+
 int threads(session& s, int iters) {
   if (s.rank() > 1) return 0;
   const int peer = 1 - s.rank();
@@ -1081,6 +1165,13 @@ int main(int argc, char** argv) {
   // `wrongkey`: rank 1 joins with another job key, so its peers refuse it.
   if (scenario == "wrongkey" && std::getenv("PMI_RANK") && std::string(std::getenv("PMI_RANK")) == "1")
     ::setenv("NMAD_JOB_KEY", "not-this-job", 1);
+  // `flood`: rank 1's descriptor table is NOFILE entries, from the start.
+  if (scenario == "flood" && std::getenv("PMI_RANK") && std::string(std::getenv("PMI_RANK")) == "1") {
+    rlimit rl{};
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, static_cast<rlim_t>(arg(2, 256)));
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
   try {
     // The suite runs every single-threaded scenario at thread level single
     // (no locks in the engine) and multiple (ENGINE_WORKER_THREADS).
@@ -1104,6 +1195,7 @@ int main(int argc, char** argv) {
     else if (scenario == "killed_unpack") rc = killed_unpack(*s);
     else if (scenario == "pull") rc = pull(*s, arg(2, 1) != 0);
     else if (scenario == "sleeper") rc = sleeper(*s, static_cast<int>(arg(2, 500)));
+    else if (scenario == "flood") rc = flood(*s, static_cast<int>(arg(3, 100)), static_cast<int>(arg(4, 1500)));
     else if (scenario == "mt_stress")
       rc = mt_stress(*s, static_cast<int>(arg(2, 8)), static_cast<int>(arg(3, 30)), static_cast<std::uint64_t>(arg(4, 1)));
     else if (scenario == "callbacks") rc = callbacks(*s, static_cast<int>(arg(2, 100)));

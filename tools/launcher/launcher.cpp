@@ -657,8 +657,15 @@ job_result job::run() {
   signal_guard sig(_o.handle_signals);
   // What a rank's wrapper leaves behind when it dies (its program, say)
   // comes to us rather than to init: its end wakes us (SIGCHLD) and we
-  // reap it (reap_group).
+  // reap it (reap_group). For this job only (run_job may run in a program
+  // that does more).
+  int was_subreaper = 0;
+  ::prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct subreaper_reset {
+    int was;
+    ~subreaper_reset() { ::prctl(PR_SET_CHILD_SUBREAPER, was); }
+  } subreaper_guard{was_subreaper};
   _ranks.resize(static_cast<std::size_t>(_o.nprocs));
   for (int i = 0; i < _o.nprocs; ++i) _ranks[i].res.rank = i;
 

@@ -285,9 +285,7 @@ void pmi_server::refuse(conn& c, const std::string& why, const std::string& msg)
   if (on_report && !summary.empty()) on_report("PMI port: " + summary + " (refused connections)");
   if (on_report && now)
     on_report("PMI port: refused a connection from " + (c.peer.empty() ? std::string("?") : c.peer) + ": " + why);
-  // (Not for "busy" and "silent": seeing the connection close is enough to
-  // connect again, and a flood of them is no reason to write.)
-  if (c.fd >= 0 && c.out.empty() && msg != "busy" && msg != "silent") {
+  if (c.fd >= 0 && c.out.empty()) {
     const std::string line = "cmd=initack rc=-1 msg=" + msg + "\n";
     ssize_t n = ::send(c.fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;

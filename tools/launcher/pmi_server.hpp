@@ -20,9 +20,9 @@
 //    anything new is accepted;
 //  * at most 32 unidentified connections per source address (127/8 counts
 //    as one) and 128 in all; past that, the oldest one that has stayed
-//    silent for 500 ms goes, or, when every one is younger, the newcomer is
-//    turned away (closed: our client then connects again, with backoff,
-//    until its PMI timeout);
+//    silent for 500 ms goes (`msg=silent`), or, when every one is younger,
+//    the newcomer is turned away (`msg=busy`); our client connects again
+//    after either, with backoff, until its PMI timeout;
 //  * at most 64 accepts per listening socket per handle(): a stream of
 //    connections cannot keep the caller's loop (signals, exits, the ranks'
 //    replies) from running; accept errors (EMFILE & co) stop watching that
