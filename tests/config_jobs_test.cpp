@@ -101,8 +101,8 @@ const bad_knob kBad[] = {
 }  // namespace
 
 TEST_CASE("NMAD_FINALIZE_TIMEOUT_MS=3000000000: MPI_Finalize still flushes the sends it owes (shm, tcp)") {
-  for (const char* driver : {"shm", "tcp"}) {
-    for (const char* timeout : {"3000000000", "30000"}) {
+  for (const std::string driver : {"shm", "tcp"}) {
+    for (const std::string timeout : {"3000000000", "30000"}) {
       CAPTURE(driver);
       CAPTURE(timeout);
       auto r = run_job("finalize_flush", 2, {{"NMAD_DRIVER", driver}, {"NMAD_FINALIZE_TIMEOUT_MS", timeout}});
@@ -116,8 +116,9 @@ TEST_CASE("NMAD_FINALIZE_TIMEOUT_MS=3000000000: MPI_Finalize still flushes the s
 
 TEST_CASE("nmad-run refuses a bad value before starting a rank: one message naming it, exit 2") {
   for (const bad_knob& b : kBad) {
-    CAPTURE(b.name);
-    CAPTURE(b.value);
+    const std::string name = b.name, value = b.value;
+    CAPTURE(name);
+    CAPTURE(value);
     auto r = run_job("hello", 2, {{b.name, b.value}, {"NMAD_DRIVER", "shm"}});
     INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.status == 2);
@@ -139,8 +140,9 @@ TEST_CASE("nmad-run refuses a bad value before starting a rank: one message nami
 
 TEST_CASE("the ranks refuse a bad value themselves: under hydra and alone, no hang, no default") {
   for (const bad_knob& b : {kBad[1], kBad[2], kBad[3], kBad[6], kBad[7]}) {
-    CAPTURE(b.name);
-    CAPTURE(b.value);
+    const std::string name = b.name, value = b.value;
+    CAPTURE(name);
+    CAPTURE(value);
     auto alone = run_alone("hello", {{b.name, b.value}});
     INFO("alone: stdout:\n" << alone.out << "\nstderr:\n" << alone.err);
     CHECK(alone.status != 0);

@@ -26,7 +26,10 @@ int main(int argc, char** argv) {
       CHECK(MPI_Request_free(&r) == MPI_SUCCESS, "request_free %d", i);
     }
     /* The buffers stay allocated: the sends read them until finalize. */
-    return mt_pass();
+    MPI_Finalize();
+    for (int i = 0; i < kMessages; ++i) free(buf[i]);
+    printf("PASS finalize_flush rank 0\n");
+    return 0;
   }
   usleep(300 * 1000); /* rank 0 is in MPI_Finalize by now */
   for (int i = 0; i < kMessages; ++i) {

