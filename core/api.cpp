@@ -119,6 +119,7 @@ int session::progress() {
   if (work == 0) _impl->the_waiter().idle_poll();
   return work;
 }
+int session::progress_quiet() { return _impl->progress(); }
 void session::idle_poll() { _impl->the_waiter().idle_poll(); }
 void session::notify_waiters() { _impl->notify_waiters(); }
 int session::progress_all_drivers() { return _impl->progress(/*wait_busy_drivers=*/true); }

@@ -774,6 +774,10 @@ int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, voi
       block = sz(rcount, rt);
       r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     }
+    if (x.blocking && block == 0) {  // every block is empty on every rank (matching signatures)
+      x.nothing = true;
+      return;
+    }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
     if (block == 0) s = g_dummy;
     if (all) x.sch = coll::build_allgather(x.rank, x.size, s, r, block);
@@ -875,6 +879,10 @@ int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
       block = sz(scount, st_);
       s = x.in(sbuf, static_cast<Count>(scount) * x.size, st_);
     }
+    if (x.blocking && block == 0) {
+      x.nothing = true;
+      return;
+    }
     if (block == 0) r = g_dummy;
     x.sch = coll::build_scatter(x.rank, x.size, s, r, block, root);
   });
@@ -964,6 +972,10 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
         x.fail(MPI_ERR_TRUNCATE, "sends blocks of " + std::to_string(sz(scount, st_)) + " bytes but receives " +
                                      std::to_string(block));
       s = x.in(sbuf, static_cast<Count>(scount) * x.size, st_);
+    }
+    if (x.blocking && block == 0) {
+      x.nothing = true;
+      return;
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
@@ -1119,6 +1131,64 @@ void coll_finalize() {
   transports().clear();
 }
 
+namespace {
+
+// ---- the short path: blocking collectives that move nothing ----------------
+// Counts of 0 on predefined datatypes over an intracommunicator. Whatever
+// the other ranks pass, the standard's matching rules make every block of
+// the operation 0 bytes on every rank, so the full path would build
+// nothing either (call::nothing, no sequence number taken, on every rank
+// alike); this one decides it from a few loads, before any object is
+// made. What it cannot vouch for (a derived type, an intercommunicator, a
+// user op, a bad argument) takes the full path, which reports errors.
+comm_obj* quiet_intra(const char* fn, MPI_Comm comm) {
+  if (!check_initialized(fn)) return nullptr;
+  comm_obj* c = lookup_comm(comm);
+  return c && !c->inter ? c : nullptr;
+}
+bool empty_of(int count, MPI_Datatype t) { return count == 0 && basic_of(t).has_value(); }
+bool root_in(const comm_obj* c, int root) { return root >= 0 && root < c->size(); }
+
+bool quiet_bcast(int count, MPI_Datatype t, int root, MPI_Comm comm) {
+  if (!empty_of(count, t)) return false;
+  const comm_obj* c = quiet_intra("MPI_Bcast", comm);
+  return c && root_in(c, root);
+}
+// root < 0: allreduce.
+bool quiet_reduce(const char* fn, const void* sbuf, int count, MPI_Datatype t, MPI_Op op, int root,
+                  MPI_Comm comm) {
+  if (!empty_of(count, t) || !predefined_reduction_ok(op, t)) return false;
+  const comm_obj* c = quiet_intra(fn, comm);
+  if (!c) return false;
+  if (root < 0) return true;
+  return root_in(c, root) && (c->rank == root || sbuf != MPI_IN_PLACE);
+}
+bool quiet_gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, int rcount,
+                  MPI_Datatype rtype, int root, MPI_Comm comm) {
+  const bool inplace = sbuf == MPI_IN_PLACE;
+  if (!inplace && !empty_of(scount, stype)) return false;
+  const comm_obj* c = quiet_intra(fn, comm);
+  if (!c) return false;
+  const bool is_root = root < 0 || (root_in(c, root) && c->rank == root);  // root < 0: allgather
+  if (root >= 0 && !root_in(c, root)) return false;
+  return is_root ? empty_of(rcount, rtype) : !inplace;
+}
+bool quiet_scatter(int scount, MPI_Datatype stype, const void* rbuf, int rcount, MPI_Datatype rtype, int root,
+                   MPI_Comm comm) {
+  const bool inplace = rbuf == MPI_IN_PLACE;
+  if (!inplace && !empty_of(rcount, rtype)) return false;
+  const comm_obj* c = quiet_intra("MPI_Scatter", comm);
+  if (!c || !root_in(c, root)) return false;
+  return c->rank == root ? empty_of(scount, stype) : !inplace;
+}
+bool quiet_alltoall(const void* sbuf, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype,
+                    MPI_Comm comm) {
+  if (!empty_of(rcount, rtype) || (sbuf != MPI_IN_PLACE && !empty_of(scount, stype))) return false;
+  return quiet_intra("MPI_Alltoall", comm) != nullptr;
+}
+
+}  // namespace
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
@@ -1129,6 +1199,7 @@ int PMPI_Barrier(MPI_Comm comm) { return barrier("MPI_Barrier", comm, nullptr); 
 int PMPI_Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier("MPI_Ibarrier", comm, request); }
 
 int PMPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  if (quiet_bcast(count, datatype, root, comm)) return MPI_SUCCESS;
   return bcast("MPI_Bcast", buffer, count, datatype, root, comm, nullptr);
 }
 int PMPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
@@ -1137,6 +1208,7 @@ int PMPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Co
 
 int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm) {
+  if (quiet_reduce("MPI_Reduce", sendbuf, count, datatype, op, root, comm)) return MPI_SUCCESS;
   return reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, red_kind::reduce, comm, nullptr);
 }
 int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
@@ -1145,6 +1217,7 @@ int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
 }
 int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm) {
+  if (quiet_reduce("MPI_Allreduce", sendbuf, count, datatype, op, -1, comm)) return MPI_SUCCESS;
   return reduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, 0, red_kind::allreduce, comm, nullptr);
 }
 int PMPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -1168,6 +1241,7 @@ int PMPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
 
 int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  if (quiet_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvcount, recvtype, root, comm)) return MPI_SUCCESS;
   return gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, false, comm, nullptr);
 }
 int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -1177,6 +1251,7 @@ int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
 }
 int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm) {
+  if (quiet_gather("MPI_Allgather", sendbuf, sendcount, sendtype, recvcount, recvtype, -1, comm)) return MPI_SUCCESS;
   return gather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, true, comm, nullptr);
 }
 int PMPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -1208,6 +1283,7 @@ int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, 
 
 int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  if (quiet_scatter(sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)) return MPI_SUCCESS;
   return scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr);
 }
 int PMPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -1228,6 +1304,7 @@ int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs
 
 int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
+  if (quiet_alltoall(sendbuf, sendcount, sendtype, recvcount, recvtype, comm)) return MPI_SUCCESS;
   return alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, nullptr);
 }
 int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,

@@ -483,6 +483,11 @@ std::string op_display_name(MPI_Op h);  // "MPI_SUM", "user op 33"
 int check_op(MPI_Op h, MPI_Datatype th, const Datatype& type, bool collective, Op& out, std::string& detail);
 // type_of(h), and MPI_ERR_TYPE unless it is valid and committed.
 int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail);
+// A predefined op on a predefined datatype it is defined for, in a
+// collective (not MPI_REPLACE/MPI_NO_OP): what the short path of a
+// zero-count reduction may take without building anything. False only
+// means "ask check_op".
+bool predefined_reduction_ok(MPI_Op h, MPI_Datatype th);
 // MPI_Finalize, before the session goes: finishes (or, after a bounded
 // wait, abandons) pending non-blocking collectives and removes their
 // progress hook. See coll.cpp.

@@ -86,6 +86,14 @@ int check_op(MPI_Op h, MPI_Datatype th, const Datatype& type, bool collective, O
   return MPI_SUCCESS;
 }
 
+bool predefined_reduction_ok(MPI_Op h, MPI_Datatype th) {
+  const std::optional<BasicType> b = basic_of(th);
+  if (!b || h < 1 || h > kNumPredefinedOps) return false;
+  const auto p = static_cast<PredefinedOp>(h - 1);
+  if (p == PredefinedOp::Replace || p == PredefinedOp::NoOp) return false;
+  return op_allowed(p, *b);
+}
+
 int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail) {
   out = type_of(h);
   if (!out) {

@@ -295,6 +295,11 @@ class session {
   // One round of progress; work done. A round that found nothing follows
   // the polling discipline (idle_poll()).
   int progress();
+  // One round of progress without the polling discipline (never gives the
+  // CPU away), for a layer that loops on its own condition and applies the
+  // discipline once per iteration itself (a collective's executor). May be
+  // called from a progress task or completion callback.
+  int progress_quiet();
   // The polling discipline of calls that must not block: a call whose
   // progress found nothing to do ends with idle_poll(). On a contended
   // machine (more runnable threads than CPUs, measured at run time; see

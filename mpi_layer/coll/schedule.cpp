@@ -267,6 +267,7 @@ bool executor::advance_locked() {
         ++_npending;
       }
     }
+    if (_npending) _t.progress();
     for (std::size_t i = 0; i < r.comm.size() && _npending; ++i) {
       if (!_pending[i] || !_t.test(_reqs[i])) continue;
       _pending[i] = 0;

@@ -109,7 +109,15 @@ class transport {
   virtual int size() const = 0;
   virtual errc isend(int peer, tag_t tag, const void* ptr, std::size_t len, request& req) = 0;
   virtual errc irecv(int peer, tag_t tag, void* ptr, std::size_t len, request& req) = 0;
+  // True once req is complete. Need not progress anything: the executor
+  // calls progress() once before it tests the requests of a round.
   virtual bool test(request& req) = 0;
+  // One round of progress, WITHOUT the polling discipline (never gives the
+  // CPU away): whoever loops on advance() decides how to wait (a blocking
+  // collective's wait_until, MPI_Test's progress, the progress hook), so
+  // one advance() costs one round however many requests it tests.
+  // Default: nothing (a transport whose test() progresses).
+  virtual void progress() {}
   // Cancels a receive that has not matched (used after an error); true if
   // cancelled. Default: not supported.
   virtual bool cancel(request& req) { return false; }

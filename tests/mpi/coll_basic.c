@@ -74,6 +74,31 @@ int main(int argc, char** argv) {
       CHECK(sum == n * (n - 1) / 2 + n * k, "allreduce after the zero-byte ones: %d", sum);
     }
     CHECK(guard[0] == 0x5a5a && guard[1] == 0x5a5a, "zero-byte operations wrote %x %x", guard[0], guard[1]);
+    /* Scatter, gather, allgather and alltoall of 0 bytes, where odd ranks
+     * describe their (empty) blocks with a derived type and even ranks with
+     * a predefined one, and the root passes MPI_IN_PLACE or not: every rank
+     * must skip them alike, or the collectives after them would pair up
+     * wrongly. */
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    const MPI_Datatype mine = r % 2 ? pair : MPI_INT;
+    for (int k = 0; k < 3; ++k) {
+      const int root = k % n;
+      void* inplace = r == root && k == 1 ? MPI_IN_PLACE : guard + 1;
+      CHECK(MPI_Scatter(guard, 0, mine, inplace, 0, mine, root, MPI_COMM_WORLD) == MPI_SUCCESS, "scatter of 0");
+      CHECK(MPI_Gather(r == root && k == 2 ? MPI_IN_PLACE : guard, 0, mine, guard + 1, 0, mine, root,
+                       MPI_COMM_WORLD) == MPI_SUCCESS, "gather of 0");
+      CHECK(MPI_Allgather(guard, 0, mine, guard + 1, 0, MPI_INT, MPI_COMM_WORLD) == MPI_SUCCESS, "allgather of 0");
+      CHECK(MPI_Alltoall(k == 1 ? MPI_IN_PLACE : guard, 0, MPI_INT, guard + 1, 0, mine, MPI_COMM_WORLD) == MPI_SUCCESS,
+            "alltoall of 0");
+      int v = r * 3 + k, got[64];
+      CHECK(n <= 64, "at most 64 ranks");
+      CHECK(MPI_Allgather(&v, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD) == MPI_SUCCESS, "allgather after 0");
+      for (int i = 0; i < n; ++i) CHECK(got[i] == i * 3 + k, "allgather after the zero-byte ones: [%d] = %d", i, got[i]);
+    }
+    MPI_Type_free(&pair);
+    CHECK(guard[0] == 0x5a5a && guard[1] == 0x5a5a, "zero-byte operations wrote %x %x", guard[0], guard[1]);
   }
 
   /* Errors are reported, not crashes. */
