@@ -38,6 +38,7 @@
 // then abandoned (executor::abandon: receives cancelled) and deliberately
 // kept alive, never destroyed, so no engine request or transport is freed
 // while in flight. Then the progress hook is removed, before the session.
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -45,8 +46,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/common/config.hpp"
@@ -77,18 +81,18 @@ transport_ptr transport_of(comm_obj& c) {
   std::lock_guard guard(st().mu);
   auto& t = transports()[&c];
   const nmad::tag_t base = static_cast<nmad::tag_t>(0x800000u | c.coll_ctx) << coll::tag_bits_total;
+  const bool local_first = c.inter && union_local_first(c);
+  const int n = static_cast<int>(c.world_of.size() + (c.inter ? c.local_world_of.size() : 0));
+  const int me = c.inter && !local_first ? static_cast<int>(c.world_of.size()) + c.rank : c.rank;
+  // A communicator object may be reused for a new communicator after a free.
+  if (t && t->base_tag() == base && t->size() == n && t->rank() == me) return t;
   std::vector<int> members = c.world_of;
-  int me = c.rank;
   if (c.inter) {
-    const bool local_first = union_local_first(c);
     members = local_first ? c.local_world_of : c.world_of;
     const auto& second = local_first ? c.world_of : c.local_world_of;
     members.insert(members.end(), second.begin(), second.end());
-    me = local_first ? c.rank : static_cast<int>(c.world_of.size()) + c.rank;
   }
-  // A communicator object may be reused for a new communicator after a free.
-  if (!t || t->base_tag() != base || t->size() != static_cast<int>(members.size()) || t->rank() != me)
-    t = std::make_shared<coll::session_transport>(*st().session, members, base);
+  t = std::make_shared<coll::session_transport>(*st().session, members, base);
   return t;
 }
 
@@ -210,8 +214,8 @@ struct call {
   std::shared_ptr<mpi_reducer> red;
   // Packing temporaries, made before the builder returns the schedule, then
   // attached to it (schedule::keep) so they live exactly as long.
-  std::shared_ptr<std::vector<std::unique_ptr<std::byte[]>>> temps =
-      std::make_shared<std::vector<std::unique_ptr<std::byte[]>>>();
+  // (Made on the first temporary: most calls have none.)
+  std::shared_ptr<std::vector<std::unique_ptr<std::byte[]>>> temps;
   int rank = 0, size = 1;
   // Intercommunicators: rank/size above are the LOCAL rank and the REMOTE
   // group's size (what per-peer arrays are indexed by); the schedule runs
@@ -229,6 +233,7 @@ struct call {
   bool nothing = false;
 
   std::byte* temp(std::size_t bytes) {
+    if (!temps) temps = std::make_shared<std::vector<std::unique_ptr<std::byte[]>>>();
     temps->push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
     return temps->back().get();
   }
@@ -406,7 +411,7 @@ void open(call& x, MPI_Comm comm) {
 
 int launch(call& x, MPI_Request* req) {
   if (x.red) x.sch.keep(x.red);
-  if (!x.temps->empty()) x.sch.keep(x.temps);
+  if (x.temps) x.sch.keep(x.temps);
   if (!x.post.empty()) {
     x.sch.new_round();
     for (auto& f : x.post) x.sch.call(std::move(f));
@@ -477,6 +482,116 @@ int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
 }
 
 bool in_place(const void* p) { return p == MPI_IN_PLACE; }
+
+// ---- small rooted collectives: straight to the engine ---------------------
+// A blocking bcast, scatter or gather on an intracommunicator of at most
+// kDirectProcs processes, with blocks of at most kDirectBytes, skips the
+// schedule: the root sends (or receives) every block itself, each other
+// rank receives (or sends) one message. No rank forwards for another, so
+// none waits for a third one to be scheduled (what costs when ranks share
+// cores), and no schedule or executor is built (most of a small
+// collective's time). The choice depends only on arguments every rank
+// agrees on (block bytes, communicator size, blocking), so all ranks take
+// it alike; non-contiguous data goes through the call's packing
+// temporaries and unpack steps as on the full path. The message tags come
+// from the communicator's collective sequence, as the schedules' do.
+constexpr std::size_t kDirectBytes = 1024;
+constexpr int kDirectProcs = 8;
+
+enum class rooted { bcast, scatter, gather };
+
+// Requests made only as needed (an nmad::request is 1 KiB: a whole array
+// of them would cost more to set up than a small collective takes).
+class request_slots {
+ public:
+  request_slots() = default;
+  request_slots(const request_slots&) = delete;
+  request_slots& operator=(const request_slots&) = delete;
+  ~request_slots() {
+    for (int i = 0; i < _made; ++i) (*this)[i].~request();
+  }
+  nmad::request& make() { return *::new (static_cast<void*>(_raw[_made++])) nmad::request; }
+  nmad::request& operator[](int i) { return *std::launder(reinterpret_cast<nmad::request*>(_raw[i])); }
+  int size() const { return _made; }
+
+ private:
+  alignas(nmad::request) unsigned char _raw[kDirectProcs][sizeof(nmad::request)];
+  int _made = 0;
+};
+
+bool direct_ok(const call& x, std::size_t block) {
+  return x.blocking && !x.inter && x.size <= kDirectProcs && block <= kDirectBytes;
+}
+
+// s: the root's data (bcast: the buffer; scatter: every block; gather: this
+// rank's block, null for MPI_IN_PLACE); r: where this rank's data goes
+// (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
+// gather at the root: every block).
+void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block) {
+  x.tr = transport_of(*x.c);
+  const std::uint64_t seq = x.tr->next_sequence();
+  const nmad::tag_t tag = (static_cast<nmad::tag_t>(seq) & ((nmad::tag_t{1} << coll::tag_bits_seq) - 1))
+                          << coll::tag_bits_local;
+  request_slots reqs;
+  std::array<int, kDirectProcs> peer{};
+  int n = 0;
+  nmad::errc e = nmad::errc::ok;
+  std::string why;
+  auto post = [&](bool send, int to, const std::byte* p) {
+    if (e != nmad::errc::ok) return;
+    nmad::request& q = reqs.make();
+    peer[n++] = to;
+    e = send ? x.tr->isend(to, tag, p, block, q) : x.tr->irecv(to, tag, const_cast<std::byte*>(p), block, q);
+    if (e != nmad::errc::ok)
+      why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(to) + " failed to start" +
+            (q.error_message().empty() ? "" : ": " + q.error_message());
+  };
+  if (x.rank == root) {
+    for (int i = 0; i < x.size; ++i) {
+      if (i == root) continue;
+      const std::size_t off = op == rooted::bcast ? 0 : static_cast<std::size_t>(i) * block;
+      if (op == rooted::gather) post(false, i, r + off);
+      else post(true, i, s + off);
+    }
+    if (op == rooted::scatter && r && block) std::memcpy(r, s + static_cast<std::size_t>(root) * block, block);
+    if (op == rooted::gather && s && block) std::memcpy(r + static_cast<std::size_t>(root) * block, s, block);
+  } else if (op == rooted::gather) {
+    post(true, root, s);
+  } else {
+    post(false, root, r);
+  }
+  if (e != nmad::errc::ok)  // what was posted must end before the requests go
+    for (int i = 0; i < n; ++i)
+      if (!reqs[i].completed()) x.tr->cancel(reqs[i]);
+  struct pending {
+    request_slots* reqs;
+    int n;
+  } w{&reqs, n};
+  x.tr->wait_until(
+      [](void* a) {
+        const auto* p = static_cast<pending*>(a);
+        for (int i = 0; i < p->n; ++i)
+          if (!(*p->reqs)[i].completed()) return false;
+        return true;
+      },
+      &w);
+  for (int i = 0; i < n && e == nmad::errc::ok; ++i) {
+    const nmad::errc ei = reqs[i].error();
+    if (ei == nmad::errc::ok) continue;
+    e = ei;
+    why = std::string(op == rooted::gather ? (x.rank == root ? "receive from" : "send to")
+                                           : (x.rank == root ? "send to" : "receive from")) +
+          " rank " + std::to_string(peer[i]) + " failed: " + std::string(nmad::to_string(ei)) +
+          (reqs[i].error_message().empty() ? "" : " (" + reqs[i].error_message() + ")");
+  }
+  if (e != nmad::errc::ok) {
+    const int code = from_errc(e);
+    x.fail(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, why);
+  }
+  for (auto& f : x.post) f();
+  x.post.clear();
+  x.nothing = true;  // done: nothing to launch
+}
 
 std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }
 
@@ -667,7 +782,9 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_C
       return;
     }
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
-    if (const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast)) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
+    const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast);
+    if (!h && direct_ok(x, sz(count, t))) return direct(x, rooted::bcast, root, p, p, sz(count, t));
+    if (h) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
     else x.sch = coll::build_bcast(x.rank, x.size, p, sz(count, t), root);
   });
 }
@@ -780,6 +897,7 @@ int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, voi
     }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
     if (block == 0) s = g_dummy;
+    if (!all && direct_ok(x, block)) return direct(x, rooted::gather, root, inplace ? nullptr : s, r, block);
     if (all) x.sch = coll::build_allgather(x.rank, x.size, s, r, block);
     else x.sch = coll::build_gather(x.rank, x.size, s, r, block, root);
   });
@@ -883,6 +1001,7 @@ int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
       x.nothing = true;
       return;
     }
+    if (direct_ok(x, block)) return direct(x, rooted::scatter, root, s, inplace ? nullptr : r, block);
     if (block == 0) r = g_dummy;
     x.sch = coll::build_scatter(x.rank, x.size, s, r, block, root);
   });

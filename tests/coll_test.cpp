@@ -144,6 +144,9 @@ TEST_CASE("select_algorithm: thresholds, one function") {
   CHECK(select_algorithm(collective::bcast, 8, t.bcast_small, true, t) == algorithm::scatter_allgather);
   CHECK(select_algorithm(collective::bcast, 8, t.bcast_large - 1, true, t) == algorithm::scatter_allgather);
   CHECK(select_algorithm(collective::bcast, 8, t.bcast_large, true, t) == algorithm::chain);
+  CHECK(select_algorithm(collective::bcast, 4, 64 * 1024, true, t) == algorithm::binomial);  // < bcast_min_procs
+  CHECK(select_algorithm(collective::bcast, 7, t.bcast_large - 1, true, t) == algorithm::binomial);
+  CHECK(select_algorithm(collective::bcast, 4, t.bcast_large, true, t) == algorithm::chain);
   CHECK(select_algorithm(collective::reduce, 8, 1 << 20, false, t) == algorithm::binomial);
   CHECK(select_algorithm(collective::allreduce, 8, 64, true, t) == algorithm::recursive_doubling);
   CHECK(select_algorithm(collective::allreduce, 8, t.allreduce_small, true, t) == algorithm::rabenseifner);
@@ -178,6 +181,7 @@ TEST_CASE("select_algorithm: tunables change the choice; never automatic") {
   tunables t;
   t.bcast_small = 10;
   t.bcast_large = 100;
+  t.bcast_min_procs = 0;
   CHECK(select_algorithm(collective::bcast, 4, 50, true, t) == algorithm::scatter_allgather);
   CHECK(select_algorithm(collective::bcast, 4, 100, true, t) == algorithm::chain);
   for (int c = 0; c <= static_cast<int>(collective::exscan); ++c)

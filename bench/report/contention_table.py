@@ -13,6 +13,11 @@ import statistics
 import sys
 
 
+def fmt(us):
+    # Sub-microsecond points (0-byte calls take ~0.01 us) need the third decimal.
+    return "%.3f" % us if us < 1 else "%.2f" % us
+
+
 def table(path):
     d = json.load(open(path))
     meta = d["meta"]
@@ -44,7 +49,7 @@ def table(path):
                 row.append("—")
                 continue
             med[c] = statistics.median(v)
-            row.append("%.2f (%.2f–%.2f)" % (med[c], min(v), max(v)))
+            row.append("%s (%s–%s)" % (fmt(med[c]), fmt(min(v)), fmt(max(v))))
         best = min((med[p] for p in peers if p in med), default=None)
         if ours and ours[0] in med and best:
             r = med[ours[0]] / best

@@ -72,6 +72,7 @@ tunables tunables::from_env() {
   tunables t;
   env_size("NMAD_COLL_BCAST_SMALL", t.bcast_small);
   env_size("NMAD_COLL_BCAST_LARGE", t.bcast_large);
+  env_count("NMAD_COLL_BCAST_MIN_PROCS", t.bcast_min_procs);
   env_size("NMAD_COLL_CHAIN_SEGMENT", t.chain_segment);
   env_size("NMAD_COLL_ALLREDUCE_SMALL", t.allreduce_small);
   env_size("NMAD_COLL_ALLREDUCE_PAIR_LARGE", t.allreduce_pair_large);
@@ -96,6 +97,7 @@ algorithm select_algorithm(collective c, int n, std::size_t bytes, bool commutat
     case collective::barrier: return algorithm::dissemination;
     case collective::bcast:
       if (n <= 2 || bytes < t.bcast_small) return algorithm::binomial;
+      if (static_cast<std::size_t>(n) < t.bcast_min_procs && bytes < t.bcast_large) return algorithm::binomial;
       return bytes < t.bcast_large ? algorithm::scatter_allgather : algorithm::chain;
     case collective::reduce: return algorithm::binomial;
     case collective::allreduce:

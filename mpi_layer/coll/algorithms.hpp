@@ -62,6 +62,9 @@ std::string_view to_string(algorithm a);
 struct tunables {
   std::size_t bcast_small = 12 * 1024;        // bcast: < this (or <= 2 procs) -> binomial
   std::size_t bcast_large = 512 * 1024;       // bcast: >= this -> pipelined chain, between -> scatter_allgather
+  std::size_t bcast_min_procs = 8;            // bcast on fewer processes: binomial below bcast_large (the other
+                                              // algorithms' extra steps need every rank scheduled; 4 ranks on
+                                              // 2 cores, 64 KiB: binomial 2-3x faster)
   std::size_t chain_segment = 64 * 1024;      // bcast chain segment size
   std::size_t allreduce_small = 4096;         // allreduce: < this (or non-commutative) -> recursive_doubling, else rabenseifner (4 ranks: equal at 4 KiB, RD 2x faster at 2 KiB oversubscribed)
   std::size_t allreduce_pair_large = 512 * 1024;  // allreduce on 2 processes: rabenseifner from this size
