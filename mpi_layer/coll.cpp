@@ -484,10 +484,11 @@ int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
 bool in_place(const void* p) { return p == MPI_IN_PLACE; }
 
 // ---- small rooted collectives: straight to the engine ---------------------
-// A blocking bcast, scatter or gather on an intracommunicator of at most
-// kDirectProcs processes, with blocks of at most kDirectBytes, skips the
-// schedule: the root sends (or receives) every block itself, each other
-// rank receives (or sends) one message. No rank forwards for another, so
+// A blocking bcast, scatter, gather or allreduce on an intracommunicator
+// of at most kDirectProcs processes, with blocks of at most kDirectBytes
+// (and, for bcast and allreduce, no hierarchy), skips the schedule: the
+// root sends (or receives) every block itself, each other rank receives
+// (or sends) one message (allreduce: one each way, see direct_allreduce). No rank forwards for another, so
 // none waits for a third one to be scheduled (what costs when ranks share
 // cores), and no schedule or executor is built (most of a small
 // collective's time). The choice depends only on arguments every rank
@@ -500,27 +501,100 @@ constexpr int kDirectProcs = 8;
 
 enum class rooted { bcast, scatter, gather };
 
+bool direct_ok(const call& x, std::size_t block) {
+  return x.blocking && !x.inter && x.size <= kDirectProcs && block <= kDirectBytes;
+}
+
 // Requests made only as needed (an nmad::request is 1 KiB: a whole array
 // of them would cost more to set up than a small collective takes).
 class request_slots {
  public:
+  static constexpr int capacity = kDirectProcs;
   request_slots() = default;
   request_slots(const request_slots&) = delete;
   request_slots& operator=(const request_slots&) = delete;
-  ~request_slots() {
+  ~request_slots() { clear(); }
+  // Only once every request made has ended.
+  void clear() {
     for (int i = 0; i < _made; ++i) (*this)[i].~request();
+    _made = 0;
   }
   nmad::request& make() { return *::new (static_cast<void*>(_raw[_made++])) nmad::request; }
   nmad::request& operator[](int i) { return *std::launder(reinterpret_cast<nmad::request*>(_raw[i])); }
   int size() const { return _made; }
 
  private:
-  alignas(nmad::request) unsigned char _raw[kDirectProcs][sizeof(nmad::request)];
+  alignas(nmad::request) unsigned char _raw[capacity][sizeof(nmad::request)];
   int _made = 0;
 };
 
-bool direct_ok(const call& x, std::size_t block) {
-  return x.blocking && !x.inter && x.size <= kDirectProcs && block <= kDirectBytes;
+// The messages of one direct collective: posted, then waited for together
+// (finish(): with the wait policy; on failure the receives still pending
+// are cancelled, everything posted has ended, and call_error is thrown
+// naming the peer).
+class direct_exchange {
+ public:
+  explicit direct_exchange(call& x) : _x(x) {
+    x.tr = transport_of(*x.c);
+    const std::uint64_t seq = x.tr->next_sequence();
+    _tag = (static_cast<nmad::tag_t>(seq) & ((nmad::tag_t{1} << coll::tag_bits_seq) - 1)) << coll::tag_bits_local;
+  }
+  // local: the phase (0, 1), so that two phases between the same ranks
+  // never match each other's messages.
+  void post(bool send, int peer, std::uint32_t local, const std::byte* p, std::size_t bytes) {
+    if (_e != nmad::errc::ok) return;
+    nmad::request& q = _reqs.make();
+    _peer[_reqs.size() - 1] = peer;
+    _send[_reqs.size() - 1] = send;
+    _e = send ? _x.tr->isend(peer, _tag | local, p, bytes, q)
+              : _x.tr->irecv(peer, _tag | local, const_cast<std::byte*>(p), bytes, q);
+    if (_e != nmad::errc::ok)
+      _why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(peer) + " failed to start" +
+             (q.error_message().empty() ? "" : ": " + q.error_message());
+  }
+  void finish() {
+    const int n = _reqs.size();
+    if (_e != nmad::errc::ok)
+      for (int i = 0; i < n; ++i)
+        if (!_reqs[i].completed()) _x.tr->cancel(_reqs[i]);
+    _x.tr->wait_until(
+        [](void* a) {
+          auto& reqs = *static_cast<request_slots*>(a);
+          for (int i = 0; i < reqs.size(); ++i)
+            if (!reqs[i].completed()) return false;
+          return true;
+        },
+        &_reqs);
+    for (int i = 0; i < n && _e == nmad::errc::ok; ++i) {
+      const nmad::errc ei = _reqs[i].error();
+      if (ei == nmad::errc::ok) continue;
+      _e = ei;
+      _why = std::string(_send[i] ? "send to" : "receive from") + " rank " + std::to_string(_peer[i]) +
+             " failed: " + std::string(nmad::to_string(ei)) +
+             (_reqs[i].error_message().empty() ? "" : " (" + _reqs[i].error_message() + ")");
+    }
+    _reqs.clear();
+    if (_e != nmad::errc::ok) {
+      const int code = from_errc(_e);
+      _x.fail(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, _why);
+    }
+  }
+
+ private:
+  call& _x;
+  nmad::tag_t _tag = 0;
+  request_slots _reqs;
+  std::array<int, request_slots::capacity> _peer{};
+  std::array<bool, request_slots::capacity> _send{};
+  nmad::errc _e = nmad::errc::ok;
+  std::string _why;
+};
+
+// The end of a direct collective: unpack steps, nothing left to launch.
+void direct_done(call& x) {
+  for (auto& f : x.post) f();
+  x.post.clear();
+  x.nothing = true;
 }
 
 // s: the root's data (bcast: the buffer; scatter: every block; gather: this
@@ -528,69 +602,53 @@ bool direct_ok(const call& x, std::size_t block) {
 // (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
 // gather at the root: every block).
 void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block) {
-  x.tr = transport_of(*x.c);
-  const std::uint64_t seq = x.tr->next_sequence();
-  const nmad::tag_t tag = (static_cast<nmad::tag_t>(seq) & ((nmad::tag_t{1} << coll::tag_bits_seq) - 1))
-                          << coll::tag_bits_local;
-  request_slots reqs;
-  std::array<int, kDirectProcs> peer{};
-  int n = 0;
-  nmad::errc e = nmad::errc::ok;
-  std::string why;
-  auto post = [&](bool send, int to, const std::byte* p) {
-    if (e != nmad::errc::ok) return;
-    nmad::request& q = reqs.make();
-    peer[n++] = to;
-    e = send ? x.tr->isend(to, tag, p, block, q) : x.tr->irecv(to, tag, const_cast<std::byte*>(p), block, q);
-    if (e != nmad::errc::ok)
-      why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(to) + " failed to start" +
-            (q.error_message().empty() ? "" : ": " + q.error_message());
-  };
+  direct_exchange ex(x);
   if (x.rank == root) {
     for (int i = 0; i < x.size; ++i) {
       if (i == root) continue;
       const std::size_t off = op == rooted::bcast ? 0 : static_cast<std::size_t>(i) * block;
-      if (op == rooted::gather) post(false, i, r + off);
-      else post(true, i, s + off);
+      if (op == rooted::gather) ex.post(false, i, 0, r + off, block);
+      else ex.post(true, i, 0, s + off, block);
     }
     if (op == rooted::scatter && r && block) std::memcpy(r, s + static_cast<std::size_t>(root) * block, block);
     if (op == rooted::gather && s && block) std::memcpy(r + static_cast<std::size_t>(root) * block, s, block);
   } else if (op == rooted::gather) {
-    post(true, root, s);
+    ex.post(true, root, 0, s, block);
   } else {
-    post(false, root, r);
+    ex.post(false, root, 0, r, block);
   }
-  if (e != nmad::errc::ok)  // what was posted must end before the requests go
-    for (int i = 0; i < n; ++i)
-      if (!reqs[i].completed()) x.tr->cancel(reqs[i]);
-  struct pending {
-    request_slots* reqs;
-    int n;
-  } w{&reqs, n};
-  x.tr->wait_until(
-      [](void* a) {
-        const auto* p = static_cast<pending*>(a);
-        for (int i = 0; i < p->n; ++i)
-          if (!(*p->reqs)[i].completed()) return false;
-        return true;
-      },
-      &w);
-  for (int i = 0; i < n && e == nmad::errc::ok; ++i) {
-    const nmad::errc ei = reqs[i].error();
-    if (ei == nmad::errc::ok) continue;
-    e = ei;
-    why = std::string(op == rooted::gather ? (x.rank == root ? "receive from" : "send to")
-                                           : (x.rank == root ? "send to" : "receive from")) +
-          " rank " + std::to_string(peer[i]) + " failed: " + std::string(nmad::to_string(ei)) +
-          (reqs[i].error_message().empty() ? "" : " (" + reqs[i].error_message() + ")");
+  ex.finish();
+  direct_done(x);
+}
+
+// Allreduce the same way: every rank's operand to rank 0, which reduces
+// them in rank order (b0 op b1 op ... op b(n-1), right for
+// non-commutative ops too) and sends the result to every rank. Each rank
+// other than 0 waits once (for the result), rank 0 once per phase; the
+// result is the same bytes on every rank. s: this rank's operand (null:
+// in place, in r); r: the result.
+void direct_allreduce(call& x, const std::byte* s, std::byte* r, std::size_t count, std::size_t bytes) {
+  direct_exchange ex(x);
+  const std::byte* mine = s ? s : r;
+  if (x.rank != 0) {
+    ex.post(true, 0, 0, mine, bytes);
+    ex.post(false, 0, 1, r, bytes);
+    ex.finish();
+    return direct_done(x);
   }
-  if (e != nmad::errc::ok) {
-    const int code = from_errc(e);
-    x.fail(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, why);
+  alignas(std::max_align_t) std::byte in[kDirectProcs - 1][kDirectBytes];
+  alignas(std::max_align_t) std::byte acc[kDirectBytes];
+  for (int i = 1; i < x.size; ++i) ex.post(false, i, 0, in[i - 1], bytes);
+  ex.finish();
+  if (bytes) {
+    std::memcpy(acc, in[x.size - 2], bytes);  // b(n-1)
+    for (int i = x.size - 2; i >= 1; --i) x.red->apply(in[i - 1], acc, count);
+    x.red->apply(mine, acc, count);
+    std::memcpy(r, acc, bytes);
   }
-  for (auto& f : x.post) f();
-  x.post.clear();
-  x.nothing = true;  // done: nothing to launch
+  for (int i = 1; i < x.size; ++i) ex.post(true, i, 1, r, bytes);
+  ex.finish();
+  direct_done(x);
 }
 
 std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }
@@ -834,6 +892,7 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
         else x.sch = coll::build_reduce(x.rank, x.size, s, r, n, t.size, *x.red, root);
         break;
       case red_kind::allreduce:
+        if (!h && x.size > 1 && direct_ok(x, sz(count, t))) return direct_allreduce(x, inplace ? nullptr : s, r, n, sz(count, t));
         if (h) x.sch = coll::build_hier_allreduce(*h, x.rank, s, r, n, t.size, *x.red);
         else x.sch = coll::build_allreduce(x.rank, x.size, s, r, n, t.size, *x.red);
         break;
