@@ -72,7 +72,9 @@ void load_monitor::sample(std::int64_t now) {
   const std::int64_t before = _last_switches.exchange(switches, std::memory_order_relaxed);
   const std::int64_t preempted = switches >= 0 && before >= 0 ? switches - before : -1;
   const bool busy = (runnable >= 0 && runnable > cpus) || preempted >= _config.preempt_threshold;
-  if (busy) _contended_until_ns.store(now + _config.hold.count(), std::memory_order_relaxed);
+  const int streak = busy ? _busy_streak.load(std::memory_order_relaxed) + 1 : 0;
+  _busy_streak.store(streak, std::memory_order_relaxed);
+  if (streak >= _config.confirm) _contended_until_ns.store(now + _config.hold.count(), std::memory_order_relaxed);
   _last_runnable.store(runnable, std::memory_order_relaxed);
   _last_cpus.store(cpus, std::memory_order_relaxed);
   _last_preemptions.store(preempted, std::memory_order_relaxed);
