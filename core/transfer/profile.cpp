@@ -544,13 +544,17 @@ driver_profile sample_driver(const driver_descriptor& d, const sample_options& o
   }
   prof.sampled_at = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::system_clock::now().time_since_epoch()).count();
-  // The load after (the sampling threads have ended), the worse of the two.
+  // The load after (the sampling threads have ended), compared below.
   const int runnable_after = probe->runnable();
   const std::int64_t switches_after = probe->involuntary_switches();
   const double seconds = static_cast<double>(probe->now_ns() - t_before) * 1e-9;
   prof.load.cpus = probe->cpus();
-  const int most = std::max(runnable_before, runnable_after);
-  prof.load.others_runnable = most < 0 ? -1 : std::max(0, most - 1);
+  // Runnable before and after: the lower of the two (a load shows in both;
+  // a thread woken at one reading does not make the machine busy).
+  const int least = runnable_before < 0   ? runnable_after
+                    : runnable_after < 0 ? runnable_before
+                                         : std::min(runnable_before, runnable_after);
+  prof.load.others_runnable = least < 0 ? -1 : std::max(0, least - 1);
   if (switches_before >= 0 && switches_after >= switches_before && seconds > 0)
     prof.load.preemptions_per_s = static_cast<double>(switches_after - switches_before) / seconds;
   prof.rejected = check_profile(prof, a.drv->caps());

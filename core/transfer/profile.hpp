@@ -60,9 +60,13 @@ struct profile_load {
   int cpus = 0;                   // CPUs online
   double preemptions_per_s = -1;  // involuntary context switches of the sampler (-1: unknown)
   // The two sampling threads need a CPU each; more runnable threads than
-  // that leaves, or the sampler preempted 20 times a second or more.
+  // that leaves (seen both before and after the sample: a kernel thread
+  // woken at one reading is not a load), or the sampler preempted 1,000
+  // times a second or more (an idle 2-CPU virtual machine here preempts
+  // two spinning threads 90-200 times a second; one loaded by 18 runnable
+  // threads, 230-2,700).
   bool busy() const {
-    return (others_runnable >= 0 && others_runnable + 2 > cpus) || preemptions_per_s >= 20;
+    return (others_runnable >= 0 && others_runnable + 2 > cpus) || preemptions_per_s >= 1000;
   }
   std::string text() const;  // "0 other runnable threads on 2 CPUs, 1.2 preemptions/s"
 };
