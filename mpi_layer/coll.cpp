@@ -548,6 +548,7 @@ class direct_exchange {
     _send[_reqs.size() - 1] = send;
     _e = send ? _x.tr->isend(peer, _tag | local, p, bytes, q)
               : _x.tr->irecv(peer, _tag | local, const_cast<std::byte*>(p), bytes, q);
+    _started[_reqs.size() - 1] = _e == nmad::errc::ok;  // one that did not start never completes
     if (_e != nmad::errc::ok)
       _why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(peer) + " failed to start" +
              (q.error_message().empty() ? "" : ": " + q.error_message());
@@ -556,15 +557,15 @@ class direct_exchange {
     const int n = _reqs.size();
     if (_e != nmad::errc::ok)
       for (int i = 0; i < n; ++i)
-        if (!_reqs[i].completed()) _x.tr->cancel(_reqs[i]);
+        if (_started[i] && !_reqs[i].completed()) _x.tr->cancel(_reqs[i]);
     _x.tr->wait_until(
         [](void* a) {
-          auto& reqs = *static_cast<request_slots*>(a);
-          for (int i = 0; i < reqs.size(); ++i)
-            if (!reqs[i].completed()) return false;
+          auto& me = *static_cast<direct_exchange*>(a);
+          for (int i = 0; i < me._reqs.size(); ++i)
+            if (me._started[i] && !me._reqs[i].completed()) return false;
           return true;
         },
-        &_reqs);
+        this);
     for (int i = 0; i < n && _e == nmad::errc::ok; ++i) {
       const nmad::errc ei = _reqs[i].error();
       if (ei == nmad::errc::ok) continue;
@@ -586,6 +587,7 @@ class direct_exchange {
   request_slots _reqs;
   std::array<int, request_slots::capacity> _peer{};
   std::array<bool, request_slots::capacity> _send{};
+  std::array<bool, request_slots::capacity> _started{};
   nmad::errc _e = nmad::errc::ok;
   std::string _why;
 };
