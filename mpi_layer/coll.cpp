@@ -484,11 +484,12 @@ int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
 bool in_place(const void* p) { return p == MPI_IN_PLACE; }
 
 // ---- small rooted collectives: straight to the engine ---------------------
-// A blocking bcast, scatter, gather or allreduce on an intracommunicator
-// of at most kDirectProcs processes, with blocks of at most kDirectBytes
-// (and, for bcast and allreduce, no hierarchy), skips the schedule: the
-// root sends (or receives) every block itself, each other rank receives
-// (or sends) one message (allreduce: one each way, see direct_allreduce). No rank forwards for another, so
+// A blocking bcast, scatter or gather on an intracommunicator of at most
+// kDirectProcs processes, with blocks of at most kDirectBytes (and, for
+// bcast, no hierarchy), skips the schedule: the root sends (or receives)
+// every block itself, each other rank receives (or sends) one message.
+// (Allreduce stays on its schedule: through rank 0 alone, a rank that dies
+// was reported to the others as rank 0 leaving, proc_failed_coll.) No rank forwards for another, so
 // none waits for a third one to be scheduled (what costs when ranks share
 // cores), and no schedule or executor is built (most of a small
 // collective's time). The choice depends only on arguments every rank
@@ -623,35 +624,6 @@ void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std:
   direct_done(x);
 }
 
-// Allreduce the same way: every rank's operand to rank 0, which reduces
-// them in rank order (b0 op b1 op ... op b(n-1), right for
-// non-commutative ops too) and sends the result to every rank. Each rank
-// other than 0 waits once (for the result), rank 0 once per phase; the
-// result is the same bytes on every rank. s: this rank's operand (null:
-// in place, in r); r: the result.
-void direct_allreduce(call& x, const std::byte* s, std::byte* r, std::size_t count, std::size_t bytes) {
-  direct_exchange ex(x);
-  const std::byte* mine = s ? s : r;
-  if (x.rank != 0) {
-    ex.post(true, 0, 0, mine, bytes);
-    ex.post(false, 0, 1, r, bytes);
-    ex.finish();
-    return direct_done(x);
-  }
-  alignas(std::max_align_t) std::byte in[kDirectProcs - 1][kDirectBytes];
-  alignas(std::max_align_t) std::byte acc[kDirectBytes];
-  for (int i = 1; i < x.size; ++i) ex.post(false, i, 0, in[i - 1], bytes);
-  ex.finish();
-  if (bytes) {
-    std::memcpy(acc, in[x.size - 2], bytes);  // b(n-1)
-    for (int i = x.size - 2; i >= 1; --i) x.red->apply(in[i - 1], acc, count);
-    x.red->apply(mine, acc, count);
-    std::memcpy(r, acc, bytes);
-  }
-  for (int i = 1; i < x.size; ++i) ex.post(true, i, 1, r, bytes);
-  ex.finish();
-  direct_done(x);
-}
 
 std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }
 
@@ -894,7 +866,6 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
         else x.sch = coll::build_reduce(x.rank, x.size, s, r, n, t.size, *x.red, root);
         break;
       case red_kind::allreduce:
-        if (!h && x.size > 1 && direct_ok(x, sz(count, t))) return direct_allreduce(x, inplace ? nullptr : s, r, n, sz(count, t));
         if (h) x.sch = coll::build_hier_allreduce(*h, x.rank, s, r, n, t.size, *x.red);
         else x.sch = coll::build_allreduce(x.rank, x.size, s, r, n, t.size, *x.red);
         break;
