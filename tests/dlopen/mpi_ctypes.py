@@ -11,8 +11,16 @@ checked against values every rank can compute, MPI_Barrier, MPI_Finalize.
 Prints "PASS mpi_ctypes rank R", or "FAIL mpi_ctypes: ..." and exits 1.
 """
 import ctypes
+import os
 import re
 import sys
+
+
+def say(line):
+    """One write(2) per line: the ranks share one pipe, and print() may
+    write the text and its newline apart (it does with PYTHONUNBUFFERED),
+    so two ranks' lines could run together."""
+    os.write(1, (line + "\n").encode())
 
 
 def constants(header):
@@ -32,12 +40,12 @@ def main():
     c = constants(header)
     for name in ("MPI_COMM_WORLD", "MPI_INT", "MPI_DOUBLE", "MPI_SUM", "MPI_SUCCESS"):
         if name not in c:
-            print("FAIL mpi_ctypes: %s not found in %s" % (name, header), flush=True)
+            say("FAIL mpi_ctypes: %s not found in %s" % (name, header))
             return 1
     try:
         mpi = ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
     except OSError as e:
-        print("FAIL mpi_ctypes: cannot load %s: %s" % (lib_path, e), flush=True)
+        say("FAIL mpi_ctypes: cannot load %s: %s" % (lib_path, e))
         return 1
     rank = ctypes.c_int(-1)
     size = ctypes.c_int(0)
@@ -78,9 +86,9 @@ def main():
         call("MPI_Barrier", comm)
         call("MPI_Finalize")
     except RuntimeError as e:
-        print("FAIL mpi_ctypes: rank %s: %s" % (me, e), flush=True)
+        say("FAIL mpi_ctypes: rank %s: %s" % (me, e))
         return 1
-    print("PASS mpi_ctypes rank %d" % me, flush=True)
+    say("PASS mpi_ctypes rank %d" % me)
     return 0
 
 
