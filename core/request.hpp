@@ -7,10 +7,14 @@
 // pieces queued on a gate's collect list) or a receive (a posted match
 // pattern, then the state of the message it matched).
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <boost/intrusive/list.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,11 +56,50 @@ class segment_list {
   std::size_t _count = 0;
 };
 
+// A copy of some bytes: up to kInline of them inside the object (a small
+// eager message kept unexpected costs no allocation), more on the heap.
+class kept_bytes {
+ public:
+  static constexpr std::size_t kInline = 48;
+  kept_bytes() = default;
+  explicit kept_bytes(std::span<const std::byte> b) : _size(b.size()) {
+    std::byte* p = _inline;
+    if (_size > kInline) {
+      _heap.reset(new std::byte[_size]);
+      p = _heap.get();
+    }
+    if (_size) std::memcpy(p, b.data(), _size);
+  }
+  kept_bytes(kept_bytes&& o) noexcept : _heap(std::move(o._heap)), _size(o._size) {
+    if (!_heap && _size) std::memcpy(_inline, o._inline, _size);
+    o._size = 0;
+  }
+  kept_bytes& operator=(kept_bytes&& o) noexcept {
+    if (this != &o) {
+      _heap = std::move(o._heap);
+      _size = o._size;
+      if (!_heap && _size) std::memcpy(_inline, o._inline, _size);
+      o._size = 0;
+    }
+    return *this;
+  }
+  std::size_t size() const { return _size; }
+  const std::byte* data() const { return _heap ? _heap.get() : _inline; }
+  operator std::span<const std::byte>() const { return {data(), _size}; }
+
+ private:
+  std::unique_ptr<std::byte[]> _heap;
+  std::size_t _size = 0;
+  std::byte _inline[kInline];
+};
+
 // Eager bytes that arrived before a destination for them was posted.
 struct buffered_bytes {
   std::uint64_t offset;
-  std::vector<std::byte> bytes;
+  kept_bytes bytes;
 };
+// A message's buffered pieces: one inline (most messages arrive whole).
+using buffered_list = boost::container::small_vector<buffered_bytes, 1>;
 // A rendezvous range announced by the sender, not yet asked for.
 struct pending_rdv {
   std::uint64_t sender_cookie;
@@ -83,7 +126,7 @@ struct message_state {
   std::uint64_t arrived = 0;       // eager bytes + announced rendezvous bytes
   bool truncated = false;          // bytes beyond the receive were dropped
   bool in_active = false;          // entered in its gate's `active` table
-  std::vector<buffered_bytes> buffered;
+  buffered_list buffered;
   std::vector<pending_rdv> rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole

@@ -453,6 +453,13 @@ class session_impl final : private wait_engine {
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
   match_queues _match;        // posted receives, unexpected messages
   unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
+  // Unexpected entries kept for reuse (matching lock): in the steady state
+  // a message that arrives before its receive costs no allocation. At most
+  // kUnexpectedPool entries are kept; the others are freed.
+  static constexpr std::size_t kUnexpectedPool = 256;
+  std::vector<unexpected_message*> _unexpected_pool;
+  unexpected_message* make_unexpected();
+  void recycle_unexpected(unexpected_message& u);
   struct counters {
     // (Packets, chunks, bytes and bulk transfers sent are counted per
     // track: track::stats.)

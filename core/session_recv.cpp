@@ -165,7 +165,7 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     if (r) {
       place(*r, h.offset, payload);
     } else {
-      m->buffered.push_back({h.offset, std::vector<std::byte>(payload.begin(), payload.end())});
+      m->buffered.push_back({h.offset, kept_bytes(payload)});
       m->accounted += payload.size();
     }
   } else {
@@ -238,13 +238,30 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
     return &r->msg;
   }
   if (!g.probe_wants.empty()) note_probe_answered(g, h.tag);
-  auto* u = new unexpected_message();
+  unexpected_message* u = make_unexpected();
   u->msg = std::move(m);
   u->msg.unexpected = u;
   _match.add_unexpected(*u);
   count(_stats.unexpected_messages);
   if (!whole) g.active[{h.tag, h.seq}] = &u->msg;
   return &u->msg;
+}
+
+unexpected_message* session_impl::make_unexpected() {
+  if (_unexpected_pool.empty()) return new unexpected_message();
+  unexpected_message* u = _unexpected_pool.back();
+  _unexpected_pool.pop_back();
+  return u;
+}
+
+// u is on no list any more.
+void session_impl::recycle_unexpected(unexpected_message& u) {
+  if (_unexpected_pool.size() >= kUnexpectedPool) {
+    delete &u;
+    return;
+  }
+  u.msg.reset();
+  _unexpected_pool.push_back(&u);
 }
 
 void session_impl::drain_early(gate& g) {
@@ -319,7 +336,7 @@ void session_impl::place(request_state& r, std::uint64_t offset, std::span<const
       m.truncated = true;
     } else {
       auto rest = bytes.subspan(fit);
-      m.buffered.push_back({offset + fit, std::vector<std::byte>(rest.begin(), rest.end())});
+      m.buffered.push_back({offset + fit, kept_bytes(rest)});
       kept = rest.size();
     }
   }
@@ -329,7 +346,15 @@ void session_impl::place(request_state& r, std::uint64_t offset, std::span<const
 
 void session_impl::drain_buffered(request_state& r) {
   message_state& m = r.msg;
-  std::vector<buffered_bytes> pending;
+  if (m.buffered.empty()) return;
+  if (m.buffered.size() == 1) {  // the usual case: one eager piece
+    buffered_bytes b = std::move(m.buffered.front());
+    m.buffered.clear();
+    m.accounted -= b.bytes.size();  // place() counts them again
+    place(r, b.offset, b.bytes);
+    return;
+  }
+  buffered_list pending;
   pending.swap(m.buffered);
   for (auto& b : pending) {
     m.accounted -= b.bytes.size();  // place() counts them again
@@ -598,7 +623,7 @@ void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
   gate& g = *_gates[u.msg.source];
   const bool still_arriving = u.msg.in_active;
   bind(r, std::move(u.msg));
-  delete &u;
+  recycle_unexpected(u);
   // (A failed gate's clean-up marked it failed already; it must not be
   // entered in a table nobody clears again.)
   if (still_arriving && !g.cleaned_up) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
@@ -819,7 +844,7 @@ void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
       if (u.msg.credit_held) release(g, wire::message_credit);
       _match.remove_unexpected(u);
       if (u.msg.in_active) g.active.erase({u.msg.tag, u.msg.seq});
-      delete &u;
+      recycle_unexpected(u);
       withdrawn = true;
     }
   }

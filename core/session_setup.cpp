@@ -595,6 +595,8 @@ session_impl::~session_impl() {
   // Drivers close their connections; then free what the engine still holds.
   for (auto& slot : _slots) slot->drv.reset();
   _match.free_unexpected();
+  for (unexpected_message* u : _unexpected_pool) delete u;
+  _unexpected_pool.clear();
   while (!_detached.empty()) {
     unexpected_message& u = _detached.front();
     _detached.pop_front();
