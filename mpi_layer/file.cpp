@@ -319,13 +319,23 @@ int PMPI_File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info
   // Process 0 creates the file (MPI_MODE_CREATE, MPI_MODE_EXCL), then the
   // others open it.
   const mode_t perm = create_mode(f->h);
-  if (f->rank == 0) err = open_posix(name, posix_flags(amode, true), perm, f->fd, detail);
+  // A write-only file is opened for reading too where the system allows
+  // it: collective writes that leave holes read the window they rewrite.
+  // MPI_MODE_WRONLY is still enforced on every access.
+  auto open_mode = [&](bool creator) {
+    if (amode & MPI_MODE_WRONLY) {
+      const int e = open_posix(name, (posix_flags(amode, creator) & ~O_WRONLY) | O_RDWR, perm, f->fd, detail);
+      if (e != MPI_ERR_ACCESS && e != MPI_ERR_READ_ONLY) return e;
+    }
+    return open_posix(name, posix_flags(amode, creator), perm, f->fd, detail);
+  };
+  if (f->rank == 0) err = open_mode(true);
   int root_err = err;
   PMPI_Bcast(&root_err, 1, MPI_INT, 0, f->comm);
   if (root_err != MPI_SUCCESS) return fail(root_err, f->rank == 0 ? detail
                                                     : std::string("process 0 could not open or create the file (") +
                                                           error_name(root_err) + ")");
-  if (f->rank != 0) err = open_posix(name, posix_flags(amode, false), perm, f->fd, detail);
+  if (f->rank != 0) err = open_mode(false);
   const int open_err = agree_max(f->comm, err);
   if (open_err != MPI_SUCCESS) return fail(open_err, err ? detail : other_failed(open_err));
 

@@ -41,6 +41,20 @@ int view_type(MPI_Datatype h, const char* what, Datatype& out, std::string& deta
     detail = std::string(what) + " " + type_handle_text(h) + " has a negative displacement (MPI-3.1 13.3)";
     return MPI_ERR_TYPE;
   }
+  // MPI-3.1 13.3: displacements must be monotonically nondecreasing (no
+  // overlap either), so that a view's stream has one place in the file.
+  std::intptr_t reach = 0;
+  bool ordered = true;
+  out.for_each_block(static_cast<const void*>(nullptr), 1, [&](const void* p, std::size_t n) {
+    const auto off = static_cast<std::intptr_t>(reinterpret_cast<std::uintptr_t>(p));
+    if (off < reach) ordered = false;
+    reach = std::max(reach, off + static_cast<std::intptr_t>(n));
+  });
+  if (!ordered) {
+    detail = std::string(what) + " " + type_handle_text(h) +
+             " has decreasing or overlapping displacements (MPI-3.1 13.3 requires them nondecreasing)";
+    return MPI_ERR_TYPE;
+  }
   return MPI_SUCCESS;
 }
 

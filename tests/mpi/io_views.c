@@ -241,6 +241,15 @@ int main(int argc, char** argv) {
     CHECK(cls(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "nonsense", MPI_INFO_NULL)) == MPI_ERR_UNSUPPORTED_DATAREP,
           "unknown data representation");
     CHECK(cls(MPI_File_set_view(fh, -4, MPI_INT, MPI_INT, "native", MPI_INFO_NULL)) == MPI_ERR_ARG, "negative disp");
+    {
+      int bl[2] = {1, 1}, dp[2] = {3, 0};
+      MPI_Datatype down;
+      MPI_Type_indexed(2, bl, dp, MPI_INT, &down);
+      MPI_Type_commit(&down);
+      CHECK(cls(MPI_File_set_view(fh, 0, MPI_INT, down, "native", MPI_INFO_NULL)) == MPI_ERR_TYPE,
+            "decreasing filetype displacements");
+      MPI_Type_free(&down);
+    }
     CHECK(cls(MPI_File_set_view(fh, 0, MPI_DOUBLE, MPI_INT, "native", MPI_INFO_NULL)) == MPI_ERR_TYPE,
           "filetype not made of etypes");
     CHECK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL) == MPI_SUCCESS, "int view");
