@@ -60,7 +60,7 @@ class segment_list {
 // eager message kept unexpected costs no allocation), more on the heap.
 class kept_bytes {
  public:
-  static constexpr std::size_t kInline = 48;
+  static constexpr std::size_t kInline = 32;
   kept_bytes() = default;
   explicit kept_bytes(std::span<const std::byte> b) : _size(b.size()) {
     std::byte* p = _inline;
@@ -109,6 +109,8 @@ struct pending_rdv {
   std::uint64_t pull_base = 0;  // sender's address of message offset 0 (mod 2^64)
   std::uint32_t pull_key = 0;   // the sender driver's key for post_get (driver::expose)
 };
+// A message's announced ranges: one inline (a message is usually one).
+using rdv_list = boost::container::small_vector<pending_rdv, 1>;
 
 // Receiver-side state of one incoming message (matched or unexpected).
 struct request_state;
@@ -127,7 +129,7 @@ struct message_state {
   bool truncated = false;          // bytes beyond the receive were dropped
   bool in_active = false;          // entered in its gate's `active` table
   buffered_list buffered;
-  std::vector<pending_rdv> rdvs;
+  rdv_list rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole
   bool credit_held = false;         // its message_credit is still charged (unexpected)

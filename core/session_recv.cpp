@@ -516,7 +516,8 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
       }
     }
   }
-  std::erase_if(m.rdvs, [](const pending_rdv& p) { return p.len == 0; });
+  m.rdvs.erase(std::remove_if(m.rdvs.begin(), m.rdvs.end(), [](const pending_rdv& p) { return p.len == 0; }),
+               m.rdvs.end());
   note_unpack_waiting(g, r, !deferred && !m.rdvs.empty());
   schedule(g);
 }
