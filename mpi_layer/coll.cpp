@@ -537,11 +537,12 @@ class direct_exchange {
   void post(bool send, int peer, std::uint32_t local, const std::byte* p, std::size_t bytes) {
     if (_e != nmad::errc::ok) return;
     nmad::request& q = _reqs.make();
-    _peer[_reqs.size() - 1] = peer;
-    _send[_reqs.size() - 1] = send;
+    message& m = _msgs[_reqs.size() - 1];
+    m.peer = peer;
+    m.send = send;
     _e = send ? _tr.isend(peer, _tag | local, p, bytes, q)
               : _tr.irecv(peer, _tag | local, const_cast<std::byte*>(p), bytes, q);
-    _started[_reqs.size() - 1] = _e == nmad::errc::ok;  // one that did not start never completes
+    m.started = _e == nmad::errc::ok;  // one that did not start never completes
     if (_e != nmad::errc::ok)
       _why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(peer) + " failed to start" +
              (q.error_message().empty() ? "" : ": " + q.error_message());
@@ -550,12 +551,12 @@ class direct_exchange {
     const int n = _reqs.size();
     if (_e != nmad::errc::ok)
       for (int i = 0; i < n; ++i)
-        if (_started[i] && !_reqs[i].completed()) _tr.cancel(_reqs[i]);
+        if (_msgs[i].started && !_reqs[i].completed()) _tr.cancel(_reqs[i]);
     _tr.wait_until(
         [](void* a) {
           auto& me = *static_cast<direct_exchange*>(a);
           for (int i = 0; i < me._reqs.size(); ++i)
-            if (me._started[i] && !me._reqs[i].completed()) return false;
+            if (me._msgs[i].started && !me._reqs[i].completed()) return false;
           return true;
         },
         this);
@@ -563,7 +564,7 @@ class direct_exchange {
       const nmad::errc ei = _reqs[i].error();
       if (ei == nmad::errc::ok) continue;
       _e = ei;
-      _why = std::string(_send[i] ? "send to" : "receive from") + " rank " + std::to_string(_peer[i]) +
+      _why = std::string(_msgs[i].send ? "send to" : "receive from") + " rank " + std::to_string(_msgs[i].peer) +
              " failed: " + std::string(nmad::to_string(ei)) +
              (_reqs[i].error_message().empty() ? "" : " (" + _reqs[i].error_message() + ")");
     }
@@ -579,9 +580,12 @@ class direct_exchange {
   coll::session_transport& _tr;  // the communicator's (it outlives the call)
   nmad::tag_t _tag = 0;
   request_slots _reqs;
-  std::array<int, request_slots::capacity> _peer{};
-  std::array<bool, request_slots::capacity> _send{};
-  std::array<bool, request_slots::capacity> _started{};
+  struct message {  // what _reqs[i] is
+    int peer = -1;
+    bool send = false;
+    bool started = false;  // posted (else it never completes)
+  };
+  std::array<message, request_slots::capacity> _msgs{};
   nmad::errc _e = nmad::errc::ok;
   std::string _why;
 };

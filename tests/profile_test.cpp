@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -76,7 +78,9 @@ struct fake_load final : nmad::load_probe {
     ::clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
+  int own = -1;  // this process's runnable threads (-1: unknown, the sampler alone assumed)
   int runnable() override { return run_queue; }
+  int own_runnable() override { return own; }
   int cpus() override { return cpu_count; }
   std::int64_t involuntary_switches() override { return switches += switches_step; }
 };
@@ -274,24 +278,55 @@ TEST_CASE("a sample taken while the machine is busy is recorded with its load, r
   CHECK_FALSE(back[0].load.busy());
 }
 
-TEST_CASE("a sample under a real artificial load (busy threads beyond the CPUs) is rejected") {
+TEST_CASE("this process's own runnable threads are not another job's load") {
+  cache_dir c;
+  fake_load mine;
+  mine.run_queue = 3;  // three runnable threads on 2 CPUs, all of them this process's
+  mine.own = 3;
+  nmad::sample_options o = quick();
+  o.load = &mine;
+  for (const auto& d : nmad::driver_registry())
+    if (d.name == std::string_view("tcp")) {
+      const nmad::driver_profile p = nmad::sample_driver(d, o);
+      CHECK(p.load.others_runnable == 0);
+      CHECK_FALSE(p.load.busy());
+    }
+  // One more thread than this process's: another job's, counted.
+  mine.run_queue = 4;
+  for (const auto& d : nmad::driver_registry())
+    if (d.name == std::string_view("tcp")) {
+      const nmad::driver_profile p = nmad::sample_driver(d, o);
+      CHECK(p.load.others_runnable == 1);
+      CHECK(p.load.busy());
+    }
+}
+
+TEST_CASE("a sample under a real artificial load (busy processes beyond the CPUs) is rejected") {
   cache_dir c;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> hogs;
-  for (long i = 0; i < cpus + 1; ++i)
-    hogs.emplace_back([&] {
-      while (!stop.load(std::memory_order_relaxed)) {
+  // Other processes, as another job on the machine would be (this
+  // process's own threads are not counted as load).
+  std::vector<pid_t> hogs;
+  for (long i = 0; i < cpus + 1; ++i) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::alarm(120);  // never outlives a test run gone wrong
+      for (volatile unsigned long n = 0;; n = n + 1) {
       }
-    });
+    }
+    hogs.push_back(pid);
+  }
   // Let them all be running before the sampler looks.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   nmad::driver_profile p;
   for (const auto& d : nmad::driver_registry())
     if (d.name == std::string_view("tcp")) p = nmad::sample_driver(d, quick());
   const auto sessions = nmad::profiles_for({"tcp"}, true);
-  stop = true;
-  for (auto& t : hogs) t.join();
+  for (pid_t pid : hogs) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
   CAPTURE(p.load.text());
   CHECK(p.load.others_runnable >= cpus);
   CHECK(p.load.busy());

@@ -252,6 +252,18 @@ static inline void bench_print_library(const char *bench) {
   fflush(stdout);
 }
 
+/* Whether `op` is one of the comma-separated names in `ops` (--ops). */
+static inline int bench_has_op(const char *ops, const char *op) {
+  size_t n = strlen(op);
+  for (const char *p = ops; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, op, n) == 0) return 1;
+    p = comma ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
 static inline int bench_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -28,17 +28,6 @@
 
 #define BATCHES 5
 
-static int has_op(const char *ops, const char *op) {
-  size_t n = strlen(op);
-  for (const char *p = ops; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len == n && strncmp(p, op, n) == 0) return 1;
-    p = comma ? comma + 1 : NULL;
-  }
-  return 0;
-}
-
 typedef struct {
   int rank, np, check;
   size_t size;
@@ -212,14 +201,14 @@ int main(int argc, char **argv) {
   } table[] = {{"barrier", run_barrier, 0}, {"bcast", run_bcast, 1},         {"scatter", run_scatter, 1},
                {"gather", run_gather, 1},   {"allreduce", run_allreduce, 1}, {"alltoall", run_alltoall, 1}};
   for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
-    if (!has_op(ops, table[t].name)) continue;
+    if (!bench_has_op(ops, table[t].name)) continue;
     if (!table[t].sized) {
       measure(&c, tag, table[t].name, 0, iters, table[t].fn);
       continue;
     }
     for (int i = 0; i < o.nsizes; i++) measure(&c, tag, table[t].name, o.sizes[i], iters, table[t].fn);
   }
-  if (has_op(ops, "polling")) {
+  if (bench_has_op(ops, "polling")) {
     polling_setup(&c);
     measure(&c, tag, "polling", 8, iters * 5, run_polling);
     polling_teardown(&c);

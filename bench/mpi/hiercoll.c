@@ -17,17 +17,6 @@
  */
 #include "common.h"
 
-static int has_op(const char *ops, const char *op) {
-  size_t n = strlen(op);
-  for (const char *p = ops; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len == n && strncmp(p, op, n) == 0) return 1;
-    p = comma ? comma + 1 : NULL;
-  }
-  return 0;
-}
-
 static float value_of(int r, size_t k) { return (float)((k * 7 + (size_t)r * 3) % 1000); }
 
 static void check_sum(const float *out, size_t n, int np, const char *what) {
@@ -62,7 +51,7 @@ int main(int argc, char **argv) {
   unsigned char *buf = bench_alloc(maxsize);
 
   for (size_t a = 0; a < sizeof all / sizeof all[0]; a++) {
-    if (!has_op(ops, all[a].name)) continue;
+    if (!bench_has_op(ops, all[a].name)) continue;
     const kind_t kind = all[a].kind;
     for (int z = 0; z < o.nsizes; z++) {
       if (kind == OP_BARRIER && z > 0) break; /* no size */

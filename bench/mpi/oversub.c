@@ -20,17 +20,6 @@
 
 #define BATCHES 5
 
-static int has_op(const char *ops, const char *op) {
-  size_t n = strlen(op);
-  for (const char *p = ops; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len == n && strncmp(p, op, n) == 0) return 1;
-    p = comma ? comma + 1 : NULL;
-  }
-  return 0;
-}
-
 typedef struct {
   int rank, np, check;
   double *red_in, *red_out;
@@ -119,10 +108,10 @@ int main(int argc, char **argv) {
     bench_fill(c.a2a_send + (size_t)p * A2A_BLOCK, A2A_BLOCK, (uint64_t)(c.rank * 1000 + p));
   bench_fill(c.ring_send, RING_BYTES, (uint64_t)(77 + c.rank));
 
-  if (has_op(ops, "barrier")) measure(&c, tag, "barrier", 0, iters, run_barrier);
-  if (has_op(ops, "allreduce")) measure(&c, tag, "allreduce", RED_N * sizeof(double), iters, run_allreduce);
-  if (has_op(ops, "alltoall")) measure(&c, tag, "alltoall", A2A_BLOCK, iters, run_alltoall);
-  if (has_op(ops, "ring")) measure(&c, tag, "ring", RING_BYTES, iters, run_ring);
+  if (bench_has_op(ops, "barrier")) measure(&c, tag, "barrier", 0, iters, run_barrier);
+  if (bench_has_op(ops, "allreduce")) measure(&c, tag, "allreduce", RED_N * sizeof(double), iters, run_allreduce);
+  if (bench_has_op(ops, "alltoall")) measure(&c, tag, "alltoall", A2A_BLOCK, iters, run_alltoall);
+  if (bench_has_op(ops, "ring")) measure(&c, tag, "ring", RING_BYTES, iters, run_ring);
   bench_print_done("oversub");
   MPI_Finalize();
   return 0;

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "core/common/proc_stat.hpp"
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
 
@@ -22,24 +23,6 @@ namespace nmad::bootstrap_detail {
 namespace {
 
 std::atomic<bool> g_started{false};
-
-// Field 22 of /proc/PID/stat (start time in clock ticks since boot); empty
-// when there is no such process.
-std::string start_time_of(pid_t pid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return {};
-  char buf[1024];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  const char* p = std::strrchr(buf, ')');  // the command name may hold anything
-  if (!p) return {};
-  for (int field = 2; field < 22 && *p; ++p)
-    if (*p == ' ') ++field;
-  std::string v;
-  while (*p >= '0' && *p <= '9') v += *p++;
-  return v;
-}
 
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
@@ -81,7 +64,7 @@ void watch_launcher() {
   // The pidfd first, then the check that it is the launcher's: a pid
   // reused in between would show another start time.
   const int pidfd = open_pidfd(static_cast<pid_t>(pid));
-  if (start.empty() || start_time_of(static_cast<pid_t>(pid)) != start) {
+  if (start.empty() || process_start_time(static_cast<pid_t>(pid)) != start) {
     if (pidfd >= 0) ::close(pidfd);
     log_write(log_level::debug, "bootstrap",
               std::string("NMAD_RUN_PID=") + v + " names no live process here (another pid namespace?); not watching the launcher");
@@ -98,7 +81,7 @@ void watch_launcher() {
       while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
       }
     } else {
-      while (start_time_of(launcher) == start) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      while (process_start_time(launcher) == start) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     end_this(launcher, whole_group);
   }).detach();

@@ -1,12 +1,16 @@
 // The load monitor (see load_monitor.hpp).
 #include "core/progress/load_monitor.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <ctime>
+#include <string>
+
+#include "core/common/proc_stat.hpp"
 
 namespace nmad {
 namespace {
@@ -43,6 +47,18 @@ class system_probe final : public load_probe {
     return static_cast<int>(r);
   }
   int cpus() override { return _cpus; }
+  int own_runnable() override {
+    DIR* d = ::opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      // A thread that ended meanwhile reads as nothing.
+      if (proc_stat_fields(std::string("/proc/self/task/") + e->d_name + "/stat").starts_with("R")) ++n;
+    }
+    ::closedir(d);
+    return n;
+  }
   std::int64_t involuntary_switches() override {
     rusage u;
     if (::getrusage(RUSAGE_SELF, &u) != 0) return -1;

@@ -53,9 +53,13 @@ class load_probe {
   virtual int cpus() = 0;
   // Involuntary context switches of this process so far (-1: unknown).
   virtual std::int64_t involuntary_switches() = 0;
+  // Runnable threads of this process, the caller included (-1: unknown):
+  // what runnable() counts that is not another job's.
+  virtual int own_runnable() { return -1; }
 };
 
-// /proc/loadavg, sysconf(_SC_NPROCESSORS_ONLN), getrusage(RUSAGE_SELF).
+// /proc/loadavg, sysconf(_SC_NPROCESSORS_ONLN), getrusage(RUSAGE_SELF),
+// the states in /proc/self/task/*/stat.
 std::unique_ptr<load_probe> make_system_load_probe();
 
 struct load_monitor_config {

@@ -396,6 +396,7 @@ driver_profile sample_driver(const driver_descriptor& d, const sample_options& o
   // The load before: runnable threads besides this one (the sampling
   // threads are not started yet), and the preemption count to compare.
   const int runnable_before = probe->runnable();
+  const int own_before = probe->own_runnable();
   const std::int64_t switches_before = probe->involuntary_switches();
   const std::int64_t t_before = probe->now_ns();
   end_point a, b;
@@ -546,15 +547,17 @@ driver_profile sample_driver(const driver_descriptor& d, const sample_options& o
                         std::chrono::system_clock::now().time_since_epoch()).count();
   // The load after (the sampling threads have ended), compared below.
   const int runnable_after = probe->runnable();
+  const int own_after = probe->own_runnable();
   const std::int64_t switches_after = probe->involuntary_switches();
   const double seconds = static_cast<double>(probe->now_ns() - t_before) * 1e-9;
   prof.load.cpus = probe->cpus();
-  // Runnable before and after: the lower of the two (a load shows in both;
-  // a thread woken at one reading does not make the machine busy).
-  const int least = runnable_before < 0   ? runnable_after
-                    : runnable_after < 0 ? runnable_before
-                                         : std::min(runnable_before, runnable_after);
-  prof.load.others_runnable = least < 0 ? -1 : std::max(0, least - 1);
+  // Other jobs' runnable threads: the machine's less this process's (this
+  // thread at least; the drivers' own threads too, when the probe can
+  // tell), before and after; the lower of the two (a load shows in both; a
+  // thread woken at one reading does not make the machine busy).
+  auto others = [](int all, int own) { return all < 0 ? -1 : std::max(0, all - (own > 0 ? own : 1)); };
+  const int ob = others(runnable_before, own_before), oa = others(runnable_after, own_after);
+  prof.load.others_runnable = ob < 0 ? oa : oa < 0 ? ob : std::min(ob, oa);
   if (switches_before >= 0 && switches_after >= switches_before && seconds > 0)
     prof.load.preemptions_per_s = static_cast<double>(switches_after - switches_before) / seconds;
   prof.rejected = check_profile(prof, a.drv->caps());

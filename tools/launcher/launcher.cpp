@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/common/proc_stat.hpp"
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "core/common/random.hpp"
@@ -159,25 +160,6 @@ struct rank_state {
   bool group_alive = false;  // the group may still have processes
 };
 
-// A process's start time (clock ticks since boot, /proc/PID/stat field
-// 22): with the pid, it names one process for good (pids are reused).
-std::string start_time_of(pid_t pid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return {};
-  char buf[1024];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  const char* p = std::strrchr(buf, ')');  // the command name may hold anything
-  if (!p) return {};
-  // Field 3 (state) follows ") "; field 22 is 19 spaces further.
-  for (int field = 2; field < 22 && *p; ++p)
-    if (*p == ' ') ++field;
-  std::string v;
-  while (*p >= '0' && *p <= '9') v += *p++;
-  return v;
-}
-
 enum class phase { running, grace, terminating, killing };
 
 class job {
@@ -276,7 +258,7 @@ std::vector<std::string> job::build_env(int rank, const std::string& pmi, const 
   set("NMAD_JOB_KEY=" + _o.job_key);
   set("NMAD_RUN_SIZE=" + std::to_string(_o.nprocs));
   // Who to watch: a rank that outlives this launcher ends (core/bootstrap).
-  if (const std::string start = start_time_of(::getpid()); !start.empty())
+  if (const std::string start = process_start_time(::getpid()); !start.empty())
     set("NMAD_RUN_PID=" + std::to_string(::getpid()) + ":" + start);
   // The CPUs the job may use here (a bound rank sees only its own one):
   // what the engine compares the local rank count with.
