@@ -87,7 +87,7 @@ struct message_state {
   std::vector<pending_rdv> rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole
-  bool credit_held = false;         // its message_credit is still charged (unexpected)
+  std::uint32_t held_credit = 0;    // its own credit still charged (unexpected: wire::own_credit)
   std::string fail_reason;
 
   // Back to a fresh state, keeping the containers' storage.
@@ -104,7 +104,7 @@ struct message_state {
     rdvs.clear();
     rdv_in_flight = 0;
     failed = false;
-    credit_held = false;
+    held_credit = 0;
     fail_reason.clear();
   }
 };

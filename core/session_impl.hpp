@@ -313,7 +313,7 @@ class session_impl final : private wait_engine {
   void handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
   message_state* find_message(gate& g, const wire::chunk_header& h,
                               std::span<const std::byte> payload, bool& created);
-  message_state* new_message(gate& g, const wire::chunk_header& h);
+  message_state* new_message(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
   void drain_early(gate& g);
   void bind(request_state& r, message_state&& m);
   void place(request_state& r, std::uint64_t offset, std::span<const std::byte> bytes);
@@ -331,6 +331,7 @@ class session_impl final : private wait_engine {
   void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                   bool sealed);
   void take_unexpected(request_state& r, unexpected_message& u);
+  void take_small(gate& g, request_state& r, unexpected_small& u);
   void protocol_violation(gate& g, const std::string& what);
 
   // Completion and failure.

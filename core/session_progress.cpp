@@ -770,9 +770,11 @@ void session_impl::clean_up_failed(gate& g, bool close) {
   // Unmatched messages that are not whole (rendezvous not asked for yet):
   // a receive that takes one later fails instead of waiting for its data.
   auto mark = [&](unexpected_message& u) {
-    if (u.msg.source == g.rank && !u.msg.rdvs.empty()) {
-      u.msg.failed = true;
-      u.msg.fail_reason = msg;
+    if (u.small || static_cast<int>(u.source) != g.rank) return;  // (a small one is whole)
+    message_state& m = u.state();
+    if (!m.rdvs.empty()) {
+      m.failed = true;
+      m.fail_reason = msg;
     }
   };
   _match.for_each_unexpected(g.rank, mark);

@@ -598,7 +598,7 @@ session_impl::~session_impl() {
   while (!_detached.empty()) {
     unexpected_message& u = _detached.front();
     _detached.pop_front();
-    delete &u;
+    unexpected_message::destroy(&u);
   }
   for (auto& g : _gates) {
     g->collect.clear();
