@@ -10,7 +10,10 @@
 #include <boost/intrusive/list.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,11 +55,49 @@ class segment_list {
   std::size_t _count = 0;
 };
 
+// A copy of some bytes: up to kInline of them inside the object (a small
+// eager message kept unexpected costs no allocation), more on the heap.
+class kept_bytes {
+ public:
+  static constexpr std::size_t kInline = 32;
+  kept_bytes() = default;
+  explicit kept_bytes(std::span<const std::byte> b) : _size(b.size()) {
+    std::byte* p = _inline;
+    if (_size > kInline) {
+      _heap.reset(new std::byte[_size]);
+      p = _heap.get();
+    }
+    if (_size) std::memcpy(p, b.data(), _size);
+  }
+  kept_bytes(kept_bytes&& o) noexcept : _heap(std::move(o._heap)), _size(o._size) {
+    if (!_heap && _size) std::memcpy(_inline, o._inline, _size);
+    o._size = 0;
+  }
+  kept_bytes& operator=(kept_bytes&& o) noexcept {
+    if (this != &o) {
+      _heap = std::move(o._heap);
+      _size = o._size;
+      if (!_heap && _size) std::memcpy(_inline, o._inline, _size);
+      o._size = 0;
+    }
+    return *this;
+  }
+  std::size_t size() const { return _size; }
+  const std::byte* data() const { return _heap ? _heap.get() : _inline; }
+  operator std::span<const std::byte>() const { return {data(), _size}; }
+
+ private:
+  std::unique_ptr<std::byte[]> _heap;
+  std::size_t _size = 0;
+  std::byte _inline[kInline];
+};
+
 // Eager bytes that arrived before a destination for them was posted.
 struct buffered_bytes {
   std::uint64_t offset;
-  std::vector<std::byte> bytes;
+  kept_bytes bytes;
 };
+using buffered_list = std::vector<buffered_bytes>;
 // A rendezvous range announced by the sender, not yet asked for.
 struct pending_rdv {
   std::uint64_t sender_cookie;
@@ -66,6 +107,7 @@ struct pending_rdv {
   std::uint64_t pull_base = 0;  // sender's address of message offset 0 (mod 2^64)
   std::uint32_t pull_key = 0;   // the sender driver's key for post_get (driver::expose)
 };
+using rdv_list = std::vector<pending_rdv>;
 
 // Receiver-side state of one incoming message (matched or unexpected).
 struct request_state;
@@ -83,8 +125,8 @@ struct message_state {
   std::uint64_t arrived = 0;       // eager bytes + announced rendezvous bytes
   bool truncated = false;          // bytes beyond the receive were dropped
   bool in_active = false;          // entered in its gate's `active` table
-  std::vector<buffered_bytes> buffered;
-  std::vector<pending_rdv> rdvs;
+  buffered_list buffered;
+  rdv_list rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole
   std::uint32_t held_credit = 0;    // its own credit still charged (unexpected: wire::own_credit)

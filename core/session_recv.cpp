@@ -166,7 +166,7 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     if (r) {
       place(*r, h.offset, payload);
     } else {
-      m->buffered.push_back({h.offset, std::vector<std::byte>(payload.begin(), payload.end())});
+      m->buffered.push_back({h.offset, kept_bytes(payload)});
       m->accounted += payload.size();
     }
   } else {
@@ -325,7 +325,7 @@ void session_impl::place(request_state& r, std::uint64_t offset, std::span<const
       m.truncated = true;
     } else {
       auto rest = bytes.subspan(fit);
-      m.buffered.push_back({offset + fit, std::vector<std::byte>(rest.begin(), rest.end())});
+      m.buffered.push_back({offset + fit, kept_bytes(rest)});
       kept = rest.size();
     }
   }
@@ -335,7 +335,15 @@ void session_impl::place(request_state& r, std::uint64_t offset, std::span<const
 
 void session_impl::drain_buffered(request_state& r) {
   message_state& m = r.msg;
-  std::vector<buffered_bytes> pending;
+  if (m.buffered.empty()) return;
+  if (m.buffered.size() == 1) {  // the usual case: one eager piece
+    buffered_bytes b = std::move(m.buffered.front());
+    m.buffered.clear();
+    m.accounted -= b.bytes.size();  // place() counts them again
+    place(r, b.offset, b.bytes);
+    return;
+  }
+  buffered_list pending;
   pending.swap(m.buffered);
   for (auto& b : pending) {
     m.accounted -= b.bytes.size();  // place() counts them again
@@ -497,7 +505,8 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
       }
     }
   }
-  std::erase_if(m.rdvs, [](const pending_rdv& p) { return p.len == 0; });
+  m.rdvs.erase(std::remove_if(m.rdvs.begin(), m.rdvs.end(), [](const pending_rdv& p) { return p.len == 0; }),
+               m.rdvs.end());
   note_unpack_waiting(g, r, !deferred && !m.rdvs.empty());
   schedule(g);
 }

@@ -68,32 +68,25 @@ namespace {
 using coll::schedule;
 using transport_ptr = std::shared_ptr<coll::session_transport>;
 
-std::map<const comm_obj*, transport_ptr>& transports() {
-  static auto* t = new std::map<const comm_obj*, transport_ptr>();  // guarded by st().mu
-  return *t;
-}
-
 // An intercommunicator's collectives run over the union of its two groups,
 // the group holding the lower world rank first (both sides agree on it).
 bool union_local_first(const comm_obj& c) { return c.local_world_of.front() < c.world_of.front(); }
 
-transport_ptr transport_of(comm_obj& c) {
+// The communicator's transport, made on its first collective (see
+// comm_obj::coll_transport).
+const transport_ptr& transport_of(comm_obj& c) {
+  if (c.coll_transport) return c.coll_transport;
   std::lock_guard guard(st().mu);
-  auto& t = transports()[&c];
   const nmad::tag_t base = static_cast<nmad::tag_t>(0x800000u | c.coll_ctx) << coll::tag_bits_total;
-  const bool local_first = c.inter && union_local_first(c);
-  const int n = static_cast<int>(c.world_of.size() + (c.inter ? c.local_world_of.size() : 0));
-  const int me = c.inter && !local_first ? static_cast<int>(c.world_of.size()) + c.rank : c.rank;
-  // A communicator object may be reused for a new communicator after a free.
-  if (t && t->base_tag() == base && t->size() == n && t->rank() == me) return t;
   std::vector<int> members = c.world_of;
   if (c.inter) {
+    const bool local_first = union_local_first(c);
     members = local_first ? c.local_world_of : c.world_of;
     const auto& second = local_first ? c.world_of : c.local_world_of;
     members.insert(members.end(), second.begin(), second.end());
   }
-  t = std::make_shared<coll::session_transport>(*st().session, members, base);
-  return t;
+  c.coll_transport = std::make_shared<coll::session_transport>(*st().session, members, base);
+  return c.coll_transport;
 }
 
 // ---- non-blocking collectives: hook and registry ----------------------------
@@ -281,8 +274,8 @@ struct call {
   void reduction(MPI_Op o, const tinfo& t) {
     std::string detail;
     Op op;
-    if (int e = check_op(o, t.h, t.t, true, op, detail)) fail(e, detail);
-    red = std::make_shared<mpi_reducer>(op, t.t, t.h);
+    if (int e = check_op(o, t.h, t.type(), true, op, detail)) fail(e, detail);
+    red = std::make_shared<mpi_reducer>(op, t.type(), t.h);
   }
 
   // Contiguous bytes holding `n` elements of t at buf (input): the buffer
@@ -293,7 +286,7 @@ struct call {
     if (t.contig) return at(buf, t.true_lb);
     std::byte* tmp = temp(bytes);
     Count pos = 0;
-    t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    t.type().pack(buf, n, tmp, static_cast<Count>(bytes), pos);
     return tmp;
   }
   // Where the schedule writes `n` elements of t destined for buf: the buffer
@@ -306,10 +299,10 @@ struct call {
     std::byte* tmp = temp(bytes);
     if (preload) {
       Count pos = 0;
-      t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+      t.type().pack(buf, n, tmp, static_cast<Count>(bytes), pos);
     }
     const Count un = unpack_n < 0 ? n : unpack_n;
-    Datatype dt = t.t;
+    Datatype dt = t.type();
     post.push_back([dt, tmp, buf, un] {
       Count pos = 0;
       dt.unpack(tmp, dt.packed_size(un), pos, buf, un);
@@ -358,7 +351,7 @@ struct call {
     for (std::size_t i = 0; i < n; ++i) {
       if (!v.bytes[i]) continue;
       std::byte* tmp = v.base + v.displs[i];
-      const Datatype dt = types[i]->t;
+      const Datatype dt = types[i]->type();
       const Count cnt = counts[i];
       void* user = addr[i];
       if (send || preload) {
@@ -535,9 +528,8 @@ class request_slots {
 // naming the peer).
 class direct_exchange {
  public:
-  explicit direct_exchange(call& x) : _x(x) {
-    x.tr = transport_of(*x.c);
-    const std::uint64_t seq = x.tr->next_sequence();
+  explicit direct_exchange(call& x) : _x(x), _tr(*transport_of(*x.c)) {
+    const std::uint64_t seq = _tr.next_sequence();
     _tag = (static_cast<nmad::tag_t>(seq) & ((nmad::tag_t{1} << coll::tag_bits_seq) - 1)) << coll::tag_bits_local;
   }
   // local: the phase (0, 1), so that two phases between the same ranks
@@ -547,8 +539,8 @@ class direct_exchange {
     nmad::request& q = _reqs.make();
     _peer[_reqs.size() - 1] = peer;
     _send[_reqs.size() - 1] = send;
-    _e = send ? _x.tr->isend(peer, _tag | local, p, bytes, q)
-              : _x.tr->irecv(peer, _tag | local, const_cast<std::byte*>(p), bytes, q);
+    _e = send ? _tr.isend(peer, _tag | local, p, bytes, q)
+              : _tr.irecv(peer, _tag | local, const_cast<std::byte*>(p), bytes, q);
     _started[_reqs.size() - 1] = _e == nmad::errc::ok;  // one that did not start never completes
     if (_e != nmad::errc::ok)
       _why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(peer) + " failed to start" +
@@ -558,8 +550,8 @@ class direct_exchange {
     const int n = _reqs.size();
     if (_e != nmad::errc::ok)
       for (int i = 0; i < n; ++i)
-        if (_started[i] && !_reqs[i].completed()) _x.tr->cancel(_reqs[i]);
-    _x.tr->wait_until(
+        if (_started[i] && !_reqs[i].completed()) _tr.cancel(_reqs[i]);
+    _tr.wait_until(
         [](void* a) {
           auto& me = *static_cast<direct_exchange*>(a);
           for (int i = 0; i < me._reqs.size(); ++i)
@@ -584,6 +576,7 @@ class direct_exchange {
 
  private:
   call& _x;
+  coll::session_transport& _tr;  // the communicator's (it outlives the call)
   nmad::tag_t _tag = 0;
   request_slots _reqs;
   std::array<int, request_slots::capacity> _peer{};
@@ -1279,7 +1272,8 @@ void coll_finalize() {
     s.abandoned.push_back(p);  // sends still in flight: never destroyed
   }
   std::lock_guard g2(st().mu);
-  transports().clear();
+  for (auto& c : st().comms)
+    if (c) c->coll_transport.reset();
 }
 
 namespace {

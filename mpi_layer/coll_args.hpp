@@ -2,6 +2,7 @@
 // What the collective entry points (coll.cpp, coll_neighbor.cpp) need of a
 // user buffer and datatype: the datatype's layout in one struct, and
 // addresses computed without pointer arithmetic on a possibly null buffer.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,23 +17,54 @@ inline std::byte* addr_at(const void* buf, Aint off) {
   return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(off));
 }
 
+// A predefined datatype by handle (h: 1..kLastPredefinedType), made once.
+inline const Datatype& predefined_datatype(MPI_Datatype h) {
+  static const auto table = [] {
+    std::array<Datatype, kLastPredefinedType + 1> t{};
+    for (int i = 1; i <= kLastPredefinedType; ++i) t[static_cast<std::size_t>(i)] = Datatype::basic(*basic_of(i));
+    return t;
+  }();
+  return table[static_cast<std::size_t>(h)];
+}
+
 struct tinfo {
-  Datatype t;
+  // The datatype: held here for a derived type; a predefined one is read
+  // from the table (copying a tinfo then touches no reference count, a
+  // small collective's hot path).
+  Datatype own;
   MPI_Datatype h = MPI_DATATYPE_NULL;
   bool contig = true;
   Aint true_lb = 0, extent = 0;
   std::size_t size = 0;
+  const Datatype& type() const { return own ? own : predefined_datatype(h); }
 };
 
 // The layout of committed datatype h, or an MPI error code with detail
 // (check_datatype's: invalid or uncommitted).
 inline int describe_type(MPI_Datatype h, tinfo& ti, std::string& detail) {
-  if (int e = check_datatype(h, ti.t, detail)) return e;
+  if (basic_of(h)) {  // predefined: described once
+    static const auto table = [] {
+      std::array<tinfo, kLastPredefinedType + 1> t{};
+      for (int i = 1; i <= kLastPredefinedType; ++i) {
+        tinfo& e = t[static_cast<std::size_t>(i)];
+        const Datatype& d = predefined_datatype(i);
+        e.h = i;
+        e.contig = d.is_contiguous();
+        e.true_lb = d.true_lb();
+        e.extent = d.extent();
+        e.size = static_cast<std::size_t>(d.size());
+      }
+      return t;
+    }();
+    ti = table[static_cast<std::size_t>(h)];
+    return MPI_SUCCESS;
+  }
+  if (int e = check_datatype(h, ti.own, detail)) return e;
   ti.h = h;
-  ti.contig = ti.t.is_contiguous();
-  ti.true_lb = ti.t.true_lb();
-  ti.extent = ti.t.extent();
-  ti.size = static_cast<std::size_t>(ti.t.size());
+  ti.contig = ti.own.is_contiguous();
+  ti.true_lb = ti.own.true_lb();
+  ti.extent = ti.own.extent();
+  ti.size = static_cast<std::size_t>(ti.own.size());
   return MPI_SUCCESS;
 }
 

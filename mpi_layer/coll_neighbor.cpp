@@ -93,7 +93,7 @@ class neighbor_call {
     if (t.contig) return at(buf, t.true_lb);
     std::byte* tmp = _sch.temp(bytes);
     Count pos = 0;
-    t.t.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    t.type().pack(buf, n, tmp, static_cast<Count>(bytes), pos);
     return tmp;
   }
   void send(int k, const std::byte* data, std::size_t bytes) {
@@ -115,7 +115,7 @@ class neighbor_call {
       dst = at(buf, t.true_lb);
     } else if (bytes > 0) {
       dst = _sch.temp(bytes);
-      Datatype dt = t.t;
+      Datatype dt = t.type();
       _unpacks.push_back([dt, dst, buf, n] {
         Count pos = 0;
         dt.unpack(dst, dt.packed_size(n), pos, buf, n);

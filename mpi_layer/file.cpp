@@ -1,207 +1,721 @@
-// MPI-IO (MPI-3.1 chapter 13): declared so that programs which merely name
-// files (optional graph dumps, benchmark utilities) build, but not provided.
+// MPI-IO (MPI-3.1 chapter 13), file manipulation: the file table, open and
+// close, delete, size, preallocation, group, access mode, hints (info),
+// views, atomicity, sync, error handlers, data representations, c2f/f2c.
+// Data access is in file_access.cpp; the design in file_impl.hpp.
 //
-// No file can be opened, so every call raises MPI_ERR_UNSUPPORTED_OPERATION
-// with the detail "MPI-IO is not provided by this MPI", after setting its
-// output handles to their null value. As MPI-3.1 13.7 requires, file errors
-// go to the error handler of MPI_FILE_NULL when no file is involved, and
-// that handler is MPI_ERRORS_RETURN until MPI_File_set_errhandler changes
-// it: so by default these calls return the error (MPI_File_open returns
-// MPI_ERR_UNSUPPORTED_OPERATION and leaves MPI_FILE_NULL), and a program
-// that asked for MPI_ERRORS_ARE_FATAL on MPI_FILE_NULL stops with the
-// message. What does work:
-//   * MPI_File_set_errhandler / MPI_File_get_errhandler on MPI_FILE_NULL,
-//     MPI_File_call_errhandler(MPI_FILE_NULL, code);
-//   * MPI_File_create_errhandler (a real handler, freed with
-//     MPI_Errhandler_free);
-//   * MPI_File_close: MPI_ERR_FILE (MPI_FILE_NULL, or a handle no file can
-//     have), MPI_ERR_ARG for a null pointer;
-//   * MPI_File_c2f / MPI_File_f2c (identity).
-#include <atomic>
-#include <string>
+// Errors: a call on an open file raises on that file's error handler; a
+// call with no file (MPI_File_open, MPI_File_delete, an invalid handle)
+// on MPI_FILE_NULL's, which is MPI_ERRORS_RETURN until
+// MPI_File_set_errhandler(MPI_FILE_NULL, ...) changes it (MPI-3.1 13.7); a
+// newly opened file starts with MPI_FILE_NULL's handler of that moment.
+// Collective calls agree on their outcome: when one process fails (its
+// open is refused, its arguments differ), every process returns the class.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "mpi_layer/mpi_impl.hpp"
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
 
-using namespace nmad::mpi;
+#include "mpi_layer/datatype/external32.hpp"
+#include "mpi_layer/file_impl.hpp"
+
+namespace nmad::mpi::io {
 
 namespace {
-
-constexpr const char* kNoIo = "MPI-IO is not provided by this MPI";
 
 // The error handler of MPI_FILE_NULL (MPI-3.1 13.7: MPI_ERRORS_RETURN
 // initially).
 std::atomic<MPI_Errhandler> g_file_null_handler{MPI_ERRORS_RETURN};
 
-int raise_file(const char* fn, int code, const std::string& detail) {
-  return mpi_raise_on(fn, g_file_null_handler.load(std::memory_order_acquire), MPI_FILE_NULL, code, detail);
-}
-
-[[gnu::cold]] int unsupported(const char* fn) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  return raise_file(fn, MPI_ERR_UNSUPPORTED_OPERATION, kNoIo);
-}
-
-void null_request(MPI_Request* request) {
-  if (request) *request = MPI_REQUEST_NULL;
+struct file_table {
+  std::mutex mu;
+  std::unordered_map<MPI_File, std::shared_ptr<file_obj>> open;
+  MPI_File next = 1;  // handles are not reused
+  int opened = 0;     // for the shared file pointer's side file name
+};
+file_table& table() {
+  static auto* t = new file_table();  // never destroyed (threads may still call at exit)
+  return *t;
 }
 
 }  // namespace
 
+std::shared_ptr<file_obj> lookup_file(MPI_File fh) {
+  file_table& t = table();
+  std::lock_guard g(t.mu);
+  auto it = t.open.find(fh);
+  return it == t.open.end() ? nullptr : it->second;
+}
+
+int raise_file(const char* fn, file_obj* f, int code, const std::string& detail) {
+  if (!f) return mpi_raise_on(fn, g_file_null_handler.load(std::memory_order_acquire), MPI_FILE_NULL, code, detail);
+  return mpi_raise_on(fn, f->errhandler.load(std::memory_order_acquire), f->handle, code, detail);
+}
+
+namespace {
+
+// Looks up an open file for fn: null after raising MPI_ERR_FILE (rc set).
+std::shared_ptr<file_obj> need_file(const char* fn, MPI_File fh, int& rc) {
+  rc = MPI_SUCCESS;
+  if (!check_initialized(fn)) {
+    rc = MPI_ERR_OTHER;
+    return nullptr;
+  }
+  auto f = lookup_file(fh);
+  if (!f)
+    rc = raise_file(fn, nullptr, MPI_ERR_FILE,
+                    fh == MPI_FILE_NULL ? std::string("MPI_FILE_NULL is not an open file")
+                                        : "invalid file handle " + std::to_string(fh) + " (not open, or closed)");
+  return f;
+}
+
+// The largest of every process's value (agreement on an error class).
+int agree_max(MPI_Comm comm, int mine) {
+  int all = mine;
+  if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return mine ? mine : MPI_ERR_OTHER;
+  return all;
+}
+
+// Whether every process passed the same value.
+bool same_everywhere(MPI_Comm comm, long long v) {
+  long long in[2] = {v, -v}, out[2] = {v, -v};
+  if (PMPI_Allreduce(in, out, 2, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return false;
+  return out[0] == v && -out[1] == v;
+}
+
+std::string other_failed(int cls) {
+  return std::string("failed on another process of the communicator (") + error_name(cls) + ")";
+}
+
+bool parse_int(const std::string& s, long long& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  out = v;
+  return true;
+}
+
+// Takes the hints this implementation knows from info into h; values it
+// cannot use are ignored (MPI-3.1 9: hints may be ignored).
+void apply_hints(MPI_Info info, hints& h, int nprocs) {
+  if (info == MPI_INFO_NULL) return;
+  auto e = info_get_entries(info);
+  if (!e) return;
+  static const char* kKept[] = {"access_style", "collective_buffering", "file_perm",      "io_node_list",
+                                "nb_proc",      "num_io_nodes",         "striping_factor", "striping_unit",
+                                "cb_config_list", "romio_no_indep_rw",  "chunked",         "chunked_item",
+                                "chunked_size", "filename"};
+  for (const auto& [k, val] : *e) {
+    long long n = 0;
+    if (k == "cb_nodes") {
+      if (parse_int(val, n) && n > 0) h.cb_nodes = static_cast<int>(std::min<long long>(n, nprocs));
+    } else if (k == "cb_buffer_size") {
+      if (parse_int(val, n) && n > 0 && n <= INT_MAX) h.cb_buffer_size = n;
+    } else if (k == "ind_rd_buffer_size") {
+      if (parse_int(val, n) && n > 0 && n <= INT_MAX) h.ind_rd_buffer_size = n;
+    } else if (k == "ind_wr_buffer_size") {
+      if (parse_int(val, n) && n > 0 && n <= INT_MAX) h.ind_wr_buffer_size = n;
+    } else if (k == "romio_cb_read" || k == "romio_cb_write" || k == "romio_ds_read" || k == "romio_ds_write") {
+      if (val != "enable" && val != "disable" && val != "automatic") continue;
+      (k == "romio_cb_read" ? h.cb_read : k == "romio_cb_write" ? h.cb_write : k == "romio_ds_read" ? h.ds_read
+                                                                                                   : h.ds_write) = val;
+    } else if (std::find_if(std::begin(kKept), std::end(kKept), [&](const char* s) { return k == s; }) !=
+               std::end(kKept)) {
+      auto it = std::find_if(h.extra.begin(), h.extra.end(), [&](const auto& p) { return p.first == k; });
+      if (it != h.extra.end())
+        it->second = val;
+      else
+        h.extra.emplace_back(k, val);
+    }
+  }
+}
+
+info_entries hint_entries(const hints& h) {
+  info_entries e = {{"cb_buffer_size", std::to_string(h.cb_buffer_size)},
+                    {"romio_cb_read", h.cb_read},
+                    {"romio_cb_write", h.cb_write},
+                    {"cb_nodes", std::to_string(h.cb_nodes)},
+                    {"romio_ds_read", h.ds_read},
+                    {"romio_ds_write", h.ds_write},
+                    {"ind_rd_buffer_size", std::to_string(h.ind_rd_buffer_size)},
+                    {"ind_wr_buffer_size", std::to_string(h.ind_wr_buffer_size)}};
+  for (const auto& kv : h.extra) e.push_back(kv);
+  return e;
+}
+
+// Access-mode rules of MPI-3.1 13.2.1: 0 or MPI_ERR_AMODE with detail.
+int check_amode(int amode, std::string& detail) {
+  const int known = MPI_MODE_CREATE | MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE |
+                    MPI_MODE_UNIQUE_OPEN | MPI_MODE_EXCL | MPI_MODE_APPEND | MPI_MODE_SEQUENTIAL;
+  if (amode & ~known) {
+    detail = "unknown bits in access mode " + std::to_string(amode);
+    return MPI_ERR_AMODE;
+  }
+  const int rw = (amode & MPI_MODE_RDONLY ? 1 : 0) + (amode & MPI_MODE_WRONLY ? 1 : 0) + (amode & MPI_MODE_RDWR ? 1 : 0);
+  if (rw != 1) {
+    detail = "access mode " + std::to_string(amode) +
+             " must contain exactly one of MPI_MODE_RDONLY, MPI_MODE_WRONLY, MPI_MODE_RDWR";
+    return MPI_ERR_AMODE;
+  }
+  if ((amode & MPI_MODE_RDONLY) && (amode & (MPI_MODE_CREATE | MPI_MODE_EXCL))) {
+    detail = "MPI_MODE_RDONLY with MPI_MODE_CREATE or MPI_MODE_EXCL";
+    return MPI_ERR_AMODE;
+  }
+  if ((amode & MPI_MODE_RDWR) && (amode & MPI_MODE_SEQUENTIAL)) {
+    detail = "MPI_MODE_RDWR with MPI_MODE_SEQUENTIAL";
+    return MPI_ERR_AMODE;
+  }
+  return MPI_SUCCESS;
+}
+
+int posix_flags(int amode, bool creator) {
+  int fl = O_CLOEXEC;
+  fl |= (amode & MPI_MODE_RDONLY) ? O_RDONLY : (amode & MPI_MODE_WRONLY) ? O_WRONLY : O_RDWR;
+  if (creator && (amode & MPI_MODE_CREATE)) fl |= O_CREAT;
+  if (creator && (amode & MPI_MODE_EXCL)) fl |= O_EXCL;
+  return fl;
+}
+
+mode_t create_mode(const hints& h) {
+  for (const auto& [k, v] : h.extra)
+    if (k == "file_perm") {
+      char* end = nullptr;
+      const long m = std::strtol(v.c_str(), &end, 8);
+      if (*end == '\0' && m >= 0 && m <= 07777) return static_cast<mode_t>(m);
+    }
+  return 0666;
+}
+
+// Opens path; 0 or an error class (detail set). Refuses directories.
+int open_posix(const std::string& path, int flags, mode_t mode, int& fd, std::string& detail) {
+  fd = ::open(path.c_str(), flags, mode);
+  if (fd < 0) {
+    const int e = errno;
+    detail = "open(\"" + path + "\"): " + std::strerror(e);
+    return errno_class(e);
+  }
+  struct stat sb {};
+  if (::fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    ::close(fd);
+    fd = -1;
+    detail = "\"" + path + "\" is a directory";
+    return MPI_ERR_BAD_FILE;
+  }
+  return MPI_SUCCESS;
+}
+
+std::string absolute(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char cwd[PATH_MAX];
+  if (!::getcwd(cwd, sizeof cwd)) return p;
+  return std::string(cwd) + "/" + p;
+}
+
+// The ranks of comm in aggregator order: the first of each host, then the
+// second of each host, ... (hosts in order of their first rank).
+std::vector<int> aggregator_order(MPI_Comm comm, int size, int& nhosts) {
+  std::string id, detail;
+  if (!host_identity(id, detail)) id = "?";
+  unsigned long long mine = std::hash<std::string>{}(id);
+  std::vector<unsigned long long> all(static_cast<std::size_t>(size), mine);
+  if (size > 1) PMPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, comm);
+  std::vector<unsigned long long> hosts;
+  std::vector<std::vector<int>> by_host;
+  for (int r = 0; r < size; ++r) {
+    auto it = std::find(hosts.begin(), hosts.end(), all[static_cast<std::size_t>(r)]);
+    if (it == hosts.end()) {
+      hosts.push_back(all[static_cast<std::size_t>(r)]);
+      by_host.emplace_back();
+      it = hosts.end() - 1;
+    }
+    by_host[static_cast<std::size_t>(it - hosts.begin())].push_back(r);
+  }
+  nhosts = static_cast<int>(hosts.size());
+  std::vector<int> order;
+  for (std::size_t k = 0; order.size() < static_cast<std::size_t>(size); ++k)
+    for (const auto& h : by_host)
+      if (k < h.size()) order.push_back(h[k]);
+  return order;
+}
+
+std::int64_t file_size_of(int fd, int& err, std::string& detail) {
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) {
+    const int e = errno;
+    err = errno_class(e);
+    detail = std::string("fstat: ") + std::strerror(e);
+    return 0;
+  }
+  err = MPI_SUCCESS;
+  return sb.st_size;
+}
+
+}  // namespace
+
+}  // namespace nmad::mpi::io
+
+using namespace nmad::mpi;
+using namespace nmad::mpi::io;
+
 extern "C" {
 
-int PMPI_File_open(MPI_Comm comm, const char*, int, MPI_Info, MPI_File* fh) {
+int PMPI_File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info, MPI_File* fh) {
   const char* fn = "MPI_File_open";
-  if (fh) *fh = MPI_FILE_NULL;
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!lookup_comm(comm)) return raise_file(fn, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  return raise_file(fn, MPI_ERR_UNSUPPORTED_OPERATION, kNoIo);
+  if (!fh) return raise_file(fn, nullptr, MPI_ERR_ARG, "null file handle pointer");
+  *fh = MPI_FILE_NULL;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return raise_file(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (c->inter) return raise_file(fn, nullptr, MPI_ERR_COMM, "MPI_File_open needs an intracommunicator");
+  if (info != MPI_INFO_NULL && !info_get_entries(info))
+    return raise_file(fn, nullptr, MPI_ERR_INFO, "invalid info " + std::to_string(info));
+
+  auto f = std::make_shared<file_obj>();
+  if (int e = PMPI_Comm_dup(comm, &f->comm)) return raise_file(fn, nullptr, e, "duplicating the communicator failed");
+  PMPI_Comm_set_errhandler(f->comm, MPI_ERRORS_RETURN);
+  PMPI_Comm_rank(f->comm, &f->rank);
+  PMPI_Comm_size(f->comm, &f->size);
+  auto fail = [&](int cls, const std::string& detail) {
+    if (f->fd >= 0) ::close(f->fd);
+    PMPI_Comm_free(&f->comm);
+    return raise_file(fn, nullptr, cls, detail);
+  };
+
+  // Arguments, and that every process passed the same ones.
+  std::string detail;
+  int err = MPI_SUCCESS;
+  if (!filename) {
+    err = MPI_ERR_BAD_FILE;
+    detail = "null file name";
+  } else if (!*filename) {
+    err = MPI_ERR_BAD_FILE;
+    detail = "empty file name";
+  } else {
+    err = check_amode(amode, detail);
+  }
+  const int all_err = agree_max(f->comm, err);
+  if (all_err != MPI_SUCCESS) return fail(all_err, err ? detail : other_failed(all_err));
+  if (!same_everywhere(f->comm, amode))
+    return fail(MPI_ERR_NOT_SAME, "the processes passed different access modes");
+  const std::string name = filename;
+  if (!same_everywhere(f->comm, static_cast<long long>(std::hash<std::string>{}(name) >> 2)))
+    return fail(MPI_ERR_NOT_SAME, "the processes passed different file names");
+
+  f->filename = name;
+  f->path = absolute(name);
+  f->amode = amode;
+  f->v = default_view();
+  // Default cb_nodes: one aggregator per host.
+  f->aggregator_order = aggregator_order(f->comm, f->size, f->h.cb_nodes);
+  apply_hints(info, f->h, f->size);
+
+  // Process 0 creates the file (MPI_MODE_CREATE, MPI_MODE_EXCL), then the
+  // others open it.
+  const mode_t perm = create_mode(f->h);
+  // A write-only file is opened for reading too where the system allows
+  // it: collective writes that leave holes read the window they rewrite.
+  // MPI_MODE_WRONLY is still enforced on every access.
+  auto open_mode = [&](bool creator) {
+    if (amode & MPI_MODE_WRONLY) {
+      const int e = open_posix(name, (posix_flags(amode, creator) & ~O_WRONLY) | O_RDWR, perm, f->fd, detail);
+      if (e != MPI_ERR_ACCESS && e != MPI_ERR_READ_ONLY) return e;
+    }
+    return open_posix(name, posix_flags(amode, creator), perm, f->fd, detail);
+  };
+  if (f->rank == 0) err = open_mode(true);
+  int root_err = err;
+  PMPI_Bcast(&root_err, 1, MPI_INT, 0, f->comm);
+  if (root_err != MPI_SUCCESS) return fail(root_err, f->rank == 0 ? detail
+                                                    : std::string("process 0 could not open or create the file (") +
+                                                          error_name(root_err) + ")");
+  if (f->rank != 0) err = open_mode(false);
+  const int open_err = agree_max(f->comm, err);
+  if (open_err != MPI_SUCCESS) return fail(open_err, err ? detail : other_failed(open_err));
+
+  // The shared file pointer's side file: named by process 0 (its pid and
+  // an open counter), created on first use.
+  long long ids[2] = {static_cast<long long>(::getpid()), 0};
+  {
+    file_table& t = table();
+    std::lock_guard g(t.mu);
+    ids[1] = t.opened++;
+  }
+  PMPI_Bcast(ids, 2, MPI_LONG_LONG, 0, f->comm);
+  {
+    const auto slash = f->path.rfind('/');
+    const std::string dir = f->path.substr(0, slash + 1), base = f->path.substr(slash + 1);
+    f->shared_path = dir + "." + base + ".nmad-shfp." + std::to_string(ids[0]) + "." + std::to_string(ids[1]);
+  }
+  if (amode & MPI_MODE_APPEND) {
+    // Both pointers start at the end of the file (the default view counts
+    // bytes from 0).
+    int e = MPI_SUCCESS;
+    std::string d;
+    const std::int64_t size = file_size_of(f->fd, e, d);
+    f->pointer = size;
+    int se = MPI_SUCCESS;
+    if (f->rank == 0 && size > 0) se = shared_set(*f, size, d);
+    se = agree_max(f->comm, se);
+    if (se != MPI_SUCCESS) return fail(se, d.empty() ? other_failed(se) : d);
+  }
+  f->errhandler.store(g_file_null_handler.load(std::memory_order_acquire), std::memory_order_release);
+  {
+    file_table& t = table();
+    std::lock_guard g(t.mu);
+    f->handle = t.next++;
+    t.open[f->handle] = f;
+  }
+  *fh = f->handle;
+  return MPI_SUCCESS;
 }
 
 int PMPI_File_close(MPI_File* fh) {
   const char* fn = "MPI_File_close";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!fh) return raise_file(fn, MPI_ERR_ARG, "null file pointer");
-  if (*fh == MPI_FILE_NULL) return raise_file(fn, MPI_ERR_FILE, "MPI_FILE_NULL is not an open file");
-  return raise_file(fn, MPI_ERR_FILE,
-                    "invalid file handle " + std::to_string(*fh) + " (no file can be open: " + kNoIo + ")");
+  if (!fh) return raise_file(fn, nullptr, MPI_ERR_ARG, "null file pointer");
+  int rc = MPI_SUCCESS;
+  auto f = need_file(fn, *fh, rc);
+  if (!f) return rc;
+  drain(*f);
+  {
+    std::lock_guard g(table().mu);
+    table().open.erase(f->handle);
+  }
+  {
+    std::lock_guard g(f->shared_mu);
+    if (f->shared_fd >= 0) ::close(f->shared_fd);
+    f->shared_fd = -1;
+  }
+  int err = MPI_SUCCESS;
+  std::string detail;
+  if (::close(f->fd) != 0) {
+    const int e = errno;
+    err = errno_class(e);
+    detail = std::string("close: ") + std::strerror(e);
+  }
+  f->fd = -1;
+  PMPI_Barrier(f->comm);  // every process has closed before the files go
+  if (f->rank == 0) {
+    shared_remove(*f);
+    if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && ::unlink(f->path.c_str()) != 0 && err == MPI_SUCCESS) {
+      const int e = errno;
+      err = errno_class(e);
+      detail = "MPI_MODE_DELETE_ON_CLOSE: unlink(\"" + f->path + "\"): " + std::strerror(e);
+    }
+  }
+  const int all = agree_max(f->comm, err);
+  PMPI_Comm_free(&f->comm);
+  *fh = MPI_FILE_NULL;
+  if (all != MPI_SUCCESS) return raise_file(fn, f.get(), all, err ? detail : other_failed(all));
+  return MPI_SUCCESS;
 }
 
-int PMPI_File_delete(const char*, MPI_Info) { return unsupported("MPI_File_delete"); }
-int PMPI_Register_datarep(const char*, MPI_Datarep_conversion_function*, MPI_Datarep_conversion_function*,
+int PMPI_File_delete(const char* filename, MPI_Info info) {
+  const char* fn = "MPI_File_delete";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!filename || !*filename) return raise_file(fn, nullptr, MPI_ERR_BAD_FILE, "null or empty file name");
+  if (info != MPI_INFO_NULL && !info_get_entries(info))
+    return raise_file(fn, nullptr, MPI_ERR_INFO, "invalid info " + std::to_string(info));
+  if (::unlink(filename) != 0) {
+    const int e = errno;
+    return raise_file(fn, nullptr, errno_class(e), "unlink(\"" + std::string(filename) + "\"): " + std::strerror(e));
+  }
+  return MPI_SUCCESS;
+}
+
+int PMPI_Register_datarep(const char* name, MPI_Datarep_conversion_function*, MPI_Datarep_conversion_function*,
                           MPI_Datarep_extent_function*, void*) {
-  return unsupported("MPI_Register_datarep");
+  const char* fn = "MPI_Register_datarep";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!name) return raise_file(fn, nullptr, MPI_ERR_ARG, "null data representation name");
+  const std::string n = name;
+  if (n == "native" || n == "internal" || n == "external32")
+    return raise_file(fn, nullptr, MPI_ERR_DUP_DATAREP, "\"" + n + "\" is a predefined data representation");
+  return raise_file(fn, nullptr, MPI_ERR_UNSUPPORTED_OPERATION,
+                    "user-defined data representations are not supported (\"" + n +
+                        "\"): views take \"native\", \"internal\" or \"external32\"");
 }
 
-int PMPI_File_set_size(MPI_File, MPI_Offset) { return unsupported("MPI_File_set_size"); }
-int PMPI_File_preallocate(MPI_File, MPI_Offset) { return unsupported("MPI_File_preallocate"); }
-int PMPI_File_get_size(MPI_File, MPI_Offset*) { return unsupported("MPI_File_get_size"); }
-int PMPI_File_get_group(MPI_File, MPI_Group* group) {
+int PMPI_File_set_size(MPI_File fh, MPI_Offset size) {
+  const char* fn = "MPI_File_set_size";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  int err = MPI_SUCCESS;
+  std::string detail;
+  if (size < 0) {
+    err = MPI_ERR_ARG;
+    detail = "negative size " + std::to_string(size);
+  } else if (f->amode & MPI_MODE_SEQUENTIAL) {
+    err = MPI_ERR_UNSUPPORTED_OPERATION;
+    detail = "file opened with MPI_MODE_SEQUENTIAL";
+  } else if (f->amode & MPI_MODE_RDONLY) {
+    err = MPI_ERR_READ_ONLY;
+    detail = "file opened with MPI_MODE_RDONLY";
+  }
+  int all = agree_max(f->comm, err);
+  if (all == MPI_SUCCESS && !same_everywhere(f->comm, size)) {
+    all = err = MPI_ERR_NOT_SAME;
+    detail = "the processes passed different sizes";
+  }
+  if (all == MPI_SUCCESS) {
+    drain(*f);
+    if (f->rank == 0 && ::ftruncate(f->fd, size) != 0) {
+      const int e = errno;
+      err = errno_class(e);
+      detail = "ftruncate to " + std::to_string(size) + ": " + std::strerror(e);
+    }
+    all = agree_max(f->comm, err);
+  }
+  if (all != MPI_SUCCESS) return raise_file(fn, f.get(), all, err ? detail : other_failed(all));
+  return MPI_SUCCESS;
+}
+
+int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) {
+  const char* fn = "MPI_File_preallocate";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  int err = MPI_SUCCESS;
+  std::string detail;
+  if (size < 0) {
+    err = MPI_ERR_ARG;
+    detail = "negative size " + std::to_string(size);
+  } else if (f->amode & MPI_MODE_SEQUENTIAL) {
+    err = MPI_ERR_UNSUPPORTED_OPERATION;
+    detail = "file opened with MPI_MODE_SEQUENTIAL";
+  } else if (f->amode & MPI_MODE_RDONLY) {
+    err = MPI_ERR_READ_ONLY;
+    detail = "file opened with MPI_MODE_RDONLY";
+  }
+  int all = agree_max(f->comm, err);
+  if (all == MPI_SUCCESS && !same_everywhere(f->comm, size)) {
+    all = err = MPI_ERR_NOT_SAME;
+    detail = "the processes passed different sizes";
+  }
+  if (all == MPI_SUCCESS) {
+    if (f->rank == 0 && size > 0) {
+      // Allocates blocks for [0, size); never shrinks the file.
+      const int e = ::posix_fallocate(f->fd, 0, size);
+      if (e != 0) {
+        err = errno_class(e);
+        detail = "posix_fallocate of " + std::to_string(size) + " bytes: " + std::strerror(e);
+      }
+    }
+    all = agree_max(f->comm, err);
+  }
+  if (all != MPI_SUCCESS) return raise_file(fn, f.get(), all, err ? detail : other_failed(all));
+  return MPI_SUCCESS;
+}
+
+int PMPI_File_get_size(MPI_File fh, MPI_Offset* size) {
+  const char* fn = "MPI_File_get_size";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!size) return raise_file(fn, f.get(), MPI_ERR_ARG, "null size pointer");
+  int err;
+  std::string detail;
+  const std::int64_t s = file_size_of(f->fd, err, detail);
+  if (err) return raise_file(fn, f.get(), err, detail);
+  *size = s;
+  return MPI_SUCCESS;
+}
+
+int PMPI_File_get_group(MPI_File fh, MPI_Group* group) {
+  const char* fn = "MPI_File_get_group";
   if (group) *group = MPI_GROUP_NULL;
-  return unsupported("MPI_File_get_group");
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!group) return raise_file(fn, f.get(), MPI_ERR_ARG, "null group pointer");
+  return PMPI_Comm_group(f->comm, group);
 }
-int PMPI_File_get_amode(MPI_File, int*) { return unsupported("MPI_File_get_amode"); }
-int PMPI_File_set_info(MPI_File, MPI_Info) { return unsupported("MPI_File_set_info"); }
-int PMPI_File_get_info(MPI_File, MPI_Info* info_used) {
+
+int PMPI_File_get_amode(MPI_File fh, int* amode) {
+  const char* fn = "MPI_File_get_amode";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!amode) return raise_file(fn, f.get(), MPI_ERR_ARG, "null amode pointer");
+  *amode = f->amode;
+  return MPI_SUCCESS;
+}
+
+int PMPI_File_set_info(MPI_File fh, MPI_Info info) {
+  const char* fn = "MPI_File_set_info";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (info != MPI_INFO_NULL && !info_get_entries(info))
+    return raise_file(fn, f.get(), MPI_ERR_INFO, "invalid info " + std::to_string(info));
+  std::lock_guard g(f->mu);
+  apply_hints(info, f->h, f->size);
+  return MPI_SUCCESS;
+}
+
+int PMPI_File_get_info(MPI_File fh, MPI_Info* info_used) {
+  const char* fn = "MPI_File_get_info";
   if (info_used) *info_used = MPI_INFO_NULL;
-  return unsupported("MPI_File_get_info");
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!info_used) return raise_file(fn, f.get(), MPI_ERR_ARG, "null info pointer");
+  info_entries e;
+  {
+    std::lock_guard g(f->mu);
+    e = hint_entries(f->h);
+  }
+  *info_used = new_info(std::move(e));
+  return MPI_SUCCESS;
 }
-int PMPI_File_set_view(MPI_File, MPI_Offset, MPI_Datatype, MPI_Datatype, const char*, MPI_Info) {
-  return unsupported("MPI_File_set_view");
+
+int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char* datarep,
+                       MPI_Info info) {
+  const char* fn = "MPI_File_set_view";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  std::string detail;
+  int err = MPI_SUCCESS;
+  const bool sequential = f->amode & MPI_MODE_SEQUENTIAL;
+  view v;
+  if (disp == MPI_DISPLACEMENT_CURRENT && !sequential) {
+    err = MPI_ERR_ARG;
+    detail = "MPI_DISPLACEMENT_CURRENT needs a file opened with MPI_MODE_SEQUENTIAL";
+  } else if (disp < 0 && disp != MPI_DISPLACEMENT_CURRENT) {
+    err = MPI_ERR_ARG;
+    detail = "negative displacement " + std::to_string(disp);
+  } else if (info != MPI_INFO_NULL && !info_get_entries(info)) {
+    err = MPI_ERR_INFO;
+    detail = "invalid info " + std::to_string(info);
+  } else {
+    err = make_view(disp == MPI_DISPLACEMENT_CURRENT ? 0 : disp, etype, filetype, datarep, v, detail);
+  }
+  const int all = agree_max(f->comm, err);
+  if (all != MPI_SUCCESS) return raise_file(fn, f.get(), all, err ? detail : other_failed(all));
+  drain(*f);
+  // The shared pointer goes back to 0 (or, with MPI_DISPLACEMENT_CURRENT,
+  // the view starts where it pointed).
+  long long cur[2] = {MPI_SUCCESS, 0};
+  PMPI_Barrier(f->comm);
+  if (f->rank == 0) {
+    std::string d;
+    MPI_Offset old = 0;
+    const bool exists = ::access(f->shared_path.c_str(), F_OK) == 0;
+    if (exists && disp == MPI_DISPLACEMENT_CURRENT) cur[0] = shared_fetch_add(*f, 0, old, d);
+    if (cur[0] == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
+      std::lock_guard g(f->mu);
+      cur[1] = view_byte_offset(f->v, old);
+    }
+    if (cur[0] == MPI_SUCCESS && exists) cur[0] = shared_set(*f, 0, d);
+  }
+  PMPI_Bcast(cur, 2, MPI_LONG_LONG, 0, f->comm);
+  if (cur[0] != MPI_SUCCESS)
+    return raise_file(fn, f.get(), static_cast<int>(cur[0]), "resetting the shared file pointer failed");
+  if (disp == MPI_DISPLACEMENT_CURRENT) v.disp = cur[1];
+  std::lock_guard g(f->mu);
+  f->v = std::move(v);
+  f->pointer = 0;
+  apply_hints(info, f->h, f->size);
+  return MPI_SUCCESS;
 }
-int PMPI_File_get_view(MPI_File, MPI_Offset*, MPI_Datatype* etype, MPI_Datatype* filetype, char*) {
-  if (etype) *etype = MPI_DATATYPE_NULL;
-  if (filetype) *filetype = MPI_DATATYPE_NULL;
-  return unsupported("MPI_File_get_view");
+
+int PMPI_File_get_view(MPI_File fh, MPI_Offset* disp, MPI_Datatype* etype, MPI_Datatype* filetype, char* datarep) {
+  const char* fn = "MPI_File_get_view";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!disp || !etype || !filetype || !datarep) return raise_file(fn, f.get(), MPI_ERR_ARG, "null output argument");
+  view v;
+  {
+    std::lock_guard g(f->mu);
+    v = f->v;
+  }
+  // Predefined types come back as they are; derived ones as new handles
+  // (duplicates the caller frees), as MPI-3.1 13.3 says.
+  auto out = [](const Datatype& d, MPI_Datatype given) {
+    if (is_predefined_type(given)) return given;
+    return register_type(d.dup());
+  };
+  *disp = v.disp;
+  *etype = out(v.etype, v.etype_handle);
+  *filetype = out(v.filetype, v.filetype_handle);
+  std::snprintf(datarep, MPI_MAX_DATAREP_STRING, "%s", v.datarep.c_str());
+  return MPI_SUCCESS;
 }
-int PMPI_File_read_at(MPI_File, MPI_Offset, void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_read_at");
+
+int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint* extent) {
+  const char* fn = "MPI_File_get_type_extent";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!extent) return raise_file(fn, f.get(), MPI_ERR_ARG, "null extent pointer");
+  Datatype d = type_of(datatype);
+  if (!d) return raise_file(fn, f.get(), MPI_ERR_TYPE, type_handle_text(datatype) + " is not a valid datatype");
+  bool ext32;
+  {
+    std::lock_guard g(f->mu);
+    ext32 = f->v.external32;
+  }
+  *extent = ext32 ? static_cast<MPI_Aint>(external32::size(d, 1)) : d.extent();
+  return MPI_SUCCESS;
 }
-int PMPI_File_read_at_all(MPI_File, MPI_Offset, void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_read_at_all");
+
+int PMPI_File_set_atomicity(MPI_File fh, int flag) {
+  const char* fn = "MPI_File_set_atomicity";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!same_everywhere(f->comm, flag ? 1 : 0))
+    return raise_file(fn, f.get(), MPI_ERR_NOT_SAME, "the processes passed different atomicity flags");
+  drain(*f);
+  std::lock_guard g(f->mu);
+  f->atomic = flag != 0;
+  return MPI_SUCCESS;
 }
-int PMPI_File_write_at(MPI_File, MPI_Offset, const void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_write_at");
+
+int PMPI_File_get_atomicity(MPI_File fh, int* flag) {
+  const char* fn = "MPI_File_get_atomicity";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  if (!flag) return raise_file(fn, f.get(), MPI_ERR_ARG, "null flag pointer");
+  std::lock_guard g(f->mu);
+  *flag = f->atomic ? 1 : 0;
+  return MPI_SUCCESS;
 }
-int PMPI_File_write_at_all(MPI_File, MPI_Offset, const void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_write_at_all");
+
+int PMPI_File_sync(MPI_File fh) {
+  const char* fn = "MPI_File_sync";
+  int rc;
+  auto f = need_file(fn, fh, rc);
+  if (!f) return rc;
+  drain(*f);
+  int err = MPI_SUCCESS;
+  std::string detail;
+  if (::fsync(f->fd) != 0 && errno != EINVAL && errno != EROFS) {  // EINVAL/EROFS: a file that cannot be synced (a device)
+    const int e = errno;
+    err = errno_class(e);
+    detail = std::string("fsync: ") + std::strerror(e);
+  }
+  const int all = agree_max(f->comm, err);
+  if (all != MPI_SUCCESS) return raise_file(fn, f.get(), all, err ? detail : other_failed(all));
+  return MPI_SUCCESS;
 }
-int PMPI_File_iread_at(MPI_File, MPI_Offset, void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iread_at");
-}
-int PMPI_File_iwrite_at(MPI_File, MPI_Offset, const void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iwrite_at");
-}
-int PMPI_File_iread_at_all(MPI_File, MPI_Offset, void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iread_at_all");
-}
-int PMPI_File_iwrite_at_all(MPI_File, MPI_Offset, const void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iwrite_at_all");
-}
-int PMPI_File_read(MPI_File, void*, int, MPI_Datatype, MPI_Status*) { return unsupported("MPI_File_read"); }
-int PMPI_File_read_all(MPI_File, void*, int, MPI_Datatype, MPI_Status*) { return unsupported("MPI_File_read_all"); }
-int PMPI_File_write(MPI_File, const void*, int, MPI_Datatype, MPI_Status*) { return unsupported("MPI_File_write"); }
-int PMPI_File_write_all(MPI_File, const void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_write_all");
-}
-int PMPI_File_iread(MPI_File, void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iread");
-}
-int PMPI_File_iwrite(MPI_File, const void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iwrite");
-}
-int PMPI_File_iread_all(MPI_File, void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iread_all");
-}
-int PMPI_File_iwrite_all(MPI_File, const void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iwrite_all");
-}
-int PMPI_File_seek(MPI_File, MPI_Offset, int) { return unsupported("MPI_File_seek"); }
-int PMPI_File_get_position(MPI_File, MPI_Offset*) { return unsupported("MPI_File_get_position"); }
-int PMPI_File_get_byte_offset(MPI_File, MPI_Offset, MPI_Offset*) { return unsupported("MPI_File_get_byte_offset"); }
-int PMPI_File_read_shared(MPI_File, void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_read_shared");
-}
-int PMPI_File_write_shared(MPI_File, const void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_write_shared");
-}
-int PMPI_File_iread_shared(MPI_File, void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iread_shared");
-}
-int PMPI_File_iwrite_shared(MPI_File, const void*, int, MPI_Datatype, MPI_Request* request) {
-  null_request(request);
-  return unsupported("MPI_File_iwrite_shared");
-}
-int PMPI_File_read_ordered(MPI_File, void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_read_ordered");
-}
-int PMPI_File_write_ordered(MPI_File, const void*, int, MPI_Datatype, MPI_Status*) {
-  return unsupported("MPI_File_write_ordered");
-}
-int PMPI_File_seek_shared(MPI_File, MPI_Offset, int) { return unsupported("MPI_File_seek_shared"); }
-int PMPI_File_get_position_shared(MPI_File, MPI_Offset*) { return unsupported("MPI_File_get_position_shared"); }
-int PMPI_File_read_at_all_begin(MPI_File, MPI_Offset, void*, int, MPI_Datatype) {
-  return unsupported("MPI_File_read_at_all_begin");
-}
-int PMPI_File_read_at_all_end(MPI_File, void*, MPI_Status*) { return unsupported("MPI_File_read_at_all_end"); }
-int PMPI_File_write_at_all_begin(MPI_File, MPI_Offset, const void*, int, MPI_Datatype) {
-  return unsupported("MPI_File_write_at_all_begin");
-}
-int PMPI_File_write_at_all_end(MPI_File, const void*, MPI_Status*) { return unsupported("MPI_File_write_at_all_end"); }
-int PMPI_File_read_all_begin(MPI_File, void*, int, MPI_Datatype) { return unsupported("MPI_File_read_all_begin"); }
-int PMPI_File_read_all_end(MPI_File, void*, MPI_Status*) { return unsupported("MPI_File_read_all_end"); }
-int PMPI_File_write_all_begin(MPI_File, const void*, int, MPI_Datatype) {
-  return unsupported("MPI_File_write_all_begin");
-}
-int PMPI_File_write_all_end(MPI_File, const void*, MPI_Status*) { return unsupported("MPI_File_write_all_end"); }
-int PMPI_File_read_ordered_begin(MPI_File, void*, int, MPI_Datatype) {
-  return unsupported("MPI_File_read_ordered_begin");
-}
-int PMPI_File_read_ordered_end(MPI_File, void*, MPI_Status*) { return unsupported("MPI_File_read_ordered_end"); }
-int PMPI_File_write_ordered_begin(MPI_File, const void*, int, MPI_Datatype) {
-  return unsupported("MPI_File_write_ordered_begin");
-}
-int PMPI_File_write_ordered_end(MPI_File, const void*, MPI_Status*) {
-  return unsupported("MPI_File_write_ordered_end");
-}
-int PMPI_File_get_type_extent(MPI_File, MPI_Datatype, MPI_Aint*) { return unsupported("MPI_File_get_type_extent"); }
-int PMPI_File_set_atomicity(MPI_File, int) { return unsupported("MPI_File_set_atomicity"); }
-int PMPI_File_get_atomicity(MPI_File, int*) { return unsupported("MPI_File_get_atomicity"); }
-int PMPI_File_sync(MPI_File) { return unsupported("MPI_File_sync"); }
 
 // ---- error handlers ----
 int PMPI_File_create_errhandler(MPI_File_errhandler_function* fn, MPI_Errhandler* errhandler) {
   const char* name = "MPI_File_create_errhandler";
   if (!check_initialized(name)) return MPI_ERR_OTHER;
-  if (!fn || !errhandler) return raise_file(name, MPI_ERR_ARG, "null function or errhandler pointer");
+  if (!fn || !errhandler) return raise_file(name, nullptr, MPI_ERR_ARG, "null function or errhandler pointer");
   // Same calling convention as a communicator handler (a pointer to an
   // int handle, a pointer to the code): one table holds both.
   return PMPI_Comm_create_errhandler(reinterpret_cast<MPI_Comm_errhandler_function*>(fn), errhandler);
@@ -210,30 +724,45 @@ int PMPI_File_create_errhandler(MPI_File_errhandler_function* fn, MPI_Errhandler
 int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) {
   const char* fn = "MPI_File_set_errhandler";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (file != MPI_FILE_NULL) return raise_file(fn, MPI_ERR_UNSUPPORTED_OPERATION, kNoIo);
+  std::shared_ptr<file_obj> f;
+  if (file != MPI_FILE_NULL) {
+    int rc;
+    f = need_file(fn, file, rc);
+    if (!f) return rc;
+  }
   if (!valid_errhandler(errhandler))
-    return raise_file(fn, MPI_ERR_ARG, "invalid error handler " + std::to_string(errhandler));
-  g_file_null_handler.store(errhandler, std::memory_order_release);
+    return raise_file(fn, f.get(), MPI_ERR_ARG, "invalid error handler " + std::to_string(errhandler));
+  (f ? f->errhandler : g_file_null_handler).store(errhandler, std::memory_order_release);
   return MPI_SUCCESS;
 }
 
 int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler* errhandler) {
   const char* fn = "MPI_File_get_errhandler";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!errhandler) return raise_file(fn, MPI_ERR_ARG, "null errhandler pointer");
+  std::shared_ptr<file_obj> f;
   if (file != MPI_FILE_NULL) {
-    *errhandler = MPI_ERRHANDLER_NULL;
-    return raise_file(fn, MPI_ERR_UNSUPPORTED_OPERATION, kNoIo);
+    int rc;
+    f = need_file(fn, file, rc);
+    if (!f) {
+      if (errhandler) *errhandler = MPI_ERRHANDLER_NULL;
+      return rc;
+    }
   }
-  *errhandler = g_file_null_handler.load(std::memory_order_acquire);
+  if (!errhandler) return raise_file(fn, f.get(), MPI_ERR_ARG, "null errhandler pointer");
+  *errhandler = (f ? f->errhandler : g_file_null_handler).load(std::memory_order_acquire);
   return MPI_SUCCESS;
 }
 
 int PMPI_File_call_errhandler(MPI_File fh, int errorcode) {
   const char* fn = "MPI_File_call_errhandler";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (fh != MPI_FILE_NULL) return raise_file(fn, MPI_ERR_UNSUPPORTED_OPERATION, kNoIo);
-  raise_file(fn, errorcode, {});
+  std::shared_ptr<file_obj> f;
+  if (fh != MPI_FILE_NULL) {
+    int rc;
+    f = need_file(fn, fh, rc);
+    if (!f) return rc;
+  }
+  raise_file(fn, f.get(), errorcode, {});
   return MPI_SUCCESS;  // MPI-3.1 8.3.6: success if the handler was called
 }
 
@@ -254,45 +783,6 @@ MPI_File PMPI_File_f2c(MPI_Fint file) { return file; }
 #pragma weak MPI_File_get_info = PMPI_File_get_info
 #pragma weak MPI_File_set_view = PMPI_File_set_view
 #pragma weak MPI_File_get_view = PMPI_File_get_view
-#pragma weak MPI_File_read_at = PMPI_File_read_at
-#pragma weak MPI_File_read_at_all = PMPI_File_read_at_all
-#pragma weak MPI_File_write_at = PMPI_File_write_at
-#pragma weak MPI_File_write_at_all = PMPI_File_write_at_all
-#pragma weak MPI_File_iread_at = PMPI_File_iread_at
-#pragma weak MPI_File_iwrite_at = PMPI_File_iwrite_at
-#pragma weak MPI_File_iread_at_all = PMPI_File_iread_at_all
-#pragma weak MPI_File_iwrite_at_all = PMPI_File_iwrite_at_all
-#pragma weak MPI_File_read = PMPI_File_read
-#pragma weak MPI_File_read_all = PMPI_File_read_all
-#pragma weak MPI_File_write = PMPI_File_write
-#pragma weak MPI_File_write_all = PMPI_File_write_all
-#pragma weak MPI_File_iread = PMPI_File_iread
-#pragma weak MPI_File_iwrite = PMPI_File_iwrite
-#pragma weak MPI_File_iread_all = PMPI_File_iread_all
-#pragma weak MPI_File_iwrite_all = PMPI_File_iwrite_all
-#pragma weak MPI_File_seek = PMPI_File_seek
-#pragma weak MPI_File_get_position = PMPI_File_get_position
-#pragma weak MPI_File_get_byte_offset = PMPI_File_get_byte_offset
-#pragma weak MPI_File_read_shared = PMPI_File_read_shared
-#pragma weak MPI_File_write_shared = PMPI_File_write_shared
-#pragma weak MPI_File_iread_shared = PMPI_File_iread_shared
-#pragma weak MPI_File_iwrite_shared = PMPI_File_iwrite_shared
-#pragma weak MPI_File_read_ordered = PMPI_File_read_ordered
-#pragma weak MPI_File_write_ordered = PMPI_File_write_ordered
-#pragma weak MPI_File_seek_shared = PMPI_File_seek_shared
-#pragma weak MPI_File_get_position_shared = PMPI_File_get_position_shared
-#pragma weak MPI_File_read_at_all_begin = PMPI_File_read_at_all_begin
-#pragma weak MPI_File_read_at_all_end = PMPI_File_read_at_all_end
-#pragma weak MPI_File_write_at_all_begin = PMPI_File_write_at_all_begin
-#pragma weak MPI_File_write_at_all_end = PMPI_File_write_at_all_end
-#pragma weak MPI_File_read_all_begin = PMPI_File_read_all_begin
-#pragma weak MPI_File_read_all_end = PMPI_File_read_all_end
-#pragma weak MPI_File_write_all_begin = PMPI_File_write_all_begin
-#pragma weak MPI_File_write_all_end = PMPI_File_write_all_end
-#pragma weak MPI_File_read_ordered_begin = PMPI_File_read_ordered_begin
-#pragma weak MPI_File_read_ordered_end = PMPI_File_read_ordered_end
-#pragma weak MPI_File_write_ordered_begin = PMPI_File_write_ordered_begin
-#pragma weak MPI_File_write_ordered_end = PMPI_File_write_ordered_end
 #pragma weak MPI_File_get_type_extent = PMPI_File_get_type_extent
 #pragma weak MPI_Register_datarep = PMPI_Register_datarep
 #pragma weak MPI_File_set_atomicity = PMPI_File_set_atomicity

@@ -30,6 +30,10 @@
 #include "mpi_layer/datatype/datatype.hpp"
 #include "mpi_layer/include/mpi.h"
 
+namespace nmad::coll {
+class session_transport;
+}
+
 namespace nmad::mpi {
 
 constexpr int kContextSlots = 1024;
@@ -77,6 +81,11 @@ struct comm_obj {
   // hier_known (set with release after hier) lets later calls skip it.
   std::shared_ptr<const nmad::coll::hierarchy> hier;
   std::atomic<bool> hier_known{false};
+  // The collectives' transport (coll.cpp's transport_of), made on the
+  // first collective under mu and read without it from then on (two
+  // collectives on one communicator at once are erroneous). Dropped at
+  // MPI_Finalize, before the session.
+  std::shared_ptr<nmad::coll::session_transport> coll_transport;
   // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
   int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }

@@ -365,17 +365,6 @@ TEST_CASE("mpi onesided_decls: one-sided calls are MPI_ERR_UNSUPPORTED_OPERATION
   CHECK_FALSE(contains(r.out, "FAIL"));
 }
 
-TEST_CASE("mpi file_decls: MPI-IO calls are MPI_ERR_UNSUPPORTED_OPERATION on MPI_FILE_NULL's handler") {
-  expect_pass("file_decls", {1, 2});
-  auto r = run_mpi_arg("file_decls", 2, "fatal");
-  if (!contains(r.err, "MPI-IO")) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
-  CHECK(r.status != 0);
-  CHECK_FALSE(r.timed_out);
-  CHECK(contains(r.err, "MPI_File_open: MPI_ERR_UNSUPPORTED_OPERATION: operation not supported "
-                        "(MPI-IO is not provided by this MPI)"));
-  CHECK_FALSE(contains(r.out, "FAIL"));
-}
-
 TEST_CASE("mpi interop: Status_c2f/f2c, Type_create_f90_integer/real/complex") {
   expect_pass("interop", {1, 2, 3});
 }

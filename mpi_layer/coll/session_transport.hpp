@@ -41,7 +41,15 @@ class session_transport final : public transport {
   bool cancel(request& req) override { return _s.cancel(req); }
   void wait_until(bool (*done)(void*), void* arg) override { _s.wait_until(done, arg); }
 
-  std::uint64_t next_sequence() { return _seq.fetch_add(1, std::memory_order_relaxed); }
+  // Collectives on one communicator are started one at a time (the
+  // standard's rule), so no read-modify-write is needed: an atomic load
+  // and store keep a concurrent reader defined without a locked
+  // instruction on every collective.
+  std::uint64_t next_sequence() {
+    const std::uint64_t s = _seq.load(std::memory_order_relaxed);
+    _seq.store(s + 1, std::memory_order_relaxed);
+    return s;
+  }
   tag_t base_tag() const { return _base; }
   int session_rank(int group_rank) const { return _group.at(static_cast<std::size_t>(group_rank)); }
   nmad::session& session() { return _s; }

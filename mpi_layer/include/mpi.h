@@ -6,9 +6,10 @@
  * every C basic and derived datatype with packing, reduction operations,
  * every collective (blocking and non-blocking), groups, communicators
  * (intra and inter), attributes, info, Cartesian, graph and distributed-graph
- * topologies with neighbourhood collectives, MPI_Alloc_mem.
- * One-sided communication and MPI-IO are declared (programs naming them
- * compile) but every call fails with MPI_ERR_UNSUPPORTED_OPERATION.
+ * topologies with neighbourhood collectives, MPI_Alloc_mem, MPI-IO (files
+ * over POSIX, views, every data access form, two-phase collective I/O).
+ * One-sided communication is declared (programs naming it compile) but
+ * every call fails with MPI_ERR_UNSUPPORTED_OPERATION.
  * Not provided: dynamic processes, the Fortran bindings.
  * Handles are ints (like MPICH); predefined handles are constants. Usable
  * from C and C++. Every MPI_X is also available as PMPI_X (profiling).
@@ -150,8 +151,7 @@ typedef long long MPI_Offset;
 #define MPI_ERR_INFO_NOKEY 26
 #define MPI_ERR_NO_SPACE 27
 #define MPI_ERR_UNSUPPORTED_OPERATION 28
-/* Classes of one-sided communication and MPI-IO (MPI-3.1 8.4); raised only
- * by MPI_Win_free / MPI_File_close, since neither is provided. */
+/* Classes of one-sided communication and MPI-IO (MPI-3.1 8.4). */
 #define MPI_ERR_WIN 29
 #define MPI_ERR_BASE 30
 #define MPI_ERR_LOCKTYPE 31
@@ -1366,14 +1366,14 @@ MPI_Fint PMPI_Win_c2f(MPI_Win win);
 MPI_Win PMPI_Win_f2c(MPI_Fint win);
 /* ==== end of one-sided communication ====================================== */
 
-/* ==== MPI-IO (file.cpp): declared, not provided ========================== */
-/* The MPI-3.1 chapter 13 interface, so that programs which name files
- * compile and link. No file can be opened: every call raises
- * MPI_ERR_UNSUPPORTED_OPERATION ("MPI-IO is not provided by this MPI") on
- * the error handler of MPI_FILE_NULL (MPI_ERRORS_RETURN by default, as the
- * standard says; MPI_File_set/get_errhandler on MPI_FILE_NULL really change
- * and read it) and sets its output handles to their null value;
- * MPI_File_close of a file that cannot exist is MPI_ERR_FILE. */
+/* ==== MPI-IO (file.cpp, file_access.cpp) ================================== */
+/* The MPI-3.1 chapter 13 interface over POSIX files (see docs/MPI.md,
+ * "MPI-IO"). Errors on an open file go to its error handler; errors with
+ * no file (MPI_File_open, MPI_File_delete) to MPI_FILE_NULL's, which is
+ * MPI_ERRORS_RETURN until MPI_File_set_errhandler(MPI_FILE_NULL, ...)
+ * changes it; a file opened later starts with MPI_FILE_NULL's handler.
+ * Data representations: "native", "internal" (= native), "external32"
+ * (dense filetypes only); MPI_Register_datarep is refused. */
 typedef int MPI_File;
 #define MPI_FILE_NULL ((MPI_File)0)
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char* mt_name = "?";
 static int mt_rank = -1;
@@ -60,5 +61,13 @@ static inline int mt_error(int err, char text[MPI_MAX_ERROR_STRING]) {
   MPI_Error_class(err, &cls);
   MPI_Error_string(err, text, &len);
   return cls;
+}
+/* A file name for MPI-IO tests, the same on every rank of comm: in
+ * $TEST_TMPDIR (else /tmp), with rank 0's pid so concurrent runs differ. */
+static inline void mt_tmpname(MPI_Comm comm, const char* tag, char* out, size_t n) {
+  long pid = (long)getpid();
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, comm);
+  const char* dir = getenv("TEST_TMPDIR");
+  snprintf(out, n, "%s/nmad_%s_%ld", dir && *dir ? dir : "/tmp", tag, pid);
 }
 #endif
