@@ -7,7 +7,6 @@
 // pieces queued on a gate's collect list) or a receive (a posted match
 // pattern, then the state of the message it matched).
 #include <atomic>
-#include <boost/container/small_vector.hpp>
 #include <boost/intrusive/list.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -98,8 +97,7 @@ struct buffered_bytes {
   std::uint64_t offset;
   kept_bytes bytes;
 };
-// A message's buffered pieces: one inline (most messages arrive whole).
-using buffered_list = boost::container::small_vector<buffered_bytes, 1>;
+using buffered_list = std::vector<buffered_bytes>;
 // A rendezvous range announced by the sender, not yet asked for.
 struct pending_rdv {
   std::uint64_t sender_cookie;
@@ -109,8 +107,7 @@ struct pending_rdv {
   std::uint64_t pull_base = 0;  // sender's address of message offset 0 (mod 2^64)
   std::uint32_t pull_key = 0;   // the sender driver's key for post_get (driver::expose)
 };
-// A message's announced ranges: one inline (a message is usually one).
-using rdv_list = boost::container::small_vector<pending_rdv, 1>;
+using rdv_list = std::vector<pending_rdv>;
 
 // Receiver-side state of one incoming message (matched or unexpected).
 struct request_state;
@@ -132,7 +129,7 @@ struct message_state {
   rdv_list rdvs;
   std::uint32_t rdv_in_flight = 0;  // post_recv_data not completed yet
   bool failed = false;              // its peer failed before it was whole
-  bool credit_held = false;         // its message_credit is still charged (unexpected)
+  std::uint32_t held_credit = 0;    // its own credit still charged (unexpected: wire::own_credit)
   std::string fail_reason;
 
   // Back to a fresh state, keeping the containers' storage.
@@ -149,7 +146,7 @@ struct message_state {
     rdvs.clear();
     rdv_in_flight = 0;
     failed = false;
-    credit_held = false;
+    held_credit = 0;
     fail_reason.clear();
   }
 };

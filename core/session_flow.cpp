@@ -37,21 +37,26 @@ constexpr std::size_t kMaxWants = std::size_t{1} << 22;
 
 bool session_impl::take_credit(gate& g, chunk_entry& e) {
   if (!g.flow_control) return true;
-  const std::uint64_t own = (e.flags & chunk_flag::opens) ? wire::message_credit : 0;
+  const bool opens = (e.flags & chunk_flag::opens) != 0;
+  const std::uint64_t own = opens ? wire::own_credit(e.kind, e.msg_len) : 0;
   const std::uint64_t left = g.tx_limit - g.tx_spent;
   if (e.kind == chunk_kind::data) {
     if (e.len + own <= left) {
       g.tx_spent += e.len + own;
       return true;
     }
-    if (e.len == 0 || own > left) return false;
+    // (A small message would cost more as a rendezvous request.)
+    if (e.len == 0 || (opens && wire::is_small_message(e.kind, e.msg_len))) return false;
+    const std::uint64_t rdv_own = opens ? wire::message_credit : 0;
+    if (rdv_own > left) return false;
     // The bytes do not fit, the message's own credit does: a rendezvous
     // request (its bytes wait in the sender's buffer until a receive asks).
     e.kind = chunk_kind::rdv_req;
     e.awaiting_ack = false;
-  } else if (e.kind != chunk_kind::rdv_req) {
+    g.tx_spent += rdv_own;
     return true;
   }
+  if (e.kind != chunk_kind::rdv_req) return true;
   if (own > left) return false;
   g.tx_spent += own;
   return true;

@@ -76,6 +76,7 @@ struct driver_slot final : driver_events {
   session_impl* engine = nullptr;
   std::unique_ptr<driver> drv;
   int instance = 0;  // how many slots of the same driver come before it (tcp+tcp)
+  bool loopback = false;  // the session's own gate's driver (never rings anyone)
   driver_caps caps;  // drv->caps() with the sampled profile's figures, if any (tracks point here)
   conn_table gates;  // established connections (under `lock`)
   engine_mutex lock; // the driver's poll lock (see LOCK ORDER)
@@ -232,6 +233,9 @@ class session_impl final : private wait_engine {
   arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_drivers(std::span<const pollfd> fds) override;
   bool has_unsent() override;
+  bool background_fds(std::vector<pollfd>& fds) override;
+  bool arm_background(bool on) override;
+  void background_woken() override;
   void schedule(gate& g);
   // Copy offload: leaves g's scheduling (the packet's copy) to the
   // progress thread, as a progress task; any thread's round may run it.
@@ -313,7 +317,7 @@ class session_impl final : private wait_engine {
   void handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
   message_state* find_message(gate& g, const wire::chunk_header& h,
                               std::span<const std::byte> payload, bool& created);
-  message_state* new_message(gate& g, const wire::chunk_header& h);
+  message_state* new_message(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
   void drain_early(gate& g);
   void bind(request_state& r, message_state&& m);
   void place(request_state& r, std::uint64_t offset, std::span<const std::byte> bytes);
@@ -331,6 +335,7 @@ class session_impl final : private wait_engine {
   void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                   bool sealed);
   void take_unexpected(request_state& r, unexpected_message& u);
+  void take_small(gate& g, request_state& r, unexpected_small& u);
   void protocol_violation(gate& g, const std::string& what);
 
   // Completion and failure.
@@ -453,13 +458,6 @@ class session_impl final : private wait_engine {
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
   match_queues _match;        // posted receives, unexpected messages
   unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
-  // Unexpected entries kept for reuse (matching lock): in the steady state
-  // a message that arrives before its receive costs no allocation. At most
-  // kUnexpectedPool entries are kept; the others are freed.
-  static constexpr std::size_t kUnexpectedPool = 256;
-  std::vector<unexpected_message*> _unexpected_pool;
-  unexpected_message* make_unexpected();
-  void recycle_unexpected(unexpected_message& u);
   struct counters {
     // (Packets, chunks, bytes and bulk transfers sent are counted per
     // track: track::stats.)

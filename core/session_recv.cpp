@@ -42,7 +42,7 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
     const wire::chunk_header& h = cv.header;
     if (trace::enabled()) trace::emit(trace::event::chunk_arrive, g.rank, 0, h.tag, h.seq, h.len, h.offset << 8 | h.kind);
     if (g.flow_control) {
-      const std::uint64_t cost = wire::chunk_credit(static_cast<chunk_kind>(h.kind), h.payload, h.flags);
+      const std::uint64_t cost = wire::chunk_credit(static_cast<chunk_kind>(h.kind), h.payload, h.flags, h.msg_len);
       if (cost && !charge(g, cost)) return;
     }
     handle_chunk(g, h, cv.payload);
@@ -56,7 +56,7 @@ void session_impl::packet_arrived(driver_slot& slot, connection_id conn, std::sp
 // decoded and placed in place, without message state; anything else goes
 // through the general chunk path as the equivalent data chunk.
 void session_impl::handle_short(gate& g, const wire::short_header& sh, std::span<const std::byte> payload) {
-  const std::uint64_t cost = payload.size() + wire::message_credit;  // chunk_credit of a whole message (it opens it)
+  const std::uint64_t cost = payload.size() + wire::own_credit(chunk_kind::data, payload.size());  // chunk_credit of a whole message (it opens it)
   if (g.flow_control && !charge(g, cost)) return;
   std::uint32_t& expected = g.recv_seq.get(sh.tag & _ordering_mask);
   if (sh.seq == expected) {
@@ -158,8 +158,9 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
   request_state* r = m->req;
   // The message's own credit: returned once a receive holds it.
   if (g.flow_control && (h.flags & chunk_flag::opens)) {
-    if (r) release(g, wire::message_credit);
-    else m->credit_held = true;
+    const std::uint64_t own = wire::own_credit(static_cast<chunk_kind>(h.kind), h.msg_len);
+    if (r) release(g, own);
+    else m->held_credit = static_cast<std::uint32_t>(own);
   }
   if (static_cast<chunk_kind>(h.kind) == chunk_kind::data) {
     if (r) {
@@ -191,7 +192,7 @@ message_state* session_impl::find_message(gate& g, const wire::chunk_header& h,
   if (h.seq == expected) {
     expected++;
     created = true;
-    return new_message(g, h);
+    return new_message(g, h, payload);
   }
   if (seq_before(expected, h.seq)) {
     // A later message of this domain overtook an earlier one (another
@@ -209,7 +210,7 @@ message_state* session_impl::find_message(gate& g, const wire::chunk_header& h,
   return nullptr;
 }
 
-message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
+message_state* session_impl::new_message(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload) {
   request_state* r = _match.first_posted(g.rank, h.tag);
   if (h.flags & chunk_flag::offer) {
     // Sent for one receive's want: taken only by that receive, and only if
@@ -238,30 +239,18 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h) {
     return &r->msg;
   }
   if (!g.probe_wants.empty()) note_probe_answered(g, h.tag);
-  unexpected_message* u = make_unexpected();
-  u->msg = std::move(m);
-  u->msg.unexpected = u;
-  _match.add_unexpected(*u);
   count(_stats.unexpected_messages);
+  // A small message, charged as one (wire::chunk_credit): kept in a
+  // compact record, payload inside. Nothing more of it will come.
+  if (whole && (h.flags & chunk_flag::opens) && wire::is_small_message(static_cast<chunk_kind>(h.kind), h.msg_len) &&
+      payload.size() == h.msg_len && h.len == h.msg_len) {
+    _match.add_unexpected(*match_queues::make_small(g.rank, h.tag, h.seq, payload));
+    return nullptr;
+  }
+  unexpected_full* u = match_queues::make_full(std::move(m));
+  _match.add_unexpected(*u);
   if (!whole) g.active[{h.tag, h.seq}] = &u->msg;
   return &u->msg;
-}
-
-unexpected_message* session_impl::make_unexpected() {
-  if (_unexpected_pool.empty()) return new unexpected_message();
-  unexpected_message* u = _unexpected_pool.back();
-  _unexpected_pool.pop_back();
-  return u;
-}
-
-// u is on no list any more.
-void session_impl::recycle_unexpected(unexpected_message& u) {
-  if (_unexpected_pool.size() >= kUnexpectedPool) {
-    delete &u;
-    return;
-  }
-  u.msg.reset();
-  _unexpected_pool.push_back(&u);
 }
 
 void session_impl::drain_early(gate& g) {
@@ -300,9 +289,9 @@ void session_impl::bind(request_state& r, message_state&& m) {
   if (trace::enabled()) trace::emit(trace::event::match, r.msg.source, 0, r.msg.tag, r.msg.seq, r.msg.total);
   r.msg.req = &r;
   r.msg.unexpected = nullptr;
-  if (r.msg.credit_held) {
-    r.msg.credit_held = false;
-    release(*_gates[r.msg.source], wire::message_credit);
+  if (r.msg.held_credit) {
+    release(*_gates[r.msg.source], r.msg.held_credit);
+    r.msg.held_credit = 0;
   }
 }
 
@@ -621,15 +610,37 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
 // Binds r to an unexpected message already off the unexpected list, and
 // frees the entry.
 void session_impl::take_unexpected(request_state& r, unexpected_message& u) {
-  gate& g = *_gates[u.msg.source];
-  const bool still_arriving = u.msg.in_active;
-  bind(r, std::move(u.msg));
-  recycle_unexpected(u);
+  gate& g = *_gates[u.source];
+  if (u.small) {
+    take_small(g, r, static_cast<unexpected_small&>(u));
+    return;
+  }
+  const bool still_arriving = u.state().in_active;
+  bind(r, std::move(u.state()));
+  unexpected_message::destroy(&u);
   // (A failed gate's clean-up marked it failed already; it must not be
   // entered in a table nobody clears again.)
   if (still_arriving && !g.cleaned_up) g.active[{r.msg.tag, r.msg.seq}] = &r.msg;
   drain_buffered(r);
   ask_rdvs(g, r);
+  finish_recv_if_done(r);
+}
+
+// A small one: its bytes placed, its whole credit returned (it cost
+// wire::small_message_credit, payload included), the record freed.
+void session_impl::take_small(gate& g, request_state& r, unexpected_small& u) {
+  const std::size_t len = u.small_len;
+  r.matched = true;
+  message_state& m = r.msg;
+  m.req = &r;
+  m.source = g.rank;
+  m.tag = u.tag;
+  m.seq = u.seq;
+  m.total = m.arrived = len;
+  if (trace::enabled()) trace::emit(trace::event::match, m.source, 0, m.tag, m.seq, m.total);
+  if (g.flow_control) release(g, wire::small_message_credit - len);
+  place(r, 0, std::span<const std::byte>(u.bytes, len));  // (returns the payload's credit)
+  unexpected_message::destroy(&u);
   finish_recv_if_done(r);
 }
 
@@ -711,7 +722,7 @@ errc session_impl::imrecv(unexpected_message* u, void* buf, std::size_t len, req
   }
   std::lock_guard ml(_match_lock);
   _detached.erase(_detached.iterator_to(*u));
-  setup_recv(r, u->msg.source, u->msg.tag, full_mask, buf, len, true);
+  setup_recv(r, static_cast<int>(u->source), u->tag, full_mask, buf, len, true);
   take_unexpected(r, *u);
   return errc::ok;
 }
@@ -821,10 +832,10 @@ recv_status session_impl::probe(int source, tag_t tag, tag_t mask) {
 // known, in arrival order; fills st. Lock held.
 unexpected_message* session_impl::find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st) {
   unexpected_message* u = _match.first_unexpected(source, tag, mask);
-  if (!u || u->msg.total == message_state::unknown) return nullptr;  // length not known yet
-  st.source = u->msg.source;
-  st.tag = u->msg.tag;
-  st.length = u->msg.total;
+  if (!u || u->length() == message_state::unknown) return nullptr;  // length not known yet
+  st.source = static_cast<int>(u->source);
+  st.tag = u->tag;
+  st.length = u->length();
   st.error = errc::ok;
   return u;
 }
@@ -834,18 +845,19 @@ unexpected_message* session_impl::find_unexpected(int source, tag_t tag, tag_t m
 void session_impl::handle_cancel_req(gate& g, const wire::chunk_header& h) {
   bool withdrawn = false;
   unexpected_message* found = nullptr;
+  // (A small message is eager: never a rendezvous to withdraw.)
   _match.for_each_unexpected(g.rank, [&](unexpected_message& u) {
-    if (!found && u.msg.tag == h.tag && u.msg.seq == h.seq) found = &u;
+    if (!found && !u.small && u.tag == h.tag && u.seq == h.seq) found = &u;
   });
   if (found) {
-    unexpected_message& u = *found;
-    bool ours = u.msg.buffered.empty() && !u.msg.rdvs.empty();
-    for (const auto& p : u.msg.rdvs) ours = ours && p.sender_cookie == h.cookie;
+    message_state& m = found->state();
+    bool ours = m.buffered.empty() && !m.rdvs.empty();
+    for (const auto& p : m.rdvs) ours = ours && p.sender_cookie == h.cookie;
     if (ours) {
-      if (u.msg.credit_held) release(g, wire::message_credit);
-      _match.remove_unexpected(u);
-      if (u.msg.in_active) g.active.erase({u.msg.tag, u.msg.seq});
-      recycle_unexpected(u);
+      if (m.held_credit) release(g, m.held_credit);
+      _match.remove_unexpected(*found);
+      if (m.in_active) g.active.erase({m.tag, m.seq});
+      unexpected_message::destroy(found);
       withdrawn = true;
     }
   }

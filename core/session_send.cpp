@@ -204,7 +204,7 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
       !g.held.empty() || !g.offered.empty() || !t.connected.load(std::memory_order_acquire))
     return false;
-  const std::uint64_t cost = len + wire::message_credit;  // chunk_credit of a whole message (it opens it)
+  const std::uint64_t cost = len + wire::own_credit(chunk_kind::data, len);  // chunk_credit of a whole message (it opens it)
   if (g.tx_spent + cost > g.tx_limit) return false;       // the general path: it waits for credit
   std::lock_guard tl(t.lock);
   if (t.retry) return false;

@@ -350,6 +350,7 @@ void session_impl::open_drivers(const session_options& opts) {
     _slots.push_back(std::move(slot));
   };
   open_one(loopback_driver().create());
+  _slots.back()->loopback = true;
   if (opts.driver.find('+') != std::string::npos) {
     // Several rails: every listed driver opens (in this order: track 0 is
     // the first that reaches a peer), a name may repeat (tcp+tcp).
@@ -595,12 +596,10 @@ session_impl::~session_impl() {
   // Drivers close their connections; then free what the engine still holds.
   for (auto& slot : _slots) slot->drv.reset();
   _match.free_unexpected();
-  for (unexpected_message* u : _unexpected_pool) delete u;
-  _unexpected_pool.clear();
   while (!_detached.empty()) {
     unexpected_message& u = _detached.front();
     _detached.pop_front();
-    delete &u;
+    unexpected_message::destroy(&u);
   }
   for (auto& g : _gates) {
     g->collect.clear();
@@ -652,6 +651,8 @@ session_stats session_impl::stats() const {
   out.unexpected_messages = get(_stats.unexpected_messages);
   out.protocol_errors = get(_stats.protocol_errors);
   out.offloaded_sends = get(_stats.offloaded_sends);
+  out.progress_driver_wakeups = _waiter.background_driver_wakeups();
+  out.progress_app_wakeups = _waiter.background_app_wakeups();
   out.offload_tasks_by_thread = get(_stats.offload_tasks_by_thread);
   return out;
 }

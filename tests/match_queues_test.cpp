@@ -3,7 +3,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <random>
 #include <vector>
 
@@ -22,10 +24,18 @@ void set(request_state& r, int source, std::uint64_t tag, std::uint64_t mask = a
   r.tag_mask = mask;
 }
 
+// Alternately a full record and a small one: matching treats both alike.
 unexpected_message* arrive(match_queues& q, int source, std::uint64_t tag) {
-  auto* u = new unexpected_message();
-  u->msg.source = source;
-  u->msg.tag = tag;
+  static int n = 0;
+  unexpected_message* u = nullptr;
+  if (n++ % 2 == 0) {
+    message_state m;
+    m.source = source;
+    m.tag = tag;
+    u = match_queues::make_full(std::move(m));
+  } else {
+    u = match_queues::make_small(source, tag, 0, {});
+  }
   q.add_unexpected(*u);
   return u;
 }
@@ -85,7 +95,7 @@ TEST_CASE("a receive takes the unexpected message that arrived first") {
   CHECK(q.first_unexpected(1, 0, 0) == m1);  // any tag
   CHECK(q.first_unexpected(2, 7, all) == nullptr);
   q.remove_unexpected(*m1);
-  delete m1;
+  unexpected_message::destroy(m1);
   CHECK(q.first_unexpected(any, 0, 0) == m0);
   CHECK(q.first_unexpected(1, 0, 0) == m1b);
   int seen = 0;
@@ -155,4 +165,40 @@ TEST_CASE("random posts and arrivals match like one linearly scanned list") {
   }
   for (request_state* r : reference) q.unpost(*r);
   CHECK_FALSE(q.any_posted());
+}
+
+TEST_CASE("a small unexpected record keeps the whole message inside one 64-byte block") {
+  const std::byte payload[8] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
+                                std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8}};
+  unexpected_message* u = match_queues::make_small(5, 0x1234, 77, std::span<const std::byte>(payload, 8));
+  CHECK(static_cast<unsigned>(u->small) == 1);
+  CHECK(static_cast<unsigned>(u->source) == 5);
+  CHECK(u->tag == 0x1234);
+  CHECK(u->seq == 77);
+  CHECK(u->length() == 8);
+  auto* s = static_cast<unexpected_small*>(u);
+  CHECK(std::memcmp(s->bytes, payload, 8) == 0);
+  // (56 bytes: malloc serves it from a 64-byte block, what the credit charges.)
+  CHECK(sizeof(unexpected_small) + 8 <= wire::small_message_credit);
+  unexpected_message::destroy(u);
+
+  // The largest rank a record can name, and an empty message.
+  unexpected_message* e = match_queues::make_small(unexpected_message::max_sources - 1, 1, 0, {});
+  CHECK(static_cast<unsigned>(e->source) == static_cast<std::uint32_t>(unexpected_message::max_sources - 1));
+  CHECK(e->length() == 0);
+  unexpected_message::destroy(e);
+
+  message_state m;
+  m.source = 3;
+  m.tag = 9;
+  m.seq = 4;
+  unexpected_full* f = match_queues::make_full(std::move(m));
+  CHECK(static_cast<unsigned>(f->small) == 0);
+  CHECK(static_cast<unsigned>(f->source) == 3);
+  CHECK(f->length() == message_state::unknown);  // not known until its last chunk
+  CHECK(f->msg.unexpected == f);
+  unexpected_message::destroy(f);
+
+  match_queues q;
+  CHECK_THROWS_AS(q.resize(unexpected_message::max_sources + 1), std::length_error);
 }

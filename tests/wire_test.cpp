@@ -204,7 +204,7 @@ TEST_CASE("credits: a credit chunk round-trips; a data entry and its chunks cost
   std::vector<char> big(5000, 'x');
   chunk_entry e = data_entry(big.data(), big.size(), 3, 1);
   e.flags |= chunk_flag::opens;
-  const std::uint64_t entry_cost = wire::chunk_credit(e.kind, e.len, e.flags);
+  const std::uint64_t entry_cost = wire::chunk_credit(e.kind, e.len, e.flags, e.msg_len);
   CHECK(entry_cost == 5000 + wire::message_credit);
   collect_list l2;
   l2.push_back(e);
@@ -219,22 +219,63 @@ TEST_CASE("credits: a credit chunk round-trips; a data entry and its chunks cost
     wire::packet_reader r2(pb2);
     REQUIRE(r2.begin(err));
     REQUIRE(r2.next(cv, err));
-    sum += wire::chunk_credit(static_cast<chunk_kind>(cv.header.kind), cv.header.payload, cv.header.flags);
+    sum += wire::chunk_credit(static_cast<chunk_kind>(cv.header.kind), cv.header.payload, cv.header.flags, cv.header.msg_len);
     opening_chunks += (cv.header.flags & chunk_flag::opens) ? 1 : 0;
   }
   CHECK(sum == entry_cost);
   CHECK(opening_chunks == 1);
   // Every unexpected entry costs: an empty message, a rendezvous request
   // that opens its message; later pieces and control chunks do not.
-  CHECK(wire::chunk_credit(chunk_kind::data, 0, chunk_flag::last | chunk_flag::opens) == wire::message_credit);
-  CHECK(wire::chunk_credit(chunk_kind::data, 0, chunk_flag::last) == 0);
-  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::opens) == wire::message_credit);
-  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::opens | chunk_flag::last) == wire::message_credit);
-  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, 0) == 0);
-  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::offer) == 0);
+  const std::uint64_t unknown = chunk_entry::unknown_length;
+  CHECK(wire::chunk_credit(chunk_kind::data, 0, chunk_flag::last | chunk_flag::opens, unknown) == wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::data, 0, chunk_flag::last, unknown) == 0);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::opens, unknown) == wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::opens | chunk_flag::last, 0) == wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, 0, 0) == 0);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::offer, 8) == 0);
   for (chunk_kind k : {chunk_kind::rtr, chunk_kind::cancel_req, chunk_kind::cancel_ack, chunk_kind::credit,
                        chunk_kind::want, chunk_kind::offer_ack})
-    CHECK(wire::chunk_credit(k, 0, chunk_flag::opens) == 0);
+    CHECK(wire::chunk_credit(k, 0, chunk_flag::opens, 0) == 0);
+  // A small message (eager, announced at most small_message_max bytes)
+  // costs small_message_credit in all, payload included; one byte more and
+  // it is an ordinary one; a synchronous (rendezvous) one is ordinary too.
+  for (std::uint64_t n = 0; n <= wire::small_message_max; ++n)
+    CHECK(wire::chunk_credit(chunk_kind::data, n, chunk_flag::last | chunk_flag::opens, n) == wire::small_message_credit);
+  const std::uint64_t over = wire::small_message_max + 1;
+  CHECK(wire::chunk_credit(chunk_kind::data, over, chunk_flag::last | chunk_flag::opens, over) ==
+        over + wire::message_credit);
+  CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::last | chunk_flag::opens, 8) == wire::message_credit);
+}
+
+TEST_CASE("packet builder: a small message is never split over packets (its credit assumes it whole)") {
+  // Room for one more header and 3 payload bytes only: the 8-byte message
+  // that opens its message waits for the next packet; a longer one is split.
+  std::vector<char> filler(2048 - sizeof(wire::packet_header) - 2 * sizeof(wire::chunk_header) - 3, 'f');
+  std::vector<char> small(8, 's'), longer(20, 'l');
+  for (bool is_small : {true, false}) {
+    packet_wrapper pw = make_wrapper(2048);
+    packet_builder b(pw, 2048, 64, 4096);
+    collect_list l;
+    chunk_entry f = data_entry(filler.data(), filler.size(), 1, 0);
+    chunk_entry e = is_small ? data_entry(small.data(), small.size(), 2, 0) : data_entry(longer.data(), longer.size(), 2, 0);
+    e.flags |= chunk_flag::opens;
+    l.push_back(f);
+    l.push_back(e);
+    REQUIRE(b.add(l, f));
+    CHECK(b.room() == 3);
+    if (is_small) {
+      CHECK_FALSE(b.add(l, e));
+      CHECK(e.len == 8);
+      CHECK((e.flags & chunk_flag::opens) != 0);
+      CHECK(b.chunks() == 1);
+      l.clear();
+    } else {
+      CHECK(b.add(l, e));
+      CHECK(e.len == 17);
+      CHECK(b.chunks() == 2);
+      l.clear();
+    }
+  }
 }
 
 TEST_CASE("flow control chunks: want and offer_ack round-trip; a payload on them is refused") {

@@ -56,7 +56,7 @@ constexpr knob kKnobs[] = {
     k_list("NMAD_STRATEGY_PATH", "directories separated by ':'", "engine", "directories searched for libnmad_strategy_<name>.so before the installed one", nullptr),
     k_size("NMAD_RDV_THRESHOLD", "auto", 0, GiB, "engine", "messages of at least this many bytes go by rendezvous (auto: the driver's preference, else 32K; capped by the driver's packet size)", "auto"),
     k_size("NMAD_COPY_THRESHOLD", "256", 0, GiB, "engine", "eager payloads up to this size are copied into the packet instead of gathered"),
-    k_size("NMAD_UNEXPECTED_MAX", "64M", 0, TiB, "engine", "what peers may make this process keep before its receives are posted: eager bytes + 320 B a message, rendezvous requests included (shared by its peers; 0 or unlimited: no bound)", "unlimited=0"),
+    k_size("NMAD_UNEXPECTED_MAX", "64M", 0, TiB, "engine", "what peers may make this process keep before its receives are posted: eager bytes + 320 B a message, rendezvous requests included, 64 B in all for an eager message of at most 8 bytes (shared by its peers; 0 or unlimited: no bound)", "unlimited=0"),
     k_ms("NMAD_CONNECT_TIMEOUT_MS", "30000", 1, kForeverMs, "engine", "time to connect to every peer at start-up"),
     k_ms("NMAD_FINALIZE_TIMEOUT_MS", "30000", 0, kForeverMs, "engine", "time to flush queued sends when a session ends (then they are dropped)"),
     k_choice("NMAD_WAIT", "fixed-spin", "busy|block|fixed-spin", "engine", "how blocking calls wait: poll, sleep at once, or poll NMAD_WAIT_SPIN_US then sleep"),

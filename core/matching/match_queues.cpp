@@ -1,6 +1,9 @@
 // Receive matching (see match_queues.hpp).
 #include "core/matching/match_queues.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace nmad {
 
 match_queues::~match_queues() {
@@ -10,6 +13,9 @@ match_queues::~match_queues() {
 }
 
 void match_queues::resize(int nsources) {
+  if (nsources < 0 || nsources > unexpected_message::max_sources)
+    throw std::length_error("matching: " + std::to_string(nsources) + " sources, at most " +
+                            std::to_string(unexpected_message::max_sources));
   _posted = std::vector<posted_list>(static_cast<std::size_t>(nsources));
   _unexpected = std::vector<unexpected_list>(static_cast<std::size_t>(nsources));
 }
@@ -60,23 +66,23 @@ bool match_queues::posted_with_stamp(int source, std::uint64_t stamp) const {
 }
 
 void match_queues::add_unexpected(unexpected_message& u) {
-  _unexpected[static_cast<std::size_t>(u.msg.source)].push_back(u);
+  _unexpected[u.source].push_back(u);
   _arrival.push_back(u);
 }
 
 unexpected_message* match_queues::first_unexpected(int source, std::uint64_t tag, std::uint64_t mask) {
   if (source == any) {
     for (unexpected_message& u : _arrival)
-      if (((u.msg.tag ^ tag) & mask) == 0) return &u;
+      if (((u.tag ^ tag) & mask) == 0) return &u;
     return nullptr;
   }
   for (unexpected_message& u : _unexpected[static_cast<std::size_t>(source)])
-    if (((u.msg.tag ^ tag) & mask) == 0) return &u;
+    if (((u.tag ^ tag) & mask) == 0) return &u;
   return nullptr;
 }
 
 void match_queues::remove_unexpected(unexpected_message& u) {
-  _unexpected[static_cast<std::size_t>(u.msg.source)].erase(unexpected_list::s_iterator_to(u));
+  _unexpected[u.source].erase(unexpected_list::s_iterator_to(u));
   _arrival.erase(arrival_list::s_iterator_to(u));
 }
 
@@ -84,9 +90,31 @@ void match_queues::free_unexpected() {
   while (!_arrival.empty()) {
     unexpected_message& u = _arrival.front();
     _arrival.pop_front();
-    _unexpected[static_cast<std::size_t>(u.msg.source)].erase(unexpected_list::s_iterator_to(u));
-    delete &u;
+    _unexpected[u.source].erase(unexpected_list::s_iterator_to(u));
+    unexpected_message::destroy(&u);
   }
+}
+
+unexpected_message* match_queues::make_small(int source, std::uint64_t tag, std::uint32_t seq,
+                                             std::span<const std::byte> payload) {
+  auto* u = new unexpected_small;
+  u->tag = tag;
+  u->seq = seq;
+  u->source = static_cast<std::uint32_t>(source);
+  u->small = 1;
+  u->small_len = static_cast<std::uint32_t>(payload.size());
+  if (!payload.empty()) std::memcpy(u->bytes, payload.data(), payload.size());
+  return u;
+}
+
+unexpected_full* match_queues::make_full(message_state&& m) {
+  auto* u = new unexpected_full;
+  u->tag = m.tag;
+  u->seq = m.seq;
+  u->source = static_cast<std::uint32_t>(m.source);
+  u->msg = std::move(m);
+  u->msg.unexpected = u;
+  return u;
 }
 
 }  // namespace nmad

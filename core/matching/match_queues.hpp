@@ -19,20 +19,67 @@
 //     (for any_source receives and probes). Each message is on both.
 // All of it is engine state, under the engine lock. Nothing here
 // allocates: the hooks live in the requests and messages.
+//
+// An unexpected message has one of two forms (unexpected_message::small):
+//   * small: a whole eager message of at most wire::small_message_max
+//     bytes, its payload inside the record (unexpected_small: 56 bytes,
+//     one 64-byte heap block). Most unexpected traffic is this, and its
+//     credit (wire::small_message_credit) is what the record costs.
+//   * full (unexpected_full): any other, with the whole message_state
+//     (chunks still arriving, buffered bytes, rendezvous ranges).
 #include <boost/intrusive/list.hpp>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <vector>
 
+#include "core/protocol/wire.hpp"
 #include "core/request.hpp"
 
 namespace nmad {
 
-// An arrived message no receive matched yet.
+struct unexpected_full;
+
+// An arrived message no receive matched yet (the part both forms share).
 struct unexpected_message {
+  static constexpr int max_sources = 1 << 24;  // sources fit `source`
+
   posted_hook by_source;  // on its source's unexpected list
   posted_hook arrival;    // on the list of all unexpected messages
+  std::uint64_t tag = 0;
+  std::uint32_t seq = 0;
+  std::uint32_t source : 24 = 0;
+  std::uint32_t small_len : 7 = 0;  // small: payload bytes
+  std::uint32_t small : 1 = 0;      // the form (see above)
+
+  // The message's length, or message_state::unknown while not known.
+  std::uint64_t length() const;
+  // The full form's state (small == 0 only).
+  message_state& state();
+  // Frees u, whichever its form.
+  static void destroy(unexpected_message* u);
+};
+
+struct unexpected_small : unexpected_message {
+  std::byte bytes[wire::small_message_max];
+};
+// 56 bytes, which the allocator serves from a 64-byte block: what
+// wire::small_message_credit charges.
+static_assert(sizeof(unexpected_small) <= 56, "a small unexpected record must fit a 64-byte heap block");
+static_assert(wire::small_message_max < 128, "small_len holds the payload length");
+
+struct unexpected_full : unexpected_message {
   message_state msg;
 };
+
+inline message_state& unexpected_message::state() { return static_cast<unexpected_full*>(this)->msg; }
+inline std::uint64_t unexpected_message::length() const {
+  return small ? small_len : static_cast<const unexpected_full*>(this)->msg.total;
+}
+inline void unexpected_message::destroy(unexpected_message* u) {
+  if (u->small) delete static_cast<unexpected_small*>(u);
+  else delete static_cast<unexpected_full*>(u);
+}
 
 using posted_list = boost::intrusive::list<
     request_state,
@@ -56,7 +103,7 @@ class match_queues {
   match_queues& operator=(const match_queues&) = delete;
   ~match_queues();
 
-  // Sources are ranks 0..n-1.
+  // Sources are ranks 0..n-1 (n at most unexpected_message::max_sources).
   void resize(int nsources);
 
   static bool matches(int source_filter, std::uint64_t tag_filter, std::uint64_t mask, int source,
@@ -112,6 +159,11 @@ class match_queues {
   }
   // Frees every unexpected message (end of the session).
   void free_unexpected();
+  // A new small unexpected message (see above), not on any list yet.
+  static unexpected_message* make_small(int source, std::uint64_t tag, std::uint32_t seq,
+                                        std::span<const std::byte> payload);
+  // A new full one holding m (its source, tag and seq copied), not on any list yet.
+  static unexpected_full* make_full(message_state&& m);
 
  private:
   std::vector<posted_list> _posted;  // by source rank

@@ -113,13 +113,34 @@ inline bool is_short(std::span<const std::byte> packet, short_header& h) {
 // `probe`) releases the held messages up to the first it matches, in
 // order, as uncharged rendezvous requests: a probe must see the message,
 // and the messages before it may not be overtaken.
+//
+// A small message (eager data, at most small_message_max bytes long in
+// all, msg_len known on its opening chunk) is kept by an unexpected
+// receiver in a compact record of its own, payload inside (see
+// core/matching/match_queues.hpp): its own credit is what makes it cost
+// small_message_credit in all, payload included. Such a message is never
+// split over packets (packet_builder), so its one chunk both opens and
+// ends it.
 constexpr std::uint64_t initial_credit = 64 * 1024;
 constexpr std::uint64_t message_credit = 320;  // >= an unexpected message's own memory
-// The credit a chunk (kind, payload bytes, flags) costs; a sender's entry
-// costs the same computed on the whole entry (the `opens` flag travels on
-// its first chunk only).
-inline std::uint64_t chunk_credit(chunk_kind kind, std::uint64_t payload, std::uint8_t flags) {
-  const std::uint64_t own = (flags & chunk_flag::opens) ? message_credit : 0;
+constexpr std::uint64_t small_message_max = 8;
+constexpr std::uint64_t small_message_credit = 64;  // >= a compact unexpected record (payload included)
+// Whether a data message of msg_len bytes (unknown_length: not known yet)
+// is a small one.
+inline bool is_small_message(chunk_kind kind, std::uint64_t msg_len) {
+  return kind == chunk_kind::data && msg_len <= small_message_max;
+}
+// What the message opened by a chunk (kind, msg_len) costs beyond its
+// payload: the receiver's bookkeeping of it while unexpected.
+inline std::uint64_t own_credit(chunk_kind kind, std::uint64_t msg_len) {
+  return is_small_message(kind, msg_len) ? small_message_credit - msg_len : message_credit;
+}
+// The credit a chunk (kind, payload bytes, flags, announced message
+// length) costs; a sender's entry costs the same computed on the whole
+// entry (the `opens` flag travels on its first chunk only).
+inline std::uint64_t chunk_credit(chunk_kind kind, std::uint64_t payload, std::uint8_t flags,
+                                  std::uint64_t msg_len) {
+  const std::uint64_t own = (flags & chunk_flag::opens) ? own_credit(kind, msg_len) : 0;
   if (kind == chunk_kind::data) return payload + own;
   if (kind == chunk_kind::rdv_req) return own;
   return 0;

@@ -75,6 +75,9 @@ bool packet_builder::add(collect_list& list, chunk_entry& e, std::uint64_t max_p
   if (e.kind == chunk_kind::data) {
     take = std::min<std::uint64_t>({e.len, max_payload, space});
     if (take == 0 && e.len > 0) return false;
+    // A small message goes whole (its receiver keeps it in one compact
+    // record, see wire::small_message_max), in the next packet if need be.
+    if (take < e.len && (e.flags & chunk_flag::opens) && wire::is_small_message(e.kind, e.msg_len)) return false;
     h.payload = static_cast<std::uint32_t>(take);
     h.len = take;
     h.flags = (take == e.len) ? e.flags : static_cast<std::uint8_t>(e.flags & ~chunk_flag::last);

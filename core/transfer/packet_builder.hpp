@@ -27,7 +27,8 @@ class packet_builder {
   static std::size_t wire_size(const chunk_entry& e);
   // Adds (a prefix of, for data) entry e: at most max_payload payload bytes.
   // Removes e from `list` once it is fully packed. Returns false if nothing
-  // could be added (packet full).
+  // could be added (packet full; a small message, see
+  // wire::small_message_max, is added whole or not at all).
   bool add(collect_list& list, chunk_entry& e,
            std::uint64_t max_payload = ~std::uint64_t{0});
   // Writes the packet header; returns the packet's wire length.
