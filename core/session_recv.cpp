@@ -244,7 +244,7 @@ message_state* session_impl::new_message(gate& g, const wire::chunk_header& h, s
   // compact record, payload inside. Nothing more of it will come.
   if (whole && (h.flags & chunk_flag::opens) && wire::is_small_message(static_cast<chunk_kind>(h.kind), h.msg_len) &&
       payload.size() == h.msg_len && h.len == h.msg_len) {
-    _match.add_unexpected(*match_queues::make_small(g.rank, h.tag, h.seq, payload));
+    _match.add_unexpected(*_match.new_small(g.rank, h.tag, h.seq, payload));
     return nullptr;
   }
   unexpected_full* u = match_queues::make_full(std::move(m));
@@ -640,7 +640,7 @@ void session_impl::take_small(gate& g, request_state& r, unexpected_small& u) {
   if (trace::enabled()) trace::emit(trace::event::match, m.source, 0, m.tag, m.seq, m.total);
   if (g.flow_control) release(g, wire::small_message_credit - len);
   place(r, 0, std::span<const std::byte>(u.bytes, len));  // (returns the payload's credit)
-  unexpected_message::destroy(&u);
+  _match.free_small(&u);
   finish_recv_if_done(r);
 }
 

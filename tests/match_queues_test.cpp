@@ -202,3 +202,35 @@ TEST_CASE("a small unexpected record keeps the whole message inside one 64-byte 
   match_queues q;
   CHECK_THROWS_AS(q.resize(unexpected_message::max_sources + 1), std::length_error);
 }
+
+TEST_CASE("small records given back are reused with fresh contents, and only up to the bound") {
+  match_queues q;
+  q.resize(4);
+  const std::byte a[8] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
+                          std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8}};
+  const std::byte b[3] = {std::byte{9}, std::byte{10}, std::byte{11}};
+  unexpected_message* u = q.new_small(1, 0x10, 5, std::span<const std::byte>(a, 8));
+  q.add_unexpected(*u);
+  REQUIRE(q.first_unexpected(1, 0x10, ~std::uint64_t{0}) == u);
+  q.remove_unexpected(*u);
+  q.free_small(static_cast<unexpected_small*>(u));
+  // The same block comes back, holding the new message only, and it can be
+  // queued again (its hooks are fresh).
+  unexpected_message* v = q.new_small(2, 0x20, 6, std::span<const std::byte>(b, 3));
+  CHECK(v == u);
+  CHECK(static_cast<unsigned>(v->source) == 2);
+  CHECK(v->tag == 0x20);
+  CHECK(v->seq == 6);
+  CHECK(v->length() == 3);
+  CHECK(std::memcmp(static_cast<unexpected_small*>(v)->bytes, b, 3) == 0);
+  q.add_unexpected(*v);
+  CHECK(q.first_unexpected(2, 0x20, ~std::uint64_t{0}) == v);
+  CHECK(q.first_unexpected(1, 0x10, ~std::uint64_t{0}) == nullptr);
+  q.remove_unexpected(*v);
+  q.free_small(static_cast<unexpected_small*>(v));
+  // More than the bound given back: the others are freed (the sanitizer
+  // build checks that nothing leaks at the end either way).
+  std::vector<unexpected_message*> many;
+  for (std::size_t i = 0; i < match_queues::kSmallKept + 10; ++i) many.push_back(q.new_small(0, i, 0, {}));
+  for (unexpected_message* m : many) q.free_small(static_cast<unexpected_small*>(m));
+}

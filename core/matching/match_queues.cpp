@@ -1,6 +1,7 @@
 // Receive matching (see match_queues.hpp).
 #include "core/matching/match_queues.hpp"
 
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,7 @@ match_queues::~match_queues() {
   for (auto& l : _posted) l.clear();
   _posted_any.clear();
   free_unexpected();
+  for (unexpected_small* u : _small_kept) delete u;
 }
 
 void match_queues::resize(int nsources) {
@@ -105,6 +107,30 @@ unexpected_message* match_queues::make_small(int source, std::uint64_t tag, std:
   u->small_len = static_cast<std::uint32_t>(payload.size());
   if (!payload.empty()) std::memcpy(u->bytes, payload.data(), payload.size());
   return u;
+}
+
+unexpected_message* match_queues::new_small(int source, std::uint64_t tag, std::uint32_t seq,
+                                            std::span<const std::byte> payload) {
+  if (_small_kept.empty()) return make_small(source, tag, seq, payload);
+  unexpected_small* u = _small_kept.back();
+  _small_kept.pop_back();
+  ::new (static_cast<void*>(u)) unexpected_small;  // fresh hooks and fields
+  u->tag = tag;
+  u->seq = seq;
+  u->source = static_cast<std::uint32_t>(source);
+  u->small = 1;
+  u->small_len = static_cast<std::uint32_t>(payload.size());
+  if (!payload.empty()) std::memcpy(u->bytes, payload.data(), payload.size());
+  return u;
+}
+
+void match_queues::free_small(unexpected_small* u) {
+  if (_small_kept.size() >= kSmallKept) {
+    delete u;
+    return;
+  }
+  u->~unexpected_small();
+  _small_kept.push_back(u);
 }
 
 unexpected_full* match_queues::make_full(message_state&& m) {

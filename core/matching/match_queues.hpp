@@ -164,6 +164,14 @@ class match_queues {
                                         std::span<const std::byte> payload);
   // A new full one holding m (its source, tag and seq copied), not on any list yet.
   static unexpected_full* make_full(message_state&& m);
+  // make_small from the records kept for reuse (in the steady state an
+  // unexpected small message then costs no allocation).
+  unexpected_message* new_small(int source, std::uint64_t tag, std::uint32_t seq,
+                                std::span<const std::byte> payload);
+  // Gives back a small record that is on no list: kept for reuse (at most
+  // kSmallKept of them, 16 KiB, not charged to any peer), else freed.
+  void free_small(unexpected_small* u);
+  static constexpr std::size_t kSmallKept = 256;
 
  private:
   std::vector<posted_list> _posted;  // by source rank
@@ -172,6 +180,7 @@ class match_queues {
   std::size_t _nposted = 0;
   std::vector<unexpected_list> _unexpected;  // by source rank
   arrival_list _arrival;                     // all of them, oldest first
+  std::vector<unexpected_small*> _small_kept;  // small records for reuse
 };
 
 }  // namespace nmad
