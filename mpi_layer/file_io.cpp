@@ -580,19 +580,16 @@ int start_async(const char*, const std::shared_ptr<file_obj>& f, std::function<i
   return MPI_SUCCESS;
 }
 
-int complete_request(const std::shared_ptr<file_obj>& f, const io_result& res, MPI_Request* request) {
-  auto a = std::make_shared<async_state>();
-  a->file = f;
-  a->result = res;
-  a->done.store(true, std::memory_order_release);
-  request_obj* r = new_request();
-  arm_request(r, a);
-  *request = r->handle;
-  return MPI_SUCCESS;
-}
+void post_io(std::function<void()> fn) { worker().post(std::move(fn)); }
 
 void drain(file_obj& f) {
-  while (f.pending.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  if (f.pending.load(std::memory_order_acquire) == 0) return;
+  // Independent operations finish on the I/O thread (which wakes us);
+  // collective ones need the engine: this wait progresses them.
+  st().session->wait_until([&] {
+    progress_collectives();
+    return f.pending.load(std::memory_order_acquire) == 0;
+  });
 }
 
 }  // namespace nmad::mpi::io
