@@ -1248,6 +1248,8 @@ int launch_schedule(const char* fn, comm_obj* c, coll::schedule&& s, MPI_Request
   return launch(x, req);
 }
 
+std::shared_ptr<coll::session_transport> collective_transport(comm_obj& c) { return transport_of(c); }
+
 void coll_finalize() {
   nb_state& s = nb();
   std::vector<std::shared_ptr<nb_coll>> pending;

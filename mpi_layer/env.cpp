@@ -84,6 +84,7 @@ int PMPI_Finalize(void) {
   // Pending non-blocking collectives are finished (or abandoned) and their
   // progress hook removed while the session still exists (coll.cpp).
   coll_finalize();
+  io::io_finalize();  // the same for non-blocking collective file accesses (file_twophase.cpp)
   // Receives still posted can never complete: withdraw them so the engine
   // does not write into memory the program may free.
   {

@@ -12,9 +12,16 @@
 //   * non-blocking independent: the same, queued to the background I/O
 //     thread; the request completes when it has run;
 //   * collective (_all, _ordered, and their non-blocking and split forms):
-//     file_twophase.cpp's access_collective, at call time. A non-blocking
-//     collective returns a request that is already complete, a split
-//     collective's _begin does the access and its _end returns the status.
+//     file_twophase.cpp's collective job. A blocking form waits for it; a
+//     non-blocking form returns a request on it and a split _begin keeps
+//     it for _end, and the layer's progress moves it meanwhile (file
+//     steps on the I/O thread), so the access advances while the
+//     application computes. Their start is local: the agreement of the
+//     argument checks is the job's first phase (a process whose checks
+//     fail returns the error at once and still takes part in that phase,
+//     so the others' jobs fail with the class instead of waiting). Only
+//     the ordered split form synchronises at _begin (its place in the
+//     file comes from a scan and the shared pointer).
 // File pointers move at call time by the amount requested (for a blocking
 // read, by the amount read), so a later call sees the new position even
 // while a non-blocking access is still queued.
@@ -84,7 +91,10 @@ int access(const char* fn, MPI_File fh, where w, form how, bool write, MPI_Offse
     }
     err = describe(v, buf, count, t, u, detail);
   }();
-  if (collective && f->size > 1) {
+  // Non-blocking and split collectives (except ordered) agree on the
+  // checks inside the job; blocking ones (and ordered) here.
+  const bool deferred = (how == form::icollective || how == form::split_begin) && w != where::shared;
+  if (collective && f->size > 1 && !deferred) {
     // A collective call that fails its checks on one process must not
     // leave the others waiting in the access: all agree on the class.
     int all = err;
@@ -94,7 +104,14 @@ int access(const char* fn, MPI_File fh, where w, form how, bool write, MPI_Offse
       detail = std::string("the collective call failed its checks on another process (") + error_name(all) + ")";
     }
   }
-  if (err != MPI_SUCCESS) return raise_file(fn, f.get(), err, detail);
+  if (err != MPI_SUCCESS) {
+    if (deferred && f->size > 1) {
+      // Takes part in the others' agreement (the job ends there), then
+      // reports the error now; no request is returned.
+      start_collective(fn, f, v, h, atomic, write, u, 0, err, detail, true);
+    }
+    return raise_file(fn, f.get(), err, detail);
+  }
 
   // Position in the stream (bytes), and the pointer update.
   std::int64_t pos = 0;
@@ -134,26 +151,27 @@ int access(const char* fn, MPI_File fh, where w, form how, bool write, MPI_Offse
       return access_independent(*f, v, h, atomic, write, u, pos);
     }, request);
   }
-  const io_result res = collective ? access_collective(*f, write, u, pos)
-                                   : access_independent(*f, v, h, atomic, write, u, pos);
-  if (w == where::individual && !write && res.err == MPI_SUCCESS && res.bytes < u.mem_bytes &&
-      how == form::blocking) {
+  if (collective) {
+    const bool background = how != form::collective;
+    auto job = start_collective(fn, f, v, h, atomic, write, u, pos, deferred ? MPI_SUCCESS : -1, std::string(),
+                                background);
+    if (how == form::icollective) return collective_request(job, request);  // errors: at completion
+    if (how == form::split_begin) {
+      std::lock_guard g(f->mu);
+      f->split_active = true;
+      f->split_job = std::move(job);
+      return MPI_SUCCESS;  // reported by _end
+    }
+    const io_result res = finish_collective(job);
+    if (res.err != MPI_SUCCESS) return raise_file(fn, f.get(), res.err, res.detail);
+    set_status(status, res.bytes);
+    return MPI_SUCCESS;
+  }
+  const io_result res = access_independent(*f, v, h, atomic, write, u, pos);
+  if (w == where::individual && !write && res.err == MPI_SUCCESS && res.bytes < u.mem_bytes) {
     // A read that met the end of the file moves the pointer by what it read.
     std::lock_guard g(f->mu);
     f->pointer -= units - stream_bytes(v, u, res.bytes) / v.esize;
-  }
-  if (how == form::icollective) {
-    complete_request(f, res, request);
-    return MPI_SUCCESS;  // an error is reported by the call that completes the request
-  }
-  if (how == form::split_begin) {
-    std::lock_guard g(f->mu);
-    f->split_active = true;
-    set_status(&f->split_status, res.bytes);
-    f->split_status.MPI_ERROR = res.err;
-    f->split_err = res.err;
-    f->split_detail = res.detail;
-    return MPI_SUCCESS;  // reported by _end
   }
   if (res.err != MPI_SUCCESS) return raise_file(fn, f.get(), res.err, res.detail);
   set_status(status, res.bytes);
@@ -164,18 +182,18 @@ int split_end(const char* fn, MPI_File fh, MPI_Status* status) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   auto f = lookup_file(fh);
   if (!f) return raise_file(fn, nullptr, MPI_ERR_FILE, "invalid file handle " + std::to_string(fh));
-  int err;
-  std::string detail;
+  std::shared_ptr<collective_job> job;
   {
     std::lock_guard g(f->mu);
     if (!f->split_active)
       return raise_file(fn, f.get(), MPI_ERR_OTHER, "no split collective was begun on this file");
     f->split_active = false;
-    if (status) *status = f->split_status;
-    err = f->split_err;
-    detail = f->split_detail;
+    job = std::move(f->split_job);
   }
-  return err == MPI_SUCCESS ? err : raise_file(fn, f.get(), err, detail);
+  const io_result res = finish_collective(job);
+  if (res.err != MPI_SUCCESS) return raise_file(fn, f.get(), res.err, res.detail);
+  set_status(status, res.bytes);
+  return MPI_SUCCESS;
 }
 
 int check_whence(int whence, std::string& detail) {

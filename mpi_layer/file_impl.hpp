@@ -27,8 +27,12 @@
 //     when some process's access is not contiguous in the file: aggregator
 //     processes (cb_nodes, one per host by default) each own a contiguous
 //     file domain, gather the pieces of all processes for a window of
-//     cb_buffer_size bytes over MPI_Alltoallv, and write (or read) it with
-//     one large access.
+//     cb_buffer_size bytes over the engine (the collective schedules of
+//     coll/), and write (or read) it with one large access. It is a state
+//     machine that never blocks: blocking forms wait on it, non-blocking
+//     and split forms leave it to the layer's progress (a session progress
+//     task, the progress thread while the application computes), with its
+//     file steps on the background I/O thread.
 // Thread safety: the file table has its own lock; a file's view, pointer
 // and hints are guarded by file_obj::mu; shared-pointer updates by
 // file_obj::shared_mu plus the fcntl lock. No lock of this part is held
@@ -67,6 +71,8 @@ struct hints {
   info_entries extra;                  // other recognised hints, as given
 };
 
+struct collective_job;  // file_twophase.cpp
+
 struct file_obj {
   MPI_File handle = MPI_FILE_NULL;
   MPI_Comm comm = MPI_COMM_NULL;       // private duplicate (MPI_ERRORS_RETURN)
@@ -85,15 +91,13 @@ struct file_obj {
   bool atomic = false;
   // Split collective in progress (_begin called, _end not yet).
   bool split_active = false;
-  MPI_Status split_status{};
-  int split_err = MPI_SUCCESS;
-  std::string split_detail;
+  std::shared_ptr<collective_job> split_job;
 
   std::mutex shared_mu;                // shared pointer side file (process-wide)
   std::string shared_path;
   int shared_fd = -1;
   std::mutex atomic_mu;                // atomic mode: excludes this process's threads
-  std::atomic<int> pending{0};         // queued non-blocking operations
+  std::atomic<int> pending{0};         // non-blocking operations not finished (independent and collective)
 };
 
 // The outcome of an access: an MPI error class (detail set) and the bytes
@@ -178,12 +182,13 @@ int pread_full(int fd, std::byte* p, std::int64_t n, std::int64_t off, std::int6
 // handler by the completing call.
 int start_async(const char* fn, const std::shared_ptr<file_obj>& f, std::function<io_result()> job,
                 MPI_Request* request);
-// A request already complete with this result (collective non-blocking
-// forms, done at call time).
-int complete_request(const std::shared_ptr<file_obj>& f, const io_result& r, MPI_Request* request);
+// Runs fn on the background I/O thread (FIFO with the queued independent
+// operations); fn must not call the engine or MPI.
+void post_io(std::function<void()> fn);
 // Fills a status from a result (count in bytes).
 void set_status(MPI_Status* s, std::int64_t bytes);
-// Waits until f has no queued non-blocking operation (close, sync).
+// Waits until f has no unfinished non-blocking operation (close, sync,
+// set_view, set_atomicity), progressing its collective ones.
 void drain(file_obj& f);
 
 // ---- shared file pointer (file_io.cpp) ----
@@ -195,10 +200,27 @@ int shared_set(file_obj& f, MPI_Offset value, std::string& detail);
 void shared_remove(file_obj& f);
 
 // ---- collective access (file_twophase.cpp) ----
-// Collective access of u at stream position pos on every process of f
+// A collective access of u at stream position pos on every process of f
 // (two-phase aggregation when some access is not contiguous in the file
 // and the hints allow it; else each process accesses independently). The
 // result is agreed: an error on any process fails all with its class.
-io_result access_collective(file_obj& f, bool write, const user_data& u, std::int64_t pos);
+struct collective_job;
+// Starts one, taking the communicator's next collective sequence number
+// (call it in the same order on every process, from the calling thread).
+// check >= 0: this process's argument check (an MPI class), agreed first;
+// a failure anywhere ends the job with it and nothing is accessed (the
+// job then never touches u). background: registered with the progress
+// task, file steps on the I/O thread (non-blocking and split forms); else
+// the caller drives it with finish_collective, file steps inline.
+std::shared_ptr<collective_job> start_collective(const char* fn, const std::shared_ptr<file_obj>& f, const view& v,
+                                                 const hints& h, bool atomic, bool write, const user_data& u,
+                                                 std::int64_t pos, int check, std::string check_detail,
+                                                 bool background);
+// Waits for the job (session wait policy) and returns its result.
+io_result finish_collective(const std::shared_ptr<collective_job>& j);
+// A generic request that completes with the job (MPI_Test/MPI_Wait advance it).
+int collective_request(const std::shared_ptr<collective_job>& j, MPI_Request* request);
+// One round over the background jobs (drain).
+void progress_collectives();
 
 }  // namespace nmad::mpi::io

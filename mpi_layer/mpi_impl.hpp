@@ -501,5 +501,14 @@ bool predefined_reduction_ok(MPI_Op h, MPI_Datatype th);
 // wait, abandons) pending non-blocking collectives and removes their
 // progress hook. See coll.cpp.
 void coll_finalize();
+// The collective transport of a communicator (made on first use): MPI-IO's
+// two-phase exchange runs the collective schedules over it. See coll.cpp.
+std::shared_ptr<nmad::coll::session_transport> collective_transport(comm_obj& c);
+namespace io {
+// MPI_Finalize, after coll_finalize: finishes (bounded by
+// NMAD_COLL_FINALIZE_TIMEOUT_MS) the non-blocking collective file accesses
+// nobody waited for and removes their progress task. See file_twophase.cpp.
+void io_finalize();
+}  // namespace io
 
 }  // namespace nmad::mpi
