@@ -104,7 +104,7 @@ constexpr knob kKnobs[] = {
     k_int("NMAD_OFI_MR_CACHE", "64", 0, 1 << 20, "ofi", "unused memory registrations kept (LRU); 0: register per rendezvous"),
     // --- the MPI layer ---
     k_choice("NMAD_COLL_HIER", "auto", "auto|on|off", "mpi", "hierarchical collectives over hosts, packages, NUMA nodes: auto (bcast, reduce, allreduce), on (barrier too), off"),
-    k_ms("NMAD_COLL_FINALIZE_TIMEOUT_MS", "10000", 0, kForeverMs, "mpi", "time MPI_Finalize gives pending non-blocking collectives"),
+    k_ms("NMAD_COLL_FINALIZE_TIMEOUT_MS", "10000", 0, kForeverMs, "mpi", "time MPI_Finalize gives pending non-blocking collectives and collective file accesses"),
     k_size("NMAD_COLL_BCAST_SMALL", "12K", 0, TiB, "mpi", "bcast below this (or on 2 processes): binomial tree"),
     k_int("NMAD_COLL_BCAST_MIN_PROCS", "8", 0, 1 << 24, "mpi", "bcast on fewer processes than this: binomial tree up to NMAD_COLL_BCAST_LARGE"),
     k_size("NMAD_COLL_BCAST_LARGE", "512K", 0, TiB, "mpi", "bcast from this size: pipelined chain (between: scatter + allgather)"),
