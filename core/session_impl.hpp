@@ -76,7 +76,6 @@ struct driver_slot final : driver_events {
   session_impl* engine = nullptr;
   std::unique_ptr<driver> drv;
   int instance = 0;  // how many slots of the same driver come before it (tcp+tcp)
-  bool loopback = false;  // the session's own gate's driver (never rings anyone)
   driver_caps caps;  // drv->caps() with the sampled profile's figures, if any (tracks point here)
   conn_table gates;  // established connections (under `lock`)
   engine_mutex lock; // the driver's poll lock (see LOCK ORDER)
@@ -233,9 +232,6 @@ class session_impl final : private wait_engine {
   arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_drivers(std::span<const pollfd> fds) override;
   bool has_unsent() override;
-  bool background_fds(std::vector<pollfd>& fds) override;
-  bool arm_background(bool on) override;
-  void background_woken() override;
   void schedule(gate& g);
   // Copy offload: leaves g's scheduling (the packet's copy) to the
   // progress thread, as a progress task; any thread's round may run it.

@@ -225,44 +225,6 @@ void session_impl::disarm_drivers(std::span<const pollfd> fds) {
   }
 }
 
-// Background arming (driver::arm_background): the progress thread's idle
-// sleep watches every network driver's background descriptor; the
-// loopback driver needs none (only this process's own threads give it
-// work, and they progress it themselves).
-bool session_impl::background_fds(std::vector<pollfd>& fds) {
-  for (auto& slot : _slots) {
-    if (slot->loopback) continue;
-    const int fd = slot->drv->background_fd();
-    if (fd < 0) return false;
-    fds.push_back({fd, POLLIN, 0});
-  }
-  return true;
-}
-
-bool session_impl::arm_background(bool on) {
-  bool all = true;
-  for (auto& slot : _slots) {
-    if (slot->loopback) continue;
-    all &= slot->drv->arm_background(on);
-    // What arrived before the count was raised rings nobody: wake the
-    // thread for it. (A driver another thread polls is that thread's.)
-    if (on && all && slot->lock.try_lock()) {
-      all = !slot->drv->input_pending();
-      slot->lock.unlock();
-    }
-  }
-  // Work only this process can announce: deferred work, queued offloads.
-  return all && !_pending_any.load(std::memory_order_acquire) && _offloads_queued.load(std::memory_order_seq_cst) == 0;
-}
-
-void session_impl::background_woken() {
-  for (auto& slot : _slots) {
-    if (slot->loopback) continue;
-    std::lock_guard dl(slot->lock);  // nothing else held: may wait
-    slot->drv->background_woken();
-  }
-}
-
 void session_impl::wait_until(request_state& r) {
   _waiter.wait([](void* p) { return static_cast<request_state*>(p)->is_complete(); }, &r, &r.wake_fd);
 }

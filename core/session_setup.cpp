@@ -350,7 +350,6 @@ void session_impl::open_drivers(const session_options& opts) {
     _slots.push_back(std::move(slot));
   };
   open_one(loopback_driver().create());
-  _slots.back()->loopback = true;
   if (opts.driver.find('+') != std::string::npos) {
     // Several rails: every listed driver opens (in this order: track 0 is
     // the first that reaches a peer), a name may repeat (tcp+tcp).
@@ -651,8 +650,6 @@ session_stats session_impl::stats() const {
   out.unexpected_messages = get(_stats.unexpected_messages);
   out.protocol_errors = get(_stats.protocol_errors);
   out.offloaded_sends = get(_stats.offloaded_sends);
-  out.progress_driver_wakeups = _waiter.background_driver_wakeups();
-  out.progress_app_wakeups = _waiter.background_app_wakeups();
   out.offload_tasks_by_thread = get(_stats.offload_tasks_by_thread);
   return out;
 }

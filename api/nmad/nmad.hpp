@@ -159,11 +159,6 @@ struct session_stats {
   // them sent already by the caller's own progress).
   std::uint64_t offloaded_sends = 0;
   std::uint64_t offload_tasks_by_thread = 0;
-  // The progress thread, woken from its idle sleep for work: by a peer's
-  // packet through the drivers armed for it (no system call by the
-  // application), or by an application thread's system call.
-  std::uint64_t progress_driver_wakeups = 0;
-  std::uint64_t progress_app_wakeups = 0;
 };
 
 // Statistics of one track (one driver connection of a gate), send side,

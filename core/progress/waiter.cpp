@@ -24,10 +24,6 @@ constexpr unsigned kClockEvery = 16;
 // The progress thread's idle sleep: every wake-up is explicit, this only
 // bounds what a lost one (a bug) could cost.
 constexpr int kIdleSafetyMs = 1000;
-// The same while work is in flight: the drivers' background arming may
-// lose a wake-up in a race (see driver::arm_background); this bounds what
-// one costs the overlap.
-constexpr int kInFlightSafetyMs = 20;
 
 // What a thread needs to sleep, made on its first sleep and reached
 // through a POSIX key (core/common/thread_heap.hpp: no static TLS; the
@@ -365,9 +361,6 @@ bool waiter::background_should_run() const {
 
 void waiter::app_wait_begin() {
   _app_waiting.fetch_add(1, std::memory_order_seq_cst);
-  // It progresses itself from now on: the peers need not ring the
-  // progress thread any more (no system call: a count in shared memory).
-  if (_bg_armed.exchange(false, std::memory_order_seq_cst)) _engine.arm_background(false);
   // Leading in the background (maybe asleep on the drivers, which makes
   // peers ring us): tell it to step aside now.
   if (_bg_busy.load(std::memory_order_seq_cst))
@@ -384,19 +377,7 @@ void waiter::app_returns_slow() {
   if (!_bg_idle.load(std::memory_order_seq_cst)) return;
   if (_app_waiting.load(std::memory_order_seq_cst) > 0) return;
   if (_in_flight.load(std::memory_order_seq_cst) <= 0) return;
-  // Its idle sleep watches the drivers: arm them for it and let the
-  // peer's next packet wake it (the rendezvous request this process
-  // waits for, the answer to ours). No system call here, and none when
-  // this thread comes back before anything arrived (app_wait_begin
-  // disarms). Pairs with run_background's store of _bg_watches_drivers
-  // before its last look at the counts.
-  if (_bg_watches_drivers.load(std::memory_order_seq_cst)) {
-    if (_bg_armed.exchange(true, std::memory_order_seq_cst)) return;  // armed already
-    if (_engine.arm_background(true)) return;
-    // Work no peer will announce is pending: wake it as well.
-  }
   if (!_bg_idle.exchange(false, std::memory_order_seq_cst)) return;  // someone else woke it
-  _bg_app_wakeups.fetch_add(1, std::memory_order_relaxed);
   if (const int fd = _bg_fd.load(std::memory_order_seq_cst); fd >= 0) wake_one(fd);
 }
 
@@ -406,40 +387,16 @@ void waiter::run_background() {
   thread_sleep& me = sleep_state();
   const int own = me.event();
   _bg_fd.store(own, std::memory_order_seq_cst);
-  // The idle sleep watches the drivers' background descriptors
-  // (wait_engine::background_fds) besides its own, unless one of them
-  // fired last time while an application thread slept on the drivers (it
-  // stays readable until that thread drains it: watching it would spin).
-  bool watch = true;
-  std::vector<pollfd> fds;
   while (!_bg_stop.load(std::memory_order_seq_cst)) {
     if (!background_should_run() && !spin_for_work()) {
       if (own >= 0) me.drain();  // wake-ups meant for an earlier sleep
-      fds.assign(1, pollfd{own, POLLIN, 0});
-      const bool watching = watch && own >= 0 && _engine.background_fds(fds);
-      if (!watching) fds.resize(1);
-      _bg_watches_drivers.store(watching, std::memory_order_seq_cst);
       _bg_idle.store(true, std::memory_order_seq_cst);
-      bool driver_fired = false;
       if (!background_should_run() && !_bg_stop.load(std::memory_order_seq_cst)) {
+        pollfd p{own, POLLIN, 0};
         _sleeps.fetch_add(1, std::memory_order_relaxed);
-        const int safety = _in_flight.load(std::memory_order_relaxed) > 0 ? kInFlightSafetyMs : kIdleSafetyMs;
-        if (::poll(fds.data(), own >= 0 ? fds.size() : 0, own >= 0 ? safety : 1) > 0)
-          for (std::size_t i = 1; i < fds.size(); ++i) driver_fired |= fds[i].revents != 0;
+        ::poll(&p, own >= 0 ? 1 : 0, own >= 0 ? kIdleSafetyMs : 1);
       }
       _bg_idle.store(false, std::memory_order_seq_cst);
-      _bg_watches_drivers.store(false, std::memory_order_seq_cst);
-      if (_bg_armed.exchange(false, std::memory_order_seq_cst)) _engine.arm_background(false);
-      watch = true;
-      if (driver_fired) {
-        if (_app_waiting.load(std::memory_order_seq_cst) == 0 && _sleepers.load(std::memory_order_seq_cst) == 0) {
-          // Rung for us: drain, then work if there is some to do.
-          _engine.background_woken();
-          if (background_should_run()) _bg_driver_wakeups.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          watch = false;  // an application thread's wake-up: leave it to that thread
-        }
-      }
       continue;
     }
     _bg_busy.store(true, std::memory_order_seq_cst);

@@ -99,19 +99,6 @@ class wait_engine {
   // an acknowledgement owed to a peer is not a request of ours). Called by
   // the progress thread, no lock held, before it goes idle.
   virtual bool has_unsent() { return false; }
-  // Background arming (driver::arm_background): appends the descriptors
-  // the progress thread's idle sleep watches for the drivers, and returns
-  // whether every network driver has one (else the application thread
-  // wakes the progress thread itself). Called by the progress thread.
-  virtual bool background_fds(std::vector<pollfd>& fds) { return false; }
-  // Arms (true) or disarms (false) every driver for the progress thread;
-  // any thread, no lock held, calls alternate. Arming answers false when
-  // work is pending that no peer's event will announce (deferred work, a
-  // queued copy offload): the caller then wakes the thread itself.
-  virtual bool arm_background(bool on) { return false; }
-  // The progress thread woke on one of background_fds() while no other
-  // thread sleeps on the drivers: the drivers drain them.
-  virtual void background_woken() {}
 };
 
 class waiter {
@@ -265,11 +252,6 @@ class waiter {
     --t_uncounted;
     if (--t_blocking == 0) returns_to_application();
   }
-  // How the idle progress thread was woken for work: by a driver's event
-  // (a peer's packet, the drivers armed for it) or by an application
-  // thread's system call. Statistics.
-  std::uint64_t background_driver_wakeups() const { return _bg_driver_wakeups.load(std::memory_order_relaxed); }
-  std::uint64_t background_app_wakeups() const { return _bg_app_wakeups.load(std::memory_order_relaxed); }
   // Whether the calling thread is the progress thread (in run_background).
   static bool on_progress_thread() { return t_background; }
   // Whether a request started now on this thread counts (background mode).
@@ -324,13 +306,6 @@ class waiter {
   alignas(64) std::atomic<bool> _bg_idle{false};  // in its idle sleep
   std::atomic<bool> _bg_busy{false};              // leading in the background
   std::atomic<bool> _bg_stop{false};
-  // Woken by the drivers' events (see run_background): its idle sleep
-  // watches the drivers' background descriptors, and an application
-  // thread leaving with work in flight only arms the drivers for it.
-  std::atomic<bool> _bg_watches_drivers{false};  // in an idle sleep that watches them
-  std::atomic<bool> _bg_armed{false};            // the drivers are armed for it
-  alignas(64) std::atomic<std::uint64_t> _bg_driver_wakeups{0};
-  std::atomic<std::uint64_t> _bg_app_wakeups{0};
   std::atomic<int> _bg_fd{-1};                     // its event descriptor
   std::atomic<std::int64_t> _bg_spin_ns{0};        // set_background_spin
   std::atomic<bool> _bg_spin_waiting{true};          // set_background_spin

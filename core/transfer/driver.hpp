@@ -238,35 +238,6 @@ class driver {
   // The sleep ended (activity, timeout or another reason). `mine` are the
   // entries this driver appended, with poll(2)'s revents filled in.
   virtual void disarm_wakeup(std::span<const pollfd> mine) {}
-
-  // ---- waking the progress thread (background arming) ----
-  // A cheaper arming, for a process's progress thread only: the
-  // application thread, leaving the library with transfers in flight,
-  // arms the driver *for* the progress thread, which sleeps in its idle
-  // sleep on background_fd() among other descriptors. From
-  // arm_background(true) to arm_background(false) the driver's peers
-  // make background_fd() readable when they give this process work, as
-  // they do for an armed sleeper, so the peer's own packet (a rendezvous
-  // request arriving while the application computes) wakes the progress
-  // thread: no system call on the application's way out and none on its
-  // way back in. Unlike arm_wakeup it does not look for work already
-  // pending and takes no heavy fence, so a wake-up can be lost in a race
-  // with a packet sent at that moment: only a thread that is never the
-  // one waited for (the progress thread: an application thread that
-  // waits progresses itself) may rely on it. Callable from any thread
-  // without the poll lock (it may run while another thread polls); calls
-  // with `true` and `false` alternate. Answers false when the driver has
-  // no such descriptor (the progress thread is then woken by the
-  // application thread, as before).
-  virtual int background_fd() const { return -1; }
-  virtual bool arm_background(bool on) { return false; }
-  // The progress thread woke with background_fd() readable while no
-  // other thread of the process sleeps on the driver: drain it. Poll lock held.
-  virtual void background_woken() {}
-  // Whether input is already waiting to be polled (a record in a ring, a
-  // completion to report): what arrived before arm_background(true) and
-  // so will not ring. A hint, poll lock held, no fence.
-  virtual bool input_pending() { return false; }
 };
 
 // ---- the driver registry ----------------------------------------------------

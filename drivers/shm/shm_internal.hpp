@@ -248,10 +248,6 @@ class shm_driver final : public driver {
   void wireup_complete() override;
   arm_result arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_wakeup(std::span<const pollfd> mine) override;
-  int background_fd() const override { return _wake.fd; }
-  bool arm_background(bool on) override;
-  void background_woken() override;
-  bool input_pending() override;
 
  private:
   enum class state { offering, established, failed, closed };

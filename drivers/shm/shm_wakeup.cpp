@@ -83,33 +83,4 @@ void shm_driver::disarm_wakeup(std::span<const pollfd> mine) {
     if (mine[i].revents) _liveness_due = true;  // a peer exited
 }
 
-// Background arming (driver.hpp): the progress thread counts as one more
-// sleeper, so writers ring our wake-up socket, which the thread watches
-// in its idle sleep. Only the count changes: no fence beyond the atomic
-// operation, no look at the rings (a record published meanwhile may not
-// ring; the application thread then takes it when it comes back).
-bool shm_driver::arm_background(bool on) {
-  if (_wake.fd < 0 || !_doorbell) return false;
-  if (on) _doorbell->sleeping.fetch_add(1, std::memory_order_seq_cst);
-  else _doorbell->sleeping.fetch_sub(1, std::memory_order_seq_cst);
-  return true;
-}
-
-bool shm_driver::input_pending() {
-  if (_doorbell && _doorbell->pending.load(std::memory_order_acquire) > 0) return true;
-  for (auto& [id, cp] : _conns) {
-    const conn& c = *cp;
-    if (!c.done.empty() || !c.got.empty()) return true;
-    if (c.st == state::established && c.rx.readable()) return true;
-  }
-  return false;
-}
-
-void shm_driver::background_woken() {
-  if (_wake.fd < 0) return;
-  char buf[64];
-  while (::recv(_wake.fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
-  }
-}
-
 }  // namespace nmad::shm_impl

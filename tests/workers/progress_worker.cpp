@@ -71,18 +71,6 @@ void start_and_sleep(session& s, request& r, int sleep_ms, const char* what, Sta
   else
     std::printf("rank %d: %s completed after the sleep\n", s.rank(), what);
   if (errc e = s.wait(r); e != errc::ok) fail(std::string(what) + ": " + std::string(to_string(e)) + " " + r.error_message());
-  // What woke the progress thread from its idle sleep (see session_stats).
-  const session_stats st = s.stats();
-  std::printf("rank %d: progress thread woken by drivers %llu, by the application %llu\n", s.rank(),
-              static_cast<unsigned long long>(st.progress_driver_wakeups),
-              static_cast<unsigned long long>(st.progress_app_wakeups));
-}
-
-// PROGRESS_WORKER_PEER_DELAY_MS: the peer of the sleeper starts its
-// transfer this late, so that the sleeper's request is posted first.
-void peer_delay() {
-  if (const char* d = std::getenv("PROGRESS_WORKER_PEER_DELAY_MS"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(d)));
 }
 
 void report_blocking(session& s, std::int64_t t0) {
@@ -185,7 +173,6 @@ int main(int argc, char** argv) {
         fill(buf);
         start_and_sleep(*s, r, sleep_ms, "isend", [&] { s->isend(1, 7, buf.data(), buf.size(), r); });
       } else {
-        peer_delay();
         const std::int64_t t0 = now_ns();
         s->irecv(0, 7, buf.data(), buf.size(), r);
         if (errc e = s->wait(r); e != errc::ok) fail("recv: " + r.error_message());
@@ -198,7 +185,6 @@ int main(int argc, char** argv) {
         check(buf);
       } else {
         fill(buf);
-        peer_delay();
         const std::int64_t t0 = now_ns();
         s->isend(1, 7, buf.data(), buf.size(), r);
         if (errc e = s->wait(r); e != errc::ok) fail("send: " + r.error_message());
