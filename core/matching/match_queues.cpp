@@ -97,9 +97,11 @@ void match_queues::free_unexpected() {
   }
 }
 
-unexpected_message* match_queues::make_small(int source, std::uint64_t tag, std::uint32_t seq,
-                                             std::span<const std::byte> payload) {
-  auto* u = new unexpected_small;
+namespace {
+// Builds a small record in `where` (raw storage of an unexpected_small).
+unexpected_small* place_small(void* where, int source, std::uint64_t tag, std::uint32_t seq,
+                              std::span<const std::byte> payload) {
+  auto* u = ::new (where) unexpected_small;
   u->tag = tag;
   u->seq = seq;
   u->source = static_cast<std::uint32_t>(source);
@@ -108,20 +110,19 @@ unexpected_message* match_queues::make_small(int source, std::uint64_t tag, std:
   if (!payload.empty()) std::memcpy(u->bytes, payload.data(), payload.size());
   return u;
 }
+}  // namespace
+
+unexpected_message* match_queues::make_small(int source, std::uint64_t tag, std::uint32_t seq,
+                                             std::span<const std::byte> payload) {
+  return place_small(::operator new(sizeof(unexpected_small)), source, tag, seq, payload);
+}
 
 unexpected_message* match_queues::new_small(int source, std::uint64_t tag, std::uint32_t seq,
                                             std::span<const std::byte> payload) {
   if (_small_kept.empty()) return make_small(source, tag, seq, payload);
   unexpected_small* u = _small_kept.back();
   _small_kept.pop_back();
-  ::new (static_cast<void*>(u)) unexpected_small;  // fresh hooks and fields
-  u->tag = tag;
-  u->seq = seq;
-  u->source = static_cast<std::uint32_t>(source);
-  u->small = 1;
-  u->small_len = static_cast<std::uint32_t>(payload.size());
-  if (!payload.empty()) std::memcpy(u->bytes, payload.data(), payload.size());
-  return u;
+  return place_small(u, source, tag, seq, payload);  // fresh hooks and fields
 }
 
 void match_queues::free_small(unexpected_small* u) {
