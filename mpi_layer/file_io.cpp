@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "mpi_layer/datatype/external32.hpp"
+#include "core/common/thread_heap.hpp"
 #include "mpi_layer/file_impl.hpp"
 
 namespace nmad::mpi::io {
@@ -319,6 +320,11 @@ class range_lock {
 // Reads the stream range into out (len bytes): block by block, or through
 // a sieve buffer of `sieve` bytes when blocks are small and close together.
 // got = stream bytes read before the first short block (end of file).
+// The sieve buffer of the calling thread.
+struct sieve_buffer {
+  std::vector<std::byte> bytes;
+};
+
 int read_blocks(file_obj& f, const view& v, std::int64_t pos, std::int64_t len, std::byte* out, bool sieve_on,
                 std::int64_t sieve_size, std::int64_t& got, std::string& detail) {
   got = 0;
@@ -326,7 +332,9 @@ int read_blocks(file_obj& f, const view& v, std::int64_t pos, std::int64_t len, 
   int err = MPI_SUCCESS;
   // Kept per thread across calls: a fresh 4 MiB buffer costs a page fault
   // per 4 KiB on first touch, about as much as the read it serves here.
-  thread_local std::vector<std::byte> sieve;
+  // Behind a POSIX key, not a thread_local: libmpi.so keeps its static TLS
+  // within what dlopen allows (core/common/thread_heap.hpp).
+  std::vector<std::byte>& sieve = thread_heap::thread_object<sieve_buffer>::get().bytes;
   std::int64_t s_lo = 0, s_hi = 0;  // file range held in the sieve buffer
   for_each_file_block(v, pos, len, [&](std::int64_t off, std::int64_t n) {
     if (err != MPI_SUCCESS || eof) return;
