@@ -532,6 +532,8 @@ class direct_exchange {
     const std::uint64_t seq = _tr.next_sequence();
     _tag = (static_cast<nmad::tag_t>(seq) & ((nmad::tag_t{1} << coll::tag_bits_seq) - 1)) << coll::tag_bits_local;
   }
+  // More messages of the same collective (same tags), with an error state of its own.
+  direct_exchange(call& x, const direct_exchange& same) : _x(x), _tr(same._tr), _tag(same._tag) {}
   // local: the phase (0, 1), so that two phases between the same ranks
   // never match each other's messages.
   void post(bool send, int peer, std::uint32_t local, const std::byte* p, std::size_t bytes) {
@@ -543,11 +545,20 @@ class direct_exchange {
     _e = send ? _tr.isend(peer, _tag | local, p, bytes, q)
               : _tr.irecv(peer, _tag | local, const_cast<std::byte*>(p), bytes, q);
     m.started = _e == nmad::errc::ok;  // one that did not start never completes
+    if (_e != nmad::errc::ok) _failed_peer = peer;
     if (_e != nmad::errc::ok)
       _why = std::string(send ? "send to" : "receive from") + " rank " + std::to_string(peer) + " failed to start" +
              (q.error_message().empty() ? "" : ": " + q.error_message());
   }
   void finish() {
+    if (wait() < 0) return;
+    const int code = from_errc(_e);
+    _x.fail(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, _why);
+  }
+  // finish() without the throw: -1 when everything posted succeeded, else
+  // the peer of the first message that failed (then error()/why() say how;
+  // posting more does nothing).
+  int wait() {
     const int n = _reqs.size();
     if (_e != nmad::errc::ok)
       for (int i = 0; i < n; ++i)
@@ -564,15 +575,13 @@ class direct_exchange {
       const nmad::errc ei = _reqs[i].error();
       if (ei == nmad::errc::ok) continue;
       _e = ei;
+      _failed_peer = _msgs[i].peer;
       _why = std::string(_msgs[i].send ? "send to" : "receive from") + " rank " + std::to_string(_msgs[i].peer) +
              " failed: " + std::string(nmad::to_string(ei)) +
              (_reqs[i].error_message().empty() ? "" : " (" + _reqs[i].error_message() + ")");
     }
     _reqs.clear();
-    if (_e != nmad::errc::ok) {
-      const int code = from_errc(_e);
-      _x.fail(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, _why);
-    }
+    return _e == nmad::errc::ok ? -1 : _failed_peer;
   }
 
  private:
@@ -587,6 +596,7 @@ class direct_exchange {
   };
   std::array<message, request_slots::capacity> _msgs{};
   nmad::errc _e = nmad::errc::ok;
+  int _failed_peer = -1;  // when a post failed to start: its peer
   std::string _why;
 };
 
@@ -621,6 +631,45 @@ void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std:
   direct_done(x);
 }
 
+// A blocking barrier on 3 to kDirectProcs ranks, fan-in then fan-out: each
+// rank tells rank 0 it arrived and waits for its release; rank 0 releases
+// all once it has heard from each. Every rank needs the CPU twice at most,
+// where the dissemination schedule needs every rank scheduled in each of
+// its rounds, each depending on another rank's previous one (what costs
+// when ranks share cores); with a core per rank both take two hops at 4
+// ranks and three against two at 8. On 2 ranks the schedule's single
+// exchange stays (one hop, not two).
+// The release carries what rank 0 saw: 0, or 1 + the rank whose arrival
+// failed, so that every rank reports that failure (MPI_ERR_PROC_FAILED
+// naming it) rather than some completing and others naming rank 0.
+bool direct_barrier_ok(const call& x) { return x.blocking && !x.inter && x.size >= 3 && x.size <= kDirectProcs; }
+
+void direct_barrier(call& x) {
+  direct_exchange ex(x);
+  if (x.rank == 0) {
+    for (int i = 1; i < x.size; ++i) ex.post(false, i, 0, g_dummy, 0);
+    const int failed = ex.wait();
+    const std::uint32_t word = failed < 0 ? 0 : static_cast<std::uint32_t>(failed) + 1;
+    if (failed >= 0) {
+      // A fresh exchange for the releases (the first keeps the error).
+      direct_exchange release(x, ex);
+      for (int i = 1; i < x.size; ++i)
+        if (i != failed) release.post(true, i, 1, reinterpret_cast<const std::byte*>(&word), sizeof word);
+      release.wait();  // a second failure changes nothing: the first is reported
+      ex.finish();
+    }
+    for (int i = 1; i < x.size; ++i) ex.post(true, i, 1, reinterpret_cast<const std::byte*>(&word), sizeof word);
+    ex.finish();
+  } else {
+    std::uint32_t word = 0;
+    ex.post(true, 0, 0, g_dummy, 0);
+    ex.post(false, 0, 1, reinterpret_cast<std::byte*>(&word), sizeof word);
+    ex.finish();
+    if (word != 0)
+      x.fail(MPI_ERR_PROC_FAILED, "rank " + std::to_string(word - 1) + " failed (rank 0 did not hear from it)");
+  }
+  x.nothing = true;
+}
 
 std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }
 
@@ -790,7 +839,9 @@ void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
-    if (const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier)) x.sch = coll::build_hier_barrier(*h, x.rank);
+    const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);
+    if (!h && direct_barrier_ok(x)) return direct_barrier(x);
+    if (h) x.sch = coll::build_hier_barrier(*h, x.rank);
     else x.sch = coll::build_barrier(x.rank, x.size);
   });
 }

@@ -186,8 +186,8 @@ TEST_CASE("mpi proc_failed_anysource: any-source Recv/Probe/Mprobe fail once eve
   }
 }
 
-TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast gives the survivors an error, never a hang") {
-  for (const char* coll : {"allreduce", "bcast"})
+TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Barrier gives the survivors an error, never a hang") {
+  for (const char* coll : {"allreduce", "bcast", "barrier"})
     for (const char* driver : {"", "tcp"})
       for (const char* after_us : {"0", "20000"}) {
         CAPTURE(coll);

@@ -94,22 +94,26 @@ static void check_comm(MPI_Comm comm, const char *what) {
   MPI_Op_free(&op);
   /* Barriers: a rank that arrives late holds everyone. The ranks share
    * this host's monotonic clock: nobody may leave before the late rank
-   * entered (whatever the scheduler did to the others meanwhile). */
-  const int lates[3] = {0, size / 2, size - 1};
-  for (int li = 0; li < 3; li++) {
-    const int late = lates[li];
+   * entered (whatever the scheduler did to the others meanwhile). Blocking
+   * and non-blocking in turn, every rank alike (MPI-3.1 5.12: a blocking
+   * collective never matches a non-blocking one). */
+  const int lates[4] = {0, size / 2, size - 1, size - 1};
+  for (int li = 0; li < 4; li++) {
+    const int late = lates[li], nonblocking = li % 2;
     double t0 = MPI_Wtime(), entered = 0, left = 0;
     if (rank == late) {
       while (MPI_Wtime() - t0 < 0.1) {
       }
       entered = host_clock();
-      MPI_Barrier(comm);
-    } else {
+    }
+    if (nonblocking) {
       MPI_Request rq;
       MPI_Ibarrier(comm, &rq);
       MPI_Wait(&rq, MPI_STATUS_IGNORE);
-      left = host_clock();
+    } else {
+      MPI_Barrier(comm);
     }
+    if (rank != late) left = host_clock();
     MPI_Bcast(&entered, 1, MPI_DOUBLE, late, comm);
     if (rank != late)
       CHECK(left >= entered, "%s barrier left %.6f s before rank %d entered it", what, entered - left, late);

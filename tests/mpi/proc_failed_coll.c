@@ -2,7 +2,7 @@
  * and a timer ($MPITEST_DIE_AFTER_US microseconds, default 0) kills it
  * there (_exit from the signal handler, no MPI_Finalize). $MPITEST_COLL
  * chooses the collective: "allreduce" (MPI_SUM of 16 MiB of doubles, the
- * default) or "bcast" (16 MiB from rank 0). With MPI_ERRORS_RETURN every
+ * default), "bcast" (16 MiB from rank 0) or "barrier". With MPI_ERRORS_RETURN every
  * survivor either gets MPI_ERR_PROC_FAILED, whose string names the rank
  * that died (also when what it waited for was a survivor that gave up
  * because of the death and closed its connections), or - if what it
@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   const long die_after_us = d ? atol(d) : 0;
   const char* coll = getenv("MPITEST_COLL");
   const int bcast = coll && strcmp(coll, "bcast") == 0;
+  const int barrier = coll && strcmp(coll, "barrier") == 0;
   double* in = malloc(N * sizeof(double));
   double* out = malloc(N * sizeof(double));
   CHECK(in && out, "out of memory");
@@ -44,12 +45,15 @@ int main(int argc, char** argv) {
     if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
     setitimer(ITIMER_REAL, &t, NULL);
   }
-  int err = bcast ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
+  int err = barrier ? MPI_Barrier(MPI_COMM_WORLD)
+            : bcast ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
                   : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (mt_rank == DYING)
     for (;;) pause(); /* done before the timer: die anyway */
-  const char* what = bcast ? "MPI_Bcast" : "MPI_Allreduce";
-  if (err == MPI_SUCCESS) {
+  const char* what = barrier ? "MPI_Barrier" : bcast ? "MPI_Bcast" : "MPI_Allreduce";
+  if (err == MPI_SUCCESS && barrier) {
+    printf("rank %d: %s completed\n", mt_rank, what);
+  } else if (err == MPI_SUCCESS) {
     /* Possible only when this rank got all it needed before the death. */
     const double sum = (double)mt_size * (mt_size + 1) / 2;
     for (long i = 0; i < N; ++i) {
