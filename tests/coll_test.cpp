@@ -138,7 +138,10 @@ const std::vector<int> kSizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17};
 
 TEST_CASE("select_algorithm: thresholds, one function") {
   tunables t;  // defaults
-  CHECK(select_algorithm(collective::barrier, 7, 0, true, t) == algorithm::dissemination);
+  CHECK(select_algorithm(collective::barrier, 2, 0, true, t) == algorithm::dissemination);
+  CHECK(select_algorithm(collective::barrier, 3, 0, true, t) == algorithm::linear);
+  CHECK(select_algorithm(collective::barrier, 8, 0, true, t) == algorithm::linear);
+  CHECK(select_algorithm(collective::barrier, 9, 0, true, t) == algorithm::dissemination);
   CHECK(select_algorithm(collective::bcast, 8, 100, true, t) == algorithm::binomial);
   CHECK(select_algorithm(collective::bcast, 2, 1 << 20, true, t) == algorithm::binomial);
   CHECK(select_algorithm(collective::bcast, 8, t.bcast_small, true, t) == algorithm::scatter_allgather);
@@ -217,11 +220,19 @@ TEST_CASE("schedule: rounds, local steps after communication, tags, describe") {
   CHECK(s.temp_bytes() == 100);
 }
 
-TEST_CASE("schedule shapes: barrier is ceil(log2 n) rounds; n = 1 needs no communication") {
+TEST_CASE("schedule shapes: dissemination barrier is ceil(log2 n) rounds, linear 2 at rank 0 and 1 elsewhere; n = 1 "
+          "needs no communication") {
   for (int n : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
     int lg = 0;
     while ((1 << lg) < n) ++lg;
-    for (int r = 0; r < n; ++r) CHECK(build_barrier(r, n).rounds().size() == static_cast<std::size_t>(lg));
+    for (int r = 0; r < n; ++r)
+      CHECK(build_barrier(r, n, algorithm::dissemination).rounds().size() == static_cast<std::size_t>(lg));
+    for (int r = 0; r < n; ++r) {
+      const schedule s = build_barrier(r, n, algorithm::linear);
+      CHECK(s.rounds().size() == (n == 1 ? 0u : r == 0 ? 2u : 1u));
+      if (n > 1 && r == 0) CHECK(s.rounds()[0].comm.size() == static_cast<std::size_t>(n - 1));
+      if (n > 1 && r != 0) CHECK(s.rounds()[0].comm.size() == 2u);
+    }
   }
   int x = 0;
   sum_i32 sum;
@@ -560,7 +571,7 @@ void run_family(const std::string& family, std::vector<std::pair<std::string, st
 
 }  // namespace
 
-TEST_CASE("processes: barrier (dissemination) waits for the last rank") { run_family("barrier"); }
+TEST_CASE("processes: barrier (linear, dissemination) waits for the last rank") { run_family("barrier"); }
 TEST_CASE("processes: bcast, every algorithm and root, 0 B .. 280 KB") {
   run_family("bcast", {{"NMAD_COLL_CHAIN_SEGMENT", "16384"}});
 }

@@ -94,7 +94,9 @@ const tunables& default_tunables() {
 
 algorithm select_algorithm(collective c, int n, std::size_t bytes, bool commutative, const tunables& t) {
   switch (c) {
-    case collective::barrier: return algorithm::dissemination;
+    // 3 to 8 ranks: two hops either way, and linear needs each rank
+    // scheduled twice at most; 2 ranks: one exchange beats two hops.
+    case collective::barrier: return n >= 3 && n <= kBarrierLinearMax ? algorithm::linear : algorithm::dissemination;
     case collective::bcast:
       if (n <= 2 || bytes < t.bcast_small) return algorithm::binomial;
       if (static_cast<std::size_t>(n) < t.bcast_min_procs && bytes < t.bcast_large) return algorithm::binomial;
@@ -180,6 +182,23 @@ void add_barrier(schedule& s, int rank, int n) {
     s.send((rank + k) % n, T(blk, i), nullptr, 0);
     s.recv((rank - k + n) % n, T(blk, i), nullptr, 0);
   }
+}
+
+// --- barrier: linear (fan-in to rank 0, then its release) ---
+// Each rank needs the CPU twice at most; dissemination needs every rank in
+// each of its rounds, each waiting for another rank's previous one (what
+// costs when ranks share cores). Rank 0 leaves first.
+void add_barrier_linear(schedule& s, int rank, int n) {
+  const auto blk = s.tag_block();
+  s.new_round();
+  if (rank != 0) {
+    s.send(0, T(blk, 0), nullptr, 0);
+    s.recv(0, T(blk, 1), nullptr, 0);
+    return;
+  }
+  for (int i = 1; i < n; ++i) s.recv(i, T(blk, 0), nullptr, 0);
+  s.new_round();
+  for (int i = 1; i < n; ++i) s.send(i, T(blk, 1), nullptr, 0);
 }
 
 // --- bcast ---
@@ -736,9 +755,11 @@ std::vector<std::size_t> prefix(std::span<const std::size_t> v, int n) {
 schedule build_barrier(int rank, int n, algorithm a) {
   check_group(rank, n, "barrier");
   a = pick(a, collective::barrier, n, 0, true);
-  if (a != algorithm::dissemination) unsupported("barrier", a);
+  if (a != algorithm::dissemination && a != algorithm::linear) unsupported("barrier", a);
   schedule s;
-  add_barrier(s, rank, n);
+  if (n == 1) return s;
+  if (a == algorithm::linear) add_barrier_linear(s, rank, n);
+  else add_barrier(s, rank, n);
   return s;
 }
 

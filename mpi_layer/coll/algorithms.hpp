@@ -39,19 +39,23 @@ enum class collective {
 
 enum class algorithm {
   automatic,
-  dissemination,       // barrier
+  dissemination,       // barrier (2 or more than kBarrierLinearMax ranks)
   binomial,            // bcast, reduce, gather, scatter
   scatter_allgather,   // bcast: binomial scatter + ring allgather (van de Geijn)
   chain,               // bcast: pipelined chain of segments; scan/exscan: chain
   recursive_doubling,  // allreduce (with the non-power-of-two fold),
                        // allgather (power-of-two sizes; else Bruck), scan/exscan
   rabenseifner,        // allreduce: reduce-scatter (halving) + allgather (doubling); commutative only
-  linear,              // gather(v)/scatter(v): root talks to everyone; alltoall(v): all posted at once
+  linear,              // gather(v)/scatter(v): root talks to everyone; alltoall(v): all posted at once;
+                       // barrier (3 to kBarrierLinearMax ranks): fan-in to rank 0, then its release
   bruck,               // allgather; alltoall (tiny blocks: log2(n) rounds of packed blocks)
   ring,                // allgather(v)
   pairwise,            // alltoall(v): one peer per round; reduce_scatter: commutative, one peer per round
   reduce_scatterv,     // reduce_scatter(_block): binomial reduce to rank 0 + linear scatterv (any op)
 };
+
+// The largest group whose barrier is linear by default.
+inline constexpr int kBarrierLinearMax = 8;
 
 std::string_view to_string(collective c);
 std::string_view to_string(algorithm a);

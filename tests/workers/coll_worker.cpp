@@ -135,16 +135,20 @@ std::string tagline(const char* coll_name, algorithm a, std::size_t count, int r
 void barrier(ctx& c) {
   // Barrier semantics: the last rank arrives late; nobody leaves before.
   using clk = std::chrono::steady_clock;
-  for (int it = 0; it < 2; ++it) {
-    const int late = (c.n - 1 + it) % c.n;
-    c.run(coll::build_barrier(c.rank, c.n), "barrier (start together)");
-    auto t0 = clk::now();
-    if (c.rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    c.run(coll::build_barrier(c.rank, c.n), "barrier");
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
-    if (c.n > 1 && c.rank != late) expect(ms >= 150, "barrier returned after " + std::to_string(ms) + " ms, before the late rank arrived");
-  }
-  for (int i = 0; i < 30; ++i) c.run(coll::build_barrier(c.rank, c.n, algorithm::dissemination), "barrier loop");
+  for (algorithm a : {algorithm::linear, algorithm::dissemination})
+    for (int it = 0; it < 2; ++it) {
+      const int late = (c.n - 1 + it) % c.n;
+      c.run(coll::build_barrier(c.rank, c.n), "barrier (start together)");
+      auto t0 = clk::now();
+      if (c.rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      c.run(coll::build_barrier(c.rank, c.n, a), tagline("barrier", a, 0));
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
+      if (c.n > 1 && c.rank != late)
+        expect(ms >= 150, tagline("barrier", a, 0) + " returned after " + std::to_string(ms) +
+                              " ms, before the late rank arrived");
+    }
+  for (algorithm a : {algorithm::linear, algorithm::dissemination})
+    for (int i = 0; i < 30; ++i) c.run(coll::build_barrier(c.rank, c.n, a), "barrier loop");
 }
 
 void bcast(ctx& c) {
