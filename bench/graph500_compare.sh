@@ -33,6 +33,9 @@ done
 [ -n "$src" ] && [ -f "$src/src/bfs_reference.c" ] ||
   { echo "graph500_compare: --src must name a Graph500 checkout (src/bfs_reference.c not found)" >&2; exit 2; }
 [ -x "$prefix/bin/mpicc" ] || { echo "graph500_compare: $prefix/bin/mpicc not found (tools/install $prefix)" >&2; exit 2; }
+# Absolute: the build runs make -C in another directory.
+prefix="$(cd "$prefix" && pwd)"
+src="$(cd "$src" && pwd)"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/nmad-graph500.XXXXXX")"
 hogs=()
