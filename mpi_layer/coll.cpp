@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "core/common/config.hpp"
+#include "core/common/thread_heap.hpp"
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
@@ -499,25 +500,51 @@ bool direct_ok(const call& x, std::size_t block) {
   return x.blocking && !x.inter && x.size <= kDirectProcs && block <= kDirectBytes;
 }
 
-// Requests made only as needed (an nmad::request is 1 KiB: a whole array
-// of them would cost more to set up than a small collective takes).
+// The engine requests of one direct collective. An nmad::request is 1 KiB
+// and making and destroying one costs about as much as the MPI layer's
+// whole share of an 8-byte bcast; so each thread keeps kDirectProcs of them
+// (behind a POSIX key: no static TLS) and reuses them, every request having
+// ended when its collective returns. A collective started while the
+// thread's set is in use (never in a correct program: collectives on one
+// thread do not nest) makes its own, only as needed.
 class request_slots {
  public:
   static constexpr int capacity = kDirectProcs;
-  request_slots() = default;
+  request_slots() {
+    cache& c = thread_heap::thread_object<cache>::get();
+    if (!c.busy) {
+      c.busy = true;
+      _cache = &c;
+    }
+  }
   request_slots(const request_slots&) = delete;
   request_slots& operator=(const request_slots&) = delete;
-  ~request_slots() { clear(); }
+  ~request_slots() {
+    clear();
+    if (_cache) _cache->busy = false;
+  }
   // Only once every request made has ended.
   void clear() {
-    for (int i = 0; i < _made; ++i) (*this)[i].~request();
+    if (!_cache)
+      for (int i = 0; i < _made; ++i) (*this)[i].~request();
     _made = 0;
   }
-  nmad::request& make() { return *::new (static_cast<void*>(_raw[_made++])) nmad::request; }
-  nmad::request& operator[](int i) { return *std::launder(reinterpret_cast<nmad::request*>(_raw[i])); }
+  nmad::request& make() {
+    if (_cache) return _cache->reqs[static_cast<std::size_t>(_made++)];
+    return *::new (static_cast<void*>(_raw[_made++])) nmad::request;
+  }
+  nmad::request& operator[](int i) {
+    if (_cache) return _cache->reqs[static_cast<std::size_t>(i)];
+    return *std::launder(reinterpret_cast<nmad::request*>(_raw[i]));
+  }
   int size() const { return _made; }
 
  private:
+  struct cache {
+    std::array<nmad::request, capacity> reqs;
+    bool busy = false;
+  };
+  cache* _cache = nullptr;
   alignas(nmad::request) unsigned char _raw[capacity][sizeof(nmad::request)];
   int _made = 0;
 };
@@ -528,12 +555,12 @@ class request_slots {
 // naming the peer).
 class direct_exchange {
  public:
-  explicit direct_exchange(call& x) : _x(x), _tr(*transport_of(*x.c)) {
+  explicit direct_exchange(comm_obj& c) : _tr(*transport_of(c)) {
     const std::uint64_t seq = _tr.next_sequence();
     _tag = (static_cast<nmad::tag_t>(seq) & ((nmad::tag_t{1} << coll::tag_bits_seq) - 1)) << coll::tag_bits_local;
   }
   // More messages of the same collective (same tags), with an error state of its own.
-  direct_exchange(call& x, const direct_exchange& same) : _x(x), _tr(same._tr), _tag(same._tag) {}
+  explicit direct_exchange(const direct_exchange& same) : _tr(same._tr), _tag(same._tag) {}
   // local: the phase (0, 1), so that two phases between the same ranks
   // never match each other's messages.
   void post(bool send, int peer, std::uint32_t local, const std::byte* p, std::size_t bytes) {
@@ -553,7 +580,7 @@ class direct_exchange {
   void finish() {
     if (wait() < 0) return;
     const int code = from_errc(_e);
-    _x.fail(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, _why);
+    throw call_error(code == MPI_SUCCESS ? MPI_ERR_OTHER : code, _why);
   }
   // finish() without the throw: -1 when everything posted succeeded, else
   // the peer of the first message that failed (then error()/why() say how;
@@ -585,7 +612,6 @@ class direct_exchange {
   }
 
  private:
-  call& _x;
   coll::session_transport& _tr;  // the communicator's (it outlives the call)
   nmad::tag_t _tag = 0;
   request_slots _reqs;
@@ -612,7 +638,7 @@ void direct_done(call& x) {
 // (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
 // gather at the root: every block).
 void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block) {
-  direct_exchange ex(x);
+  direct_exchange ex(*x.c);
   if (x.rank == root) {
     for (int i = 0; i < x.size; ++i) {
       if (i == root) continue;
@@ -631,6 +657,46 @@ void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std:
   direct_done(x);
 }
 
+// MPI_Bcast's fast path: a blocking bcast whose arguments are plainly valid
+// and that takes the direct path anyway (a predefined type, 1 byte to
+// kDirectBytes, an intracommunicator of 2 to kDirectProcs ranks without
+// hierarchy) is run without building a call: the call's schedule,
+// argument descriptions and error plumbing were half of the MPI layer's
+// instructions in an 8-byte bcast (callgrind). The messages and tags are
+// the direct path's, so ranks taking either path match. Anything else, and
+// every invalid argument, answers kDeclined and takes the full path, which
+// checks and reports as usual.
+constexpr int kDeclined = -1;
+
+int bcast_fast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+  const state& g = st();
+  if (!g.initialized.load(std::memory_order_acquire) || g.finalized.load(std::memory_order_acquire)) return kDeclined;
+  comm_obj* c = lookup_comm(comm);
+  if (!c || c->inter) return kDeclined;
+  const int size = c->size();
+  if (size < 2 || size > kDirectProcs || root < 0 || root >= size || count <= 0) return kDeclined;
+  const tinfo* t = predefined_tinfo(dt);
+  if (!t || !t->contig || t->size == 0 || !buf || buf == MPI_IN_PLACE) return kDeclined;
+  const std::size_t bytes = static_cast<std::size_t>(count) * t->size;
+  if (bytes > kDirectBytes || comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
+  std::byte* p = at(buf, t->true_lb);
+  try {
+    direct_exchange ex(*c);
+    if (c->rank == root) {
+      for (int i = 0; i < size; ++i)
+        if (i != root) ex.post(true, i, 0, p, bytes);
+    } else {
+      ex.post(false, root, 0, p, bytes);
+    }
+    ex.finish();
+  } catch (const call_error& e) {
+    return mpi_raise(fn, c, e.code, e.what());
+  } catch (const std::bad_alloc&) {
+    return mpi_raise(fn, c, MPI_ERR_NO_MEM, "out of memory for the broadcast's requests");
+  }
+  return MPI_SUCCESS;
+}
+
 // A blocking barrier on 3 to kDirectProcs ranks, fan-in then fan-out: each
 // rank tells rank 0 it arrived and waits for its release; rank 0 releases
 // all once it has heard from each. Every rank needs the CPU twice at most,
@@ -645,14 +711,14 @@ void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std:
 bool direct_barrier_ok(const call& x) { return x.blocking && !x.inter && x.size >= 3 && x.size <= kDirectProcs; }
 
 void direct_barrier(call& x) {
-  direct_exchange ex(x);
+  direct_exchange ex(*x.c);
   if (x.rank == 0) {
     for (int i = 1; i < x.size; ++i) ex.post(false, i, 0, g_dummy, 0);
     const int failed = ex.wait();
     const std::uint32_t word = failed < 0 ? 0 : static_cast<std::uint32_t>(failed) + 1;
     if (failed >= 0) {
       // A fresh exchange for the releases (the first keeps the error).
-      direct_exchange release(x, ex);
+      direct_exchange release(ex);
       for (int i = 1; i < x.size; ++i)
         if (i != failed) release.post(true, i, 1, reinterpret_cast<const std::byte*>(&word), sizeof word);
       release.wait();  // a second failure changes nothing: the first is reported
@@ -847,6 +913,8 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
 }
 
 int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
+  if (!req)
+    if (const int e = bcast_fast(fn, buf, count, dt, root, comm); e != kDeclined) return e;
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
     const tinfo t = x.type(dt, "datatype");

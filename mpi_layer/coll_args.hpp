@@ -39,24 +39,30 @@ struct tinfo {
   const Datatype& type() const { return own ? own : predefined_datatype(h); }
 };
 
+// The layout of predefined type h, described once; null for any other handle.
+inline const tinfo* predefined_tinfo(MPI_Datatype h) {
+  if (!basic_of(h)) return nullptr;
+  static const auto table = [] {
+    std::array<tinfo, kLastPredefinedType + 1> t{};
+    for (int i = 1; i <= kLastPredefinedType; ++i) {
+      tinfo& e = t[static_cast<std::size_t>(i)];
+      const Datatype& d = predefined_datatype(i);
+      e.h = i;
+      e.contig = d.is_contiguous();
+      e.true_lb = d.true_lb();
+      e.extent = d.extent();
+      e.size = static_cast<std::size_t>(d.size());
+    }
+    return t;
+  }();
+  return &table[static_cast<std::size_t>(h)];
+}
+
 // The layout of committed datatype h, or an MPI error code with detail
 // (check_datatype's: invalid or uncommitted).
 inline int describe_type(MPI_Datatype h, tinfo& ti, std::string& detail) {
-  if (basic_of(h)) {  // predefined: described once
-    static const auto table = [] {
-      std::array<tinfo, kLastPredefinedType + 1> t{};
-      for (int i = 1; i <= kLastPredefinedType; ++i) {
-        tinfo& e = t[static_cast<std::size_t>(i)];
-        const Datatype& d = predefined_datatype(i);
-        e.h = i;
-        e.contig = d.is_contiguous();
-        e.true_lb = d.true_lb();
-        e.extent = d.extent();
-        e.size = static_cast<std::size_t>(d.size());
-      }
-      return t;
-    }();
-    ti = table[static_cast<std::size_t>(h)];
+  if (const tinfo* p = predefined_tinfo(h)) {
+    ti = *p;
     return MPI_SUCCESS;
   }
   if (int e = check_datatype(h, ti.own, detail)) return e;
