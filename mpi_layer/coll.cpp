@@ -657,44 +657,94 @@ void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std:
   direct_done(x);
 }
 
-// MPI_Bcast's fast path: a blocking bcast whose arguments are plainly valid
-// and that takes the direct path anyway (a predefined type, 1 byte to
-// kDirectBytes, an intracommunicator of 2 to kDirectProcs ranks without
-// hierarchy) is run without building a call: the call's schedule,
-// argument descriptions and error plumbing were half of the MPI layer's
+// The fast path of the direct rooted collectives: a blocking bcast,
+// scatter or gather whose arguments are plainly valid and that takes the
+// direct path anyway (predefined types, blocks of 1 byte to kDirectBytes,
+// an intracommunicator of 2 to kDirectProcs ranks, no hierarchy for bcast)
+// runs without building a call: the call's schedule, argument
+// descriptions and error plumbing were half of the MPI layer's
 // instructions in an 8-byte bcast (callgrind). The messages and tags are
 // the direct path's, so ranks taking either path match. Anything else, and
 // every invalid argument, answers kDeclined and takes the full path, which
 // checks and reports as usual.
 constexpr int kDeclined = -1;
 
-int bcast_fast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+// The communicator of a fast call with this root, or null.
+comm_obj* fast_comm(MPI_Comm comm, int root) {
   const state& g = st();
-  if (!g.initialized.load(std::memory_order_acquire) || g.finalized.load(std::memory_order_acquire)) return kDeclined;
+  if (!g.initialized.load(std::memory_order_acquire) || g.finalized.load(std::memory_order_acquire)) return nullptr;
   comm_obj* c = lookup_comm(comm);
-  if (!c || c->inter) return kDeclined;
+  if (!c || c->inter) return nullptr;
   const int size = c->size();
-  if (size < 2 || size > kDirectProcs || root < 0 || root >= size || count <= 0) return kDeclined;
+  return size >= 2 && size <= kDirectProcs && root >= 0 && root < size ? c : nullptr;
+}
+
+// Where `count` elements of dt start in buf, and their bytes (1 to
+// kDirectBytes per block), when dt is a predefined type and buf a real
+// buffer; else null.
+std::byte* plain_block(const void* buf, int count, MPI_Datatype dt, std::size_t& bytes) {
+  if (count <= 0 || !buf || buf == MPI_IN_PLACE) return nullptr;
   const tinfo* t = predefined_tinfo(dt);
-  if (!t || !t->contig || t->size == 0 || !buf || buf == MPI_IN_PLACE) return kDeclined;
-  const std::size_t bytes = static_cast<std::size_t>(count) * t->size;
-  if (bytes > kDirectBytes || comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
-  std::byte* p = at(buf, t->true_lb);
+  if (!t || !t->contig || t->size == 0) return nullptr;
+  bytes = static_cast<std::size_t>(count) * t->size;
+  return bytes <= kDirectBytes ? at(buf, t->true_lb) : nullptr;
+}
+
+// Runs the direct exchange; errors are raised on c as the full path does.
+template <class Post>
+int run_fast(const char* fn, comm_obj* c, Post&& post) {
   try {
     direct_exchange ex(*c);
-    if (c->rank == root) {
-      for (int i = 0; i < size; ++i)
-        if (i != root) ex.post(true, i, 0, p, bytes);
-    } else {
-      ex.post(false, root, 0, p, bytes);
-    }
+    post(ex);
     ex.finish();
   } catch (const call_error& e) {
     return mpi_raise(fn, c, e.code, e.what());
   } catch (const std::bad_alloc&) {
-    return mpi_raise(fn, c, MPI_ERR_NO_MEM, "out of memory for the broadcast's requests");
+    return mpi_raise(fn, c, MPI_ERR_NO_MEM, "out of memory for the collective's requests");
   }
   return MPI_SUCCESS;
+}
+
+int bcast_fast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+  comm_obj* c = fast_comm(comm, root);
+  std::size_t bytes = 0;
+  std::byte* p = c ? plain_block(buf, count, dt, bytes) : nullptr;
+  if (!p || comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
+  return run_fast(fn, c, [&](direct_exchange& ex) {
+    if (c->rank != root) return ex.post(false, root, 0, p, bytes);
+    for (int i = 0; i < c->size(); ++i)
+      if (i != root) ex.post(true, i, 0, p, bytes);
+  });
+}
+
+// Scatter (gather = false) or gather. `mine` is this rank's block (scatter:
+// rbuf, gather: sbuf; MPI_IN_PLACE allowed at the root), `all` the root's
+// blocks (scatter: sbuf, gather: rbuf).
+int rooted_fast(const char* fn, bool gather, const void* mine, int mcount, MPI_Datatype mtype, const void* all,
+                int acount, MPI_Datatype atype, int root, MPI_Comm comm) {
+  comm_obj* c = fast_comm(comm, root);
+  if (!c) return kDeclined;
+  const bool is_root = c->rank == root, inplace = is_root && mine == MPI_IN_PLACE;
+  std::size_t block = 0, ablock = 0;
+  std::byte* m = inplace ? nullptr : plain_block(mine, mcount, mtype, block);
+  if (!m && !inplace) return kDeclined;
+  std::byte* a = nullptr;
+  if (is_root) {
+    a = plain_block(all, acount, atype, ablock);
+    if (!a || (!inplace && ablock != block)) return kDeclined;  // the full path reports a mismatch
+    block = ablock;
+  }
+  return run_fast(fn, c, [&](direct_exchange& ex) {
+    if (!is_root) return ex.post(gather, root, 0, m, block);
+    for (int i = 0; i < c->size(); ++i) {
+      std::byte* b = a + static_cast<std::size_t>(i) * block;
+      if (i == root) {
+        if (m) gather ? std::memcpy(b, m, block) : std::memcpy(m, b, block);
+      } else {
+        ex.post(!gather, i, 0, b, block);
+      }
+    }
+  });
 }
 
 // A blocking barrier on 3 to kDirectProcs ranks, fan-in then fan-out: each
@@ -997,6 +1047,9 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
 
 int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
            MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
+  if (!req && !all)
+    if (const int e = rooted_fast(fn, true, sbuf, scount, stype, rbuf, rcount, rtype, root, comm); e != kDeclined)
+      return e;
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {
       inter::no_in_place(x, sbuf, rbuf);
@@ -1104,6 +1157,9 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
 
 int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
             MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
+  if (!req)
+    if (const int e = rooted_fast(fn, false, rbuf, rcount, rtype, sbuf, scount, stype, root, comm); e != kDeclined)
+      return e;
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {
       inter::no_in_place(x, sbuf, rbuf);
