@@ -88,6 +88,29 @@ bool same_everywhere(MPI_Comm comm, long long v) {
   return out[0] == v && -out[1] == v;
 }
 
+// The checks MPI_File_set_size and MPI_File_preallocate share, collective:
+// a non-negative size, a file that may change size, the same size on every
+// process. Returns the code all processes agreed on (err and detail: this
+// process's own finding).
+int agree_on_size(const file_obj& f, MPI_Offset size, int& err, std::string& detail) {
+  if (size < 0) {
+    err = MPI_ERR_ARG;
+    detail = "negative size " + std::to_string(size);
+  } else if (f.amode & MPI_MODE_SEQUENTIAL) {
+    err = MPI_ERR_UNSUPPORTED_OPERATION;
+    detail = "file opened with MPI_MODE_SEQUENTIAL";
+  } else if (f.amode & MPI_MODE_RDONLY) {
+    err = MPI_ERR_READ_ONLY;
+    detail = "file opened with MPI_MODE_RDONLY";
+  }
+  int all = agree_max(f.comm, err);
+  if (all == MPI_SUCCESS && !same_everywhere(f.comm, size)) {
+    all = err = MPI_ERR_NOT_SAME;
+    detail = "the processes passed different sizes";
+  }
+  return all;
+}
+
 std::string other_failed(int cls) {
   return std::string("failed on another process of the communicator (") + error_name(cls) + ")";
 }
@@ -450,21 +473,7 @@ int PMPI_File_set_size(MPI_File fh, MPI_Offset size) {
   if (!f) return rc;
   int err = MPI_SUCCESS;
   std::string detail;
-  if (size < 0) {
-    err = MPI_ERR_ARG;
-    detail = "negative size " + std::to_string(size);
-  } else if (f->amode & MPI_MODE_SEQUENTIAL) {
-    err = MPI_ERR_UNSUPPORTED_OPERATION;
-    detail = "file opened with MPI_MODE_SEQUENTIAL";
-  } else if (f->amode & MPI_MODE_RDONLY) {
-    err = MPI_ERR_READ_ONLY;
-    detail = "file opened with MPI_MODE_RDONLY";
-  }
-  int all = agree_max(f->comm, err);
-  if (all == MPI_SUCCESS && !same_everywhere(f->comm, size)) {
-    all = err = MPI_ERR_NOT_SAME;
-    detail = "the processes passed different sizes";
-  }
+  int all = agree_on_size(*f, size, err, detail);
   if (all == MPI_SUCCESS) {
     drain(*f);
     if (f->rank == 0 && ::ftruncate(f->fd, size) != 0) {
@@ -485,21 +494,7 @@ int PMPI_File_preallocate(MPI_File fh, MPI_Offset size) {
   if (!f) return rc;
   int err = MPI_SUCCESS;
   std::string detail;
-  if (size < 0) {
-    err = MPI_ERR_ARG;
-    detail = "negative size " + std::to_string(size);
-  } else if (f->amode & MPI_MODE_SEQUENTIAL) {
-    err = MPI_ERR_UNSUPPORTED_OPERATION;
-    detail = "file opened with MPI_MODE_SEQUENTIAL";
-  } else if (f->amode & MPI_MODE_RDONLY) {
-    err = MPI_ERR_READ_ONLY;
-    detail = "file opened with MPI_MODE_RDONLY";
-  }
-  int all = agree_max(f->comm, err);
-  if (all == MPI_SUCCESS && !same_everywhere(f->comm, size)) {
-    all = err = MPI_ERR_NOT_SAME;
-    detail = "the processes passed different sizes";
-  }
+  int all = agree_on_size(*f, size, err, detail);
   if (all == MPI_SUCCESS) {
     if (f->rank == 0 && size > 0) {
       // Allocates blocks for [0, size); never shrinks the file.
