@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/test_paths.hpp"
+#include "tests/workers/shm_hold_report.hpp"
 
 namespace {
 
@@ -237,24 +238,7 @@ TEST_CASE("ofi: 1000 messages of 64 KiB-1 MiB each way, RMA read and tagged rend
 
 namespace {
 
-// Ranks' pids from shm_hold_worker's "held <n> pid <pid> rank <r>" lines;
-// every rank must report 0 names held.
-std::vector<int> held_lines(const std::string& out, int* held_total) {
-  std::vector<int> pids;
-  std::istringstream in(out);
-  std::string line;
-  *held_total = 0;
-  while (std::getline(in, line)) {
-    const auto at = line.find("held ");
-    if (at == std::string::npos) continue;
-    int held = -1, pid = -1, rank = -1;
-    if (std::sscanf(line.c_str() + at, "held %d pid %d rank %d", &held, &pid, &rank) == 3) {
-      pids.push_back(pid);
-      *held_total += held;
-    }
-  }
-  return pids;
-}
+using nmad_test::held_lines;  // the ranks' pids; every rank must report 0 names held
 
 // The ofi driver's segments of these pids still in /dev/shm.
 std::vector<std::string> segments_left(const std::vector<int>& pids) {

@@ -38,6 +38,7 @@
 #include "drivers/builtin.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "tests/test_paths.hpp"
+#include "tests/workers/shm_hold_report.hpp"
 
 namespace {
 
@@ -164,24 +165,7 @@ TEST_CASE("wireup_complete unlinks the doorbell and the wake-up socket; the driv
 
 namespace {
 
-// Ranks' pids from the worker's "held <n> pid <pid> rank <r>" lines; every
-// rank must report 0 names held.
-std::vector<int> held_lines(const std::string& out, int* held_total) {
-  std::vector<int> pids;
-  std::istringstream in(out);
-  std::string line;
-  *held_total = 0;
-  while (std::getline(in, line)) {
-    const auto at = line.find("held ");
-    if (at == std::string::npos) continue;
-    int held = -1, pid = -1, rank = -1;
-    if (std::sscanf(line.c_str() + at, "held %d pid %d rank %d", &held, &pid, &rank) == 3) {
-      pids.push_back(pid);
-      *held_total += held;
-    }
-  }
-  return pids;
-}
+using nmad_test::held_lines;  // the ranks' pids; every rank must report 0 names held
 
 std::vector<std::string> left_behind(const std::vector<int>& pids) {
   std::vector<std::string> out;
