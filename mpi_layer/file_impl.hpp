@@ -187,6 +187,11 @@ int start_async(const char* fn, const std::shared_ptr<file_obj>& f, std::functio
 void post_io(std::function<void()> fn);
 // Fills a status from a result (count in bytes).
 void set_status(MPI_Status* s, std::int64_t bytes);
+// Makes r a file request: done when ready() answers true, its status and
+// error then read from *res (kept alive by `keep`), an error raised on f's
+// handler under the name fn.
+void arm_file_request(request_obj* r, file_obj& f, std::shared_ptr<void> keep, const char* fn,
+                      std::function<bool()> ready, const io_result* res);
 // Waits until f has no unfinished non-blocking operation (close, sync,
 // set_view, set_atomicity), progressing its collective ones.
 void drain(file_obj& f);

@@ -542,26 +542,9 @@ struct async_state {
 };
 
 void arm_request(request_obj* r, const std::shared_ptr<async_state>& a) {
-  r->type = request_obj::kind::generic;
-  r->comm = lookup_comm(a->file->comm);  // MPI_ERRORS_RETURN: the file's handler is called below
-  r->persistent = false;
-  r->local_done = false;
-  r->active = true;
   async_state* p = a.get();
-  r->extra = a;
-  r->poll = [p](request_obj& q) {
-    if (!p->done.load(std::memory_order_acquire)) return false;
-    set_status(&q.local_status, p->result.bytes);
-    q.local_status.MPI_ERROR = p->result.err;
-    return true;
-  };
-  r->on_complete = [p](request_obj& q, std::string& detail) {
-    set_status(&q.local_status, p->result.bytes);
-    q.local_status.MPI_ERROR = p->result.err;
-    if (p->result.err == MPI_SUCCESS) return MPI_SUCCESS;
-    detail = p->result.detail;
-    return raise_file("MPI_Wait (file request)", p->file.get(), p->result.err, p->result.detail);
-  };
+  arm_file_request(r, *a->file, a, "MPI_Wait (file request)",
+                   [p] { return p->done.load(std::memory_order_acquire); }, &p->result);
 }
 
 }  // namespace
@@ -570,6 +553,29 @@ void set_status(MPI_Status* s, std::int64_t bytes) {
   if (!s) return;
   empty_status(s);
   s->nmad_count = bytes;
+}
+
+void arm_file_request(request_obj* r, file_obj& f, std::shared_ptr<void> keep, const char* fn,
+                      std::function<bool()> ready, const io_result* res) {
+  r->type = request_obj::kind::generic;
+  r->comm = lookup_comm(f.comm);  // MPI_ERRORS_RETURN: the file's handler is called below
+  r->persistent = false;
+  r->local_done = false;
+  r->active = true;
+  r->extra = std::move(keep);
+  r->poll = [ready = std::move(ready), res](request_obj& q) {
+    if (!ready()) return false;
+    set_status(&q.local_status, res->bytes);
+    q.local_status.MPI_ERROR = res->err;
+    return true;
+  };
+  r->on_complete = [fn, file = &f, res](request_obj& q, std::string& detail) {
+    set_status(&q.local_status, res->bytes);
+    q.local_status.MPI_ERROR = res->err;
+    if (res->err == MPI_SUCCESS) return MPI_SUCCESS;
+    detail = res->detail;
+    return raise_file(fn, file, res->err, res->detail);
+  };
 }
 
 int start_async(const char*, const std::shared_ptr<file_obj>& f, std::function<io_result()> job,

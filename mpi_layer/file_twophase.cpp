@@ -787,26 +787,8 @@ io_result finish_collective(const std::shared_ptr<collective_job>& j) {
 
 int collective_request(const std::shared_ptr<collective_job>& j, MPI_Request* request) {
   request_obj* r = new_request();
-  r->type = request_obj::kind::generic;
-  r->comm = lookup_comm(j->file->comm);  // MPI_ERRORS_RETURN: the file's handler is called below
-  r->persistent = false;
-  r->local_done = false;
-  r->active = true;
   collective_job* p = j.get();
-  r->extra = j;
-  r->poll = [p](request_obj& q) {
-    if (!p->advance()) return false;
-    set_status(&q.local_status, p->res.bytes);
-    q.local_status.MPI_ERROR = p->res.err;
-    return true;
-  };
-  r->on_complete = [p](request_obj& q, std::string& detail) {
-    set_status(&q.local_status, p->res.bytes);
-    q.local_status.MPI_ERROR = p->res.err;
-    if (p->res.err == MPI_SUCCESS) return MPI_SUCCESS;
-    detail = p->res.detail;
-    return raise_file(p->fn, p->file.get(), p->res.err, p->res.detail);
-  };
+  arm_file_request(r, *j->file, j, p->fn, [p] { return p->advance(); }, &p->res);
   *request = r->handle;
   return MPI_SUCCESS;
 }
