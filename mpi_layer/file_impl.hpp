@@ -10,9 +10,11 @@
 //     from the displacement; for_each_file_block() turns a range of the
 //     stream into the file's byte blocks through the datatype engine's
 //     block walk (the file offset is the "address" of a block).
-//   * Data access (file_io.cpp) packs the user's datatype into a staging
-//     buffer when it is not contiguous and writes or reads each file block
-//     with pwrite/pread; non-contiguous independent reads are sieved (one
+//   * Data access (file_io.cpp) packs the user's datatype through a
+//     staging window (ind_wr/rd_buffer_size bytes, whole elements in
+//     external32) when it is not contiguous or is converted, and writes or
+//     reads each file block with pwrite/pread; non-contiguous independent
+//     reads are sieved (one
 //     large read, the pieces copied out); in atomic mode the byte range an
 //     access covers is locked with fcntl (and a process mutex, since fcntl
 //     locks do not exclude the threads of one process).
@@ -158,6 +160,9 @@ struct user_data {
 // MPI_ERR_ARG for a size that is not a whole number of etypes).
 int describe(const view& v, const void* buf, int count, MPI_Datatype t, user_data& out, std::string& detail);
 
+// Whether the user's data is the file stream itself (contiguous in memory,
+// native representation): accessed in place, never staged.
+bool direct_access(const view& v, const user_data& u);
 // Stages the user's data as the file stream of a write: the bytes to
 // write (a pointer into the user buffer when it is contiguous and native,
 // else `stage`).

@@ -166,10 +166,53 @@ int describe(const view& v, const void* buf, int count, MPI_Datatype t, user_dat
   return MPI_SUCCESS;
 }
 
+bool direct_access(const view& v, const user_data& u) { return !v.external32 && u.type.is_contiguous(); }
+
 namespace {
-bool direct(const view& v, const user_data& u) { return !v.external32 && u.type.is_contiguous(); }
+bool direct(const view& v, const user_data& u) { return direct_access(v, u); }
 std::byte* user_base(const user_data& u) {
   return static_cast<std::byte*>(u.buf) + u.type.true_lb();
+}
+
+// Staging windows of an access whose data is not contiguous in memory or
+// is converted (external32): at most `window` stream bytes at a time, or
+// whole elements in external32 (at least one).
+struct window_plan {
+  std::int64_t bytes = 0;  // stream bytes per window
+  std::int64_t one = 0;    // external32: stream bytes of one element
+};
+window_plan plan_windows(const view& v, const user_data& u, std::int64_t window) {
+  window = std::max<std::int64_t>(window, 4096);
+  if (!v.external32) return {std::min(window, u.file_bytes), 0};
+  const std::int64_t one = external32::size(u.type, 1);
+  return {std::min(std::max<std::int64_t>(1, window / one) * one, u.file_bytes), one};
+}
+// The user's element `e` (external32 windows start on whole elements).
+void* element_at(const user_data& u, std::int64_t e) {
+  return static_cast<std::byte*>(u.buf) + e * static_cast<std::int64_t>(u.type.extent());
+}
+// Stream bytes [s, s + n) of the user's data, in the file's representation.
+void fill_window(const window_plan& w, const user_data& u, std::int64_t s, std::int64_t n, std::byte* out) {
+  if (w.one == 0) {
+    u.type.pack_range(u.buf, u.count, s, n, out);
+    return;
+  }
+  Count at = 0;
+  external32::pack(u.type, element_at(u, s / w.one), n / w.one, out, n, at);
+}
+// Places `got` stream bytes read at stream offset s; returns the user bytes
+// filled (whole elements in external32).
+std::int64_t place_window(const window_plan& w, const user_data& u, std::int64_t s, std::int64_t got,
+                          const std::byte* in) {
+  if (got <= 0) return 0;
+  if (w.one == 0) {
+    u.type.unpack_range(in, s, got, u.buf, u.count);
+    return got;
+  }
+  const std::int64_t whole = got / w.one;
+  Count at = 0;
+  if (whole > 0) external32::unpack(u.type, in, whole * w.one, at, element_at(u, s / w.one), whole);
+  return whole * static_cast<std::int64_t>(u.type.size());
 }
 }  // namespace
 
@@ -390,24 +433,47 @@ io_result access_independent(file_obj& f, const view& v, const hints& h, bool at
                  " refused: " + std::strerror(lock.error());
     return res;
   }
-  std::vector<std::byte> stage;
-  if (write) {
-    const std::byte* data = stage_for_write(v, u, stage);
+  // A buffer that is contiguous in memory (and native) is written from and
+  // read into directly; any other goes through a staging window of
+  // ind_wr_buffer_size (ind_rd_buffer_size) bytes, so memory stays bounded
+  // whatever the size of the access.
+  const bool sieve = !write && sieve_pays(v, h, pos, u.file_bytes);
+  auto write_stream = [&](const std::byte* data, std::int64_t s, std::int64_t n) {
     std::int64_t done = 0;
-    for_each_file_block(v, pos, u.file_bytes, [&](std::int64_t off, std::int64_t n) {
+    for_each_file_block(v, pos + s, n, [&](std::int64_t off, std::int64_t len) {
       if (res.err != MPI_SUCCESS) return;
-      res.err = pwrite_full(f.fd, data + done, n, off, res.detail);
-      if (res.err == MPI_SUCCESS) done += n;
+      res.err = pwrite_full(f.fd, data + done, len, off, res.detail);
+      if (res.err == MPI_SUCCESS) done += len;
     });
-    if (res.err == MPI_SUCCESS) res.bytes = u.mem_bytes;
+  };
+  if (direct(v, u)) {
+    if (write) {
+      write_stream(user_base(u), 0, u.file_bytes);
+      if (res.err == MPI_SUCCESS) res.bytes = u.mem_bytes;
+      return res;
+    }
+    std::int64_t got = 0;
+    res.err = read_blocks(f, v, pos, u.file_bytes, user_base(u), sieve, h.ind_rd_buffer_size, got, res.detail);
+    if (res.err == MPI_SUCCESS) res.bytes = got;
     return res;
   }
-  std::byte* data = read_target(v, u, stage);
-  std::int64_t got = 0;
-  res.err = read_blocks(f, v, pos, u.file_bytes, data, sieve_pays(v, h, pos, u.file_bytes), h.ind_rd_buffer_size, got,
-                        res.detail);
-  if (res.err != MPI_SUCCESS) return res;
-  res.bytes = finish_read(v, u, data, got);
+  const window_plan w = plan_windows(v, u, write ? h.ind_wr_buffer_size : h.ind_rd_buffer_size);
+  std::vector<std::byte> stage(static_cast<std::size_t>(w.bytes));
+  std::int64_t placed = 0;
+  for (std::int64_t s = 0; s < u.file_bytes && res.err == MPI_SUCCESS; s += w.bytes) {
+    const std::int64_t n = std::min(w.bytes, u.file_bytes - s);
+    if (write) {
+      fill_window(w, u, s, n, stage.data());
+      write_stream(stage.data(), s, n);
+      continue;
+    }
+    std::int64_t got = 0;
+    res.err = read_blocks(f, v, pos + s, n, stage.data(), sieve, h.ind_rd_buffer_size, got, res.detail);
+    if (res.err != MPI_SUCCESS) break;
+    placed += place_window(w, u, s, got, stage.data());
+    if (got < n) break;  // end of file
+  }
+  if (res.err == MPI_SUCCESS) res.bytes = write ? u.mem_bytes : placed;
   return res;
 }
 

@@ -457,9 +457,13 @@ struct collective_job : std::enable_shared_from_this<collective_job> {
       at = phase::agree;
       return;
     }
-    // Packing a non-contiguous or external32 buffer copies it all: a file step.
+    // The stream: the user's buffer itself when contiguous; in external32,
+    // the whole access converted (a file step); else none, each piece is
+    // packed from (unpacked into) the user's buffer as it moves, so a
+    // non-contiguous buffer costs no copy of the whole access.
     file_step([this] {
-      data = write ? const_cast<std::byte*>(stage_for_write(v, u, stage)) : read_target(v, u, stage);
+      if (direct_access(v, u) || v.external32)
+        data = write ? const_cast<std::byte*>(stage_for_write(v, u, stage)) : read_target(v, u, stage);
       at_stream.resize(blocks.size());
       std::int64_t s = 0;
       for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -537,7 +541,10 @@ struct collective_job : std::enable_shared_from_this<collective_job> {
     std::byte* out = data_out.resize(static_cast<std::size_t>(total));
     for (int r = 0; r < size(); ++r)
       for (const ref& x : refs[static_cast<std::size_t>(r)]) {
-        std::memcpy(out, data + at_stream[x.block] + x.skip, static_cast<std::size_t>(x.len));
+        if (data)
+          std::memcpy(out, data + at_stream[x.block] + x.skip, static_cast<std::size_t>(x.len));
+        else
+          u.type.pack_range(u.buf, u.count, at_stream[x.block] + x.skip, x.len, out);
         out += x.len;
       }
   }
@@ -665,7 +672,10 @@ struct collective_job : std::enable_shared_from_this<collective_job> {
     for (int r = 0; r < size(); ++r) {
       std::int64_t src = ddisp_out[r];
       for (const ref& x : refs[static_cast<std::size_t>(r)]) {
-        std::memcpy(data + at_stream[x.block] + x.skip, data_out.data() + src, static_cast<std::size_t>(x.len));
+        if (data)
+          std::memcpy(data + at_stream[x.block] + x.skip, data_out.data() + src, static_cast<std::size_t>(x.len));
+        else
+          u.type.unpack_range(data_out.data() + src, at_stream[x.block] + x.skip, x.len, u.buf, u.count);
         src += x.len;
       }
     }
@@ -686,7 +696,8 @@ struct collective_job : std::enable_shared_from_this<collective_job> {
       got += have;
       if (have < b.len) break;
     }
-    res.bytes = finish_read(v, u, data, got);
+    // (Without a stream buffer, the pieces are in the user's buffer already.)
+    res.bytes = data ? finish_read(v, u, data, got) : got;
   }
 };
 

@@ -50,6 +50,10 @@ TEST_CASE("mpi io_atomic: atomic mode keeps conflicting non-contiguous writes wh
   expect_pass("io_atomic", {1, 2, 4});
 }
 
+TEST_CASE("mpi io_windows: non-contiguous memory and external32 staged in small windows, independent and collective") {
+  expect_pass("io_windows", {1, 2, 3});
+}
+
 TEST_CASE("mpi io_collective: two-phase aggregation under cb_nodes/cb_buffer_size/romio_cb_* hints") {
   expect_pass("io_collective", {1, 2, 3, 4});
 }
