@@ -660,7 +660,17 @@ int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint* exte
     std::lock_guard g(f->mu);
     ext32 = f->v.external32;
   }
-  *extent = ext32 ? static_cast<MPI_Aint>(external32::size(d, 1)) : d.extent();
+  if (!ext32) {
+    *extent = d.extent();
+    return MPI_SUCCESS;
+  }
+  // Its extent in an external32 file (byte displacements as given, counts
+  // scaled by the external32 sizes).
+  try {
+    *extent = external32::file_layout(d).extent();
+  } catch (const DatatypeError& e) {
+    return raise_file(fn, f.get(), MPI_ERR_TYPE, type_handle_text(datatype) + " has no external32 layout: " + e.what());
+  }
   return MPI_SUCCESS;
 }
 

@@ -27,6 +27,8 @@ view default_view() {
 
 namespace {
 
+int check_layout(const Datatype& out, const char* what, MPI_Datatype h, std::string& detail);
+
 // A type usable in a view: live, committed, no negative displacement.
 int view_type(MPI_Datatype h, const char* what, Datatype& out, std::string& detail) {
   out = type_of(h);
@@ -38,6 +40,12 @@ int view_type(MPI_Datatype h, const char* what, Datatype& out, std::string& deta
     detail = std::string(what) + " " + type_handle_text(h) + " is not committed";
     return MPI_ERR_TYPE;
   }
+  return check_layout(out, what, h, detail);
+}
+
+// The layout of a view's type (native, or its external32 file layout):
+// no negative displacement, nondecreasing and not overlapping.
+int check_layout(const Datatype& out, const char* what, MPI_Datatype h, std::string& detail) {
   if (out.true_lb() < 0 || out.lb() < 0) {
     detail = std::string(what) + " " + type_handle_text(h) + " has a negative displacement (MPI-3.1 13.3)";
     return MPI_ERR_TYPE;
@@ -84,22 +92,23 @@ int make_view(MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const 
   v.etype_handle = etype;
   v.filetype_handle = filetype;
   if (v.external32) {
+    // The filetype as it lies in an external32 file: counts scale with the
+    // external32 extents, byte displacements stay as given (MPI-3.1
+    // 13.5.2); the stream is tiled over that layout.
     v.esize = external32::size(v.etype, 1);
-    v.ftsize = external32::size(v.filetype, 1);
-    v.ftextent = v.ftsize;
-    // The file layout of a filetype with holes in external32 needs its
-    // extents recomputed in external32 sizes; only a dense filetype (data
-    // from 0 to its extent, no holes) has an obvious layout.
-    if (!(v.filetype.is_contiguous() && v.filetype.true_lb() == 0 && v.filetype.size() == v.filetype.extent())) {
-      detail = "external32 with a filetype that has holes (" + type_handle_text(filetype) +
-               "): only dense filetypes are supported in external32, use \"native\"";
-      return MPI_ERR_UNSUPPORTED_DATAREP;
+    try {
+      v.filetype = external32::file_layout(v.filetype);
+      v.filetype.commit();
+    } catch (const DatatypeError& e) {
+      detail = "filetype " + type_handle_text(filetype) + " has no external32 layout: " + e.what();
+      return MPI_ERR_TYPE;
     }
+    if (int e = check_layout(v.filetype, "filetype (in external32)", filetype, detail)) return e;
   } else {
     v.esize = v.etype.size();
-    v.ftsize = v.filetype.size();
-    v.ftextent = v.filetype.extent();
   }
+  v.ftsize = v.filetype.size();
+  v.ftextent = v.filetype.extent();
   if (v.esize <= 0) {
     detail = "etype " + type_handle_text(etype) + " has size 0";
     return MPI_ERR_TYPE;
@@ -113,7 +122,7 @@ int make_view(MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const 
              " bytes) is not made of whole etypes of " + std::to_string(v.esize) + " bytes";
     return MPI_ERR_TYPE;
   }
-  v.dense = v.external32 || (v.filetype.is_contiguous() && v.filetype.true_lb() == 0 && v.ftsize == v.ftextent);
+  v.dense = v.filetype.is_contiguous() && v.filetype.true_lb() == 0 && v.ftsize == v.ftextent;
   out = std::move(v);
   return MPI_SUCCESS;
 }

@@ -1287,6 +1287,79 @@ TEST_CASE("external32: the standard's sizes for every basic type") {
   }
 }
 
+namespace {
+std::vector<std::pair<Aint, Aint>> blocks_of(Datatype t) {
+  t.commit();
+  std::vector<std::pair<Aint, Aint>> out;
+  for (const Block& b : t.blocks()) out.emplace_back(b.offset, b.length);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("external32: file layout scales counts by external32 extents and keeps byte displacements") {
+  using P = std::vector<std::pair<Aint, Aint>>;
+  const Datatype lng = T(BasicType::Long);  // 8 bytes here, 4 in external32
+  SUBCASE("basic and pair types: one block of their external32 size") {
+    CHECK(external32::file_layout(lng).size() == 4);
+    CHECK(external32::file_layout(lng).extent() == 4);
+    CHECK(external32::file_layout(T(BasicType::DoubleInt)).extent() == 12);
+    CHECK(external32::file_layout(T(BasicType::Byte)).extent() == 1);
+  }
+  SUBCASE("vector: the stride counts external32 elements") {
+    const Datatype l = external32::file_layout(Datatype::vector(3, 1, 2, lng));
+    CHECK(l.size() == 12);
+    CHECK(l.extent() == 20);
+    CHECK(blocks_of(l) == P{{0, 4}, {8, 4}, {16, 4}});
+  }
+  SUBCASE("hvector, hindexed and resized: bytes as given") {
+    CHECK(blocks_of(external32::file_layout(Datatype::hvector(2, 1, 16, lng))) == P{{0, 4}, {16, 4}});
+    const int bl[] = {1, 2};
+    const Aint disp[] = {0, 10};
+    CHECK(blocks_of(external32::file_layout(Datatype::hindexed(bl, disp, lng))) == P{{0, 4}, {10, 8}});
+    const Datatype r = external32::file_layout(Datatype::create_resized(lng, 0, 12));
+    CHECK(r.size() == 4);
+    CHECK(r.extent() == 12);
+  }
+  SUBCASE("indexed and indexed_block count in elements") {
+    const int bl[] = {2, 1};
+    const int disp[] = {0, 5};
+    CHECK(blocks_of(external32::file_layout(Datatype::indexed(bl, disp, lng))) == P{{0, 8}, {20, 4}});
+    const int d2[] = {1, 3};
+    CHECK(blocks_of(external32::file_layout(Datatype::indexed_block(1, d2, lng))) == P{{4, 4}, {12, 4}});
+  }
+  SUBCASE("struct: byte displacements as given, no alignment padding") {
+    const int bl[] = {1, 1};
+    const Aint disp[] = {0, 8};
+    const Datatype m[] = {T(BasicType::Int), T(BasicType::Double)};
+    const Datatype l = external32::file_layout(Datatype::create_struct(bl, disp, m));
+    CHECK(blocks_of(l) == P{{0, 4}, {8, 8}});
+    CHECK(l.extent() == 16);
+    const Aint packed[] = {0, 4};
+    const Datatype d = external32::file_layout(Datatype::create_struct(bl, packed, m));
+    CHECK(blocks_of(d) == P{{0, 12}});
+    CHECK(d.extent() == 12);
+  }
+  SUBCASE("subarray and darray: element counts, size equals the external32 size") {
+    const int sizes[] = {4, 6}, sub[] = {2, 3}, starts[] = {1, 2};
+    const Datatype s = Datatype::create_subarray(sizes, sub, starts, Datatype::Order::C, lng);
+    const Datatype l = external32::file_layout(s);
+    CHECK(l.extent() == 4 * 6 * 4);
+    CHECK(blocks_of(l) == P{{(1 * 6 + 2) * 4, 12}, {(2 * 6 + 2) * 4, 12}});
+    const int gs[] = {8}, dargs[] = {Datatype::kDefaultDarg}, ps[] = {2};
+    const Datatype::Distribution dist[] = {Datatype::Distribution::Block};
+    Datatype da = Datatype::create_darray(2, 1, gs, dist, dargs, ps, Datatype::Order::C, lng);
+    da.commit();
+    const Datatype dl = external32::file_layout(da);
+    CHECK(dl.size() == external32::size(da, 1));
+    CHECK(blocks_of(dl) == P{{16, 16}});
+    CHECK(dl.extent() == 32);
+  }
+  SUBCASE("dup and contiguous follow their old type") {
+    Datatype c = Datatype::contiguous(3, lng);
+    CHECK(external32::file_layout(c.dup()).extent() == 12);
+  }
+}
+
 TEST_CASE("external32: big-endian bytes") {
   const int i = 1;
   CHECK(ext_bytes(T(BasicType::Int), &i, 1) == std::vector<unsigned>{0, 0, 0, 1});

@@ -237,4 +237,83 @@ void unpack(const Datatype& t, const void* inbuf, Count insize, Count& position,
   position += need;
 }
 
+
+namespace {
+std::vector<int> ints_of(const std::vector<Count>& v, std::size_t from, std::size_t n) {
+  std::vector<int> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<int>(v[from + i]);
+  return out;
+}
+std::span<const Aint> addrs(const TypeContents& c, std::size_t from, std::size_t n) {
+  return std::span<const Aint>(c.addresses).subspan(from, n);
+}
+}  // namespace
+
+Datatype file_layout(const Datatype& t) {
+  const TypeContents c = t.contents();
+  const Datatype byte = Datatype::basic(BasicType::Byte);
+  switch (c.combiner) {
+    case Combiner::Named:
+    case Combiner::F90Real:
+    case Combiner::F90Complex:
+    case Combiner::F90Integer: {
+      // One basic object (a pair type is one block of both members).
+      const Count n = size(t, 1);
+      return n == 1 ? byte : Datatype::contiguous(n, byte);
+    }
+    case Combiner::Dup:
+      return file_layout(c.types[0]);
+    case Combiner::Contiguous:
+      return Datatype::contiguous(c.ints[0], file_layout(c.types[0]));
+    case Combiner::Vector:
+      return Datatype::vector(c.ints[0], c.ints[1], c.ints[2], file_layout(c.types[0]));
+    case Combiner::Hvector:
+      return Datatype::hvector(c.ints[0], c.ints[1], c.addresses[0], file_layout(c.types[0]));
+    case Combiner::Indexed: {
+      const auto n = static_cast<std::size_t>(c.ints[0]);
+      return Datatype::indexed(ints_of(c.ints, 1, n), ints_of(c.ints, 1 + n, n), file_layout(c.types[0]));
+    }
+    case Combiner::Hindexed: {
+      const auto n = static_cast<std::size_t>(c.ints[0]);
+      return Datatype::hindexed(ints_of(c.ints, 1, n), addrs(c, 0, n), file_layout(c.types[0]));
+    }
+    case Combiner::IndexedBlock: {
+      const auto n = static_cast<std::size_t>(c.ints[0]);
+      return Datatype::indexed_block(c.ints[1], ints_of(c.ints, 2, n), file_layout(c.types[0]));
+    }
+    case Combiner::HindexedBlock: {
+      const auto n = static_cast<std::size_t>(c.ints[0]);
+      return Datatype::hindexed_block(c.ints[1], addrs(c, 0, n), file_layout(c.types[0]));
+    }
+    case Combiner::Struct: {
+      const auto n = static_cast<std::size_t>(c.ints[0]);
+      std::vector<Datatype> types;
+      types.reserve(n);
+      for (const Datatype& m : c.types) types.push_back(file_layout(m));
+      return Datatype::create_struct(ints_of(c.ints, 1, n), addrs(c, 0, n), types);
+    }
+    case Combiner::Resized:
+      return Datatype::create_resized(file_layout(c.types[0]), c.addresses[0], c.addresses[1]);
+    case Combiner::Subarray: {
+      const auto nd = static_cast<std::size_t>(c.ints[0]);
+      return Datatype::create_subarray(ints_of(c.ints, 1, nd), ints_of(c.ints, 1 + nd, nd),
+                                       ints_of(c.ints, 1 + 2 * nd, nd),
+                                       c.ints[1 + 3 * nd] == 0 ? Datatype::Order::C : Datatype::Order::Fortran,
+                                       file_layout(c.types[0]));
+    }
+    case Combiner::Darray: {
+      const auto nd = static_cast<std::size_t>(c.ints[2]);
+      std::vector<Datatype::Distribution> distribs(nd);
+      for (std::size_t i = 0; i < nd; ++i)
+        distribs[i] = static_cast<Datatype::Distribution>(c.ints[3 + nd + i]);
+      return Datatype::create_darray(static_cast<int>(c.ints[0]), static_cast<int>(c.ints[1]),
+                                     ints_of(c.ints, 3, nd), distribs, ints_of(c.ints, 3 + 2 * nd, nd),
+                                     ints_of(c.ints, 3 + 3 * nd, nd),
+                                     c.ints[3 + 4 * nd] == 0 ? Datatype::Order::C : Datatype::Order::Fortran,
+                                     file_layout(c.types[0]));
+    }
+  }
+  throw DatatypeError(DatatypeErrc::invalid_argument, "nmad::mpi datatype: unknown combiner in file_layout");
+}
+
 }  // namespace nmad::mpi::external32

@@ -34,4 +34,15 @@ void pack(const Datatype& t, const void* inbuf, Count count, void* outbuf, Count
 // MPI_Unpack_external: reads `count` elements from inbuf + position.
 void unpack(const Datatype& t, const void* inbuf, Count insize, Count& position, void* outbuf, Count count);
 
+// The type map of t as it lies in a file whose data representation is
+// external32 (MPI-3.1 13.5.2, "for those functions that accept
+// displacements in bytes, the displacements must be specified in terms of
+// their values in the file ... no scaling will be done"): the same
+// constructors over the same arguments, each basic object replaced by a
+// block of its external32 size, so counts, strides and displacements given
+// in elements scale with the external32 extents while byte displacements,
+// resized bounds and explicit extents stay as given. Struct extents get no
+// alignment padding (external32 has none). Uncommitted; size() equals
+// size(t, 1). Throws DatatypeError for a type the constructors reject.
+Datatype file_layout(const Datatype& t);
 }  // namespace nmad::mpi::external32
