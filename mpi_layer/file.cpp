@@ -21,6 +21,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "core/topology/hw_levels.hpp"
 #include "mpi_layer/datatype/external32.hpp"
 #include "mpi_layer/file_impl.hpp"
 
@@ -241,29 +242,62 @@ std::string absolute(const std::string& p) {
   return std::string(cwd) + "/" + p;
 }
 
-// The ranks of comm in aggregator order: the first of each host, then the
-// second of each host, ... (hosts in order of their first rank).
-std::vector<int> aggregator_order(MPI_Comm comm, int size, int& nhosts) {
+// The ranks of comm in aggregator preference order, from the host
+// identity and the topology module's placement of each process (its NUMA
+// node, else its package): within a host, the first process of each NUMA
+// node (nodes in order of their first rank), then the second of each, ...;
+// across hosts, the first of every host's list, then the second of every
+// host's, ... `ndomains` = the (host, NUMA node) pairs that hold processes:
+// the default cb_nodes, one aggregator next to each memory. Processes
+// whose binding spans nodes (or is unknown) form one domain of their host.
+std::vector<int> aggregator_order(MPI_Comm comm, int size, int& ndomains) {
   std::string id, detail;
   if (!host_identity(id, detail)) id = "?";
-  unsigned long long mine = std::hash<std::string>{}(id);
-  std::vector<unsigned long long> all(static_cast<std::size_t>(size), mine);
-  if (size > 1) PMPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, comm);
-  std::vector<unsigned long long> hosts;
-  std::vector<std::vector<int>> by_host;
+  int package = nmad::topology::hw_spans, numa = nmad::topology::hw_spans;
+  if (!hw_locate_self(package, numa, detail)) package = numa = nmad::topology::hw_spans;
+  const int domain = numa >= 0 ? numa : (package >= 0 ? 1 << 20 | package : -1);
+  unsigned long long mine[2] = {std::hash<std::string>{}(id), static_cast<unsigned long long>(domain)};
+  std::vector<unsigned long long> all(2 * static_cast<std::size_t>(size));
+  all[0] = mine[0];
+  all[1] = mine[1];
+  if (size > 1) PMPI_Allgather(mine, 2, MPI_UNSIGNED_LONG_LONG, all.data(), 2, MPI_UNSIGNED_LONG_LONG, comm);
+  // hosts[h] = its domains in order of first rank, each with its ranks.
+  struct dom {
+    unsigned long long key;
+    std::vector<int> ranks;
+  };
+  std::vector<unsigned long long> host_keys;
+  std::vector<std::vector<dom>> hosts;
+  ndomains = 0;
   for (int r = 0; r < size; ++r) {
-    auto it = std::find(hosts.begin(), hosts.end(), all[static_cast<std::size_t>(r)]);
-    if (it == hosts.end()) {
-      hosts.push_back(all[static_cast<std::size_t>(r)]);
-      by_host.emplace_back();
-      it = hosts.end() - 1;
+    const unsigned long long hk = all[2 * static_cast<std::size_t>(r)], dk = all[2 * static_cast<std::size_t>(r) + 1];
+    auto h = std::find(host_keys.begin(), host_keys.end(), hk);
+    if (h == host_keys.end()) {
+      host_keys.push_back(hk);
+      hosts.emplace_back();
+      h = host_keys.end() - 1;
     }
-    by_host[static_cast<std::size_t>(it - hosts.begin())].push_back(r);
+    auto& doms = hosts[static_cast<std::size_t>(h - host_keys.begin())];
+    auto d = std::find_if(doms.begin(), doms.end(), [&](const dom& x) { return x.key == dk; });
+    if (d == doms.end()) {
+      doms.push_back({dk, {}});
+      d = doms.end() - 1;
+      ++ndomains;
+    }
+    d->ranks.push_back(r);
   }
-  nhosts = static_cast<int>(hosts.size());
+  // Each host's list: round robin over its domains.
+  std::vector<std::vector<int>> per_host(hosts.size());
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    std::size_t deepest = 0;
+    for (const dom& d : hosts[h]) deepest = std::max(deepest, d.ranks.size());
+    for (std::size_t k = 0; k < deepest; ++k)
+      for (const dom& d : hosts[h])
+        if (k < d.ranks.size()) per_host[h].push_back(d.ranks[k]);
+  }
   std::vector<int> order;
   for (std::size_t k = 0; order.size() < static_cast<std::size_t>(size); ++k)
-    for (const auto& h : by_host)
+    for (const auto& h : per_host)
       if (k < h.size()) order.push_back(h[k]);
   return order;
 }
@@ -335,7 +369,8 @@ int PMPI_File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info
   f->path = absolute(name);
   f->amode = amode;
   f->v = default_view();
-  // Default cb_nodes: one aggregator per host.
+  // Default cb_nodes: one aggregator per NUMA node holding processes, on
+  // every host (the topology module's placement).
   f->aggregator_order = aggregator_order(f->comm, f->size, f->h.cb_nodes);
   apply_hints(info, f->h, f->size);
 
@@ -567,6 +602,13 @@ int PMPI_File_get_info(MPI_File fh, MPI_Info* info_used) {
   {
     std::lock_guard g(f->mu);
     e = hint_entries(f->h);
+    // The ranks (in the file's communicator) that aggregate collective
+    // accesses, in file-domain order: reported, not settable.
+    std::string aggs;
+    const int n = std::clamp(f->h.cb_nodes, 1, f->size);
+    for (int a = 0; a < n; ++a)
+      aggs += (a ? "," : "") + std::to_string(f->aggregator_order[static_cast<std::size_t>(a)]);
+    e.emplace_back("nmad_aggregators", std::move(aggs));
   }
   *info_used = new_info(std::move(e));
   return MPI_SUCCESS;

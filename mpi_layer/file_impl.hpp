@@ -27,7 +27,8 @@
 //     access advances while the application computes.
 //   * Collective data access uses two-phase aggregation (file_twophase.cpp)
 //     when some process's access is not contiguous in the file: aggregator
-//     processes (cb_nodes, one per host by default) each own a contiguous
+//     processes (cb_nodes; by default one per NUMA node holding processes
+//     on every host, from the topology module) each own a contiguous
 //     file domain, gather the pieces of all processes for a window of
 //     cb_buffer_size bytes over the engine (the collective schedules of
 //     coll/), and write (or read) it with one large access. It is a state
@@ -84,7 +85,7 @@ struct file_obj {
   std::string path;                    // absolute path (delete on close, shared pointer)
   int amode = 0;
   std::atomic<MPI_Errhandler> errhandler{MPI_ERRORS_RETURN};
-  std::vector<int> aggregator_order;   // ranks in aggregator preference order (one per host first)
+  std::vector<int> aggregator_order;   // ranks in aggregator preference order (one per NUMA node and host first)
 
   std::mutex mu;                       // guards the fields below
   view v;

@@ -9,8 +9,8 @@
 // own (a contiguous access gains nothing from aggregation; atomic mode
 // locks each access). Otherwise the byte range [min, max) the processes
 // touch is cut into cb_nodes contiguous file domains, one per aggregator
-// (f.aggregator_order: the first process of each host, then the second,
-// ...), and each domain is processed in windows of cb_buffer_size bytes,
+// (f.aggregator_order: by the topology, the first process of each NUMA
+// node of each host, then the second, ...), and each domain is processed in windows of cb_buffer_size bytes,
 // one window per aggregator per round:
 //   write: every process sends each aggregator the (offset, length) pieces
 //          of its blocks that fall in that aggregator's window and their

@@ -54,6 +54,19 @@ TEST_CASE("mpi io_windows: non-contiguous memory and external32 staged in small 
   expect_pass("io_windows", {1, 2, 3});
 }
 
+TEST_CASE("mpi io_aggregators: one aggregator per NUMA node on every host by default, chosen from the topology") {
+  // Synthetic topologies and emulated hosts (placement scatters ranks by
+  // NUMA node), so the expectation does not depend on this machine.
+  expect_pass("io_aggregators", {3}, {{"NMAD_TOPOLOGY", "pack:1 numa:1 core:4 pu:1"}, {"IO_EXPECT_AGGREGATORS", "0"}});
+  expect_pass("io_aggregators", {4}, {{"NMAD_TOPOLOGY", "pack:2 numa:1 core:2 pu:1"}, {"IO_EXPECT_AGGREGATORS", "0,1"}});
+  expect_pass("io_aggregators", {4},
+              {{"NMAD_TOPOLOGY", "pack:2 numa:1 core:2 pu:1"}, {"NMAD_EMULATED_HOSTS", "a*2,b*2"},
+               {"IO_EXPECT_AGGREGATORS", "0,2,1,3"}});
+  expect_pass("io_aggregators", {4},
+              {{"NMAD_TOPOLOGY", "pack:1 numa:1 core:4 pu:1"}, {"NMAD_EMULATED_HOSTS", "a*2,b*2"},
+               {"IO_EXPECT_AGGREGATORS", "0,2"}});
+}
+
 TEST_CASE("mpi io_collective: two-phase aggregation under cb_nodes/cb_buffer_size/romio_cb_* hints") {
   expect_pass("io_collective", {1, 2, 3, 4});
 }
