@@ -9,14 +9,15 @@
 #       --launches 3 --iters 3 --dir /tmp
 #
 # --prefix: an nmad installation (tools/install PREFIX). Each launch runs
-# every size and mode --iters times (see io_block2d.c); --launches repeats
+# every size and mode (--modes, default both) --iters times (see
+# io_block2d.c); --launches repeats
 # the whole program. Writes OUT/<mpi>.<launch>.jsonl (the program's JSON
 # lines) and prints, per implementation, size, mode and operation, the
 # median over every timing of every launch with its minimum and maximum,
 # plus the load average at the start and at the end.
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-prefix= out= np=4 sizes=64M,256M,1G launches=3 iters=3 dir=/tmp impls="nmad openmpi mpich"
+prefix= out= np=4 sizes=64M,256M,1G launches=3 iters=3 dir=/tmp impls="nmad openmpi mpich" modes=collective,independent
 while (($#)); do
   case "$1" in
     --prefix) prefix=$2; shift ;;
@@ -25,6 +26,7 @@ while (($#)); do
     --sizes) sizes=$2; shift ;;
     --launches) launches=$2; shift ;;
     --iters) iters=$2; shift ;;
+    --modes) modes=$2; shift ;;
     --dir) dir=$2; shift ;;
     --impls) impls=$2; shift ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
@@ -58,7 +60,7 @@ done
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((l = 1; l <= launches; l++)); do
   for m in $impls; do
-    cmd="$(run_of "$m") $out/io_block2d.$m --sizes $sizes --iters $iters --dir $dir"
+    cmd="$(run_of "$m") $out/io_block2d.$m --sizes $sizes --iters $iters --modes $modes --dir $dir"
     echo "[$l/$launches] $cmd"
     $cmd >"$out/$m.$l.jsonl" 2>"$out/$m.$l.err" || { echo "  failed: $(tail -3 "$out/$m.$l.err")"; }
   done
