@@ -59,6 +59,7 @@
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
 #include "mpi_layer/coll_args.hpp"
+#include "mpi_layer/coll_shm.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/op/op.hpp"
 #include "mpi_layer/topo.hpp"
@@ -610,6 +611,7 @@ class direct_exchange {
     _reqs.clear();
     return _e == nmad::errc::ok ? -1 : _failed_peer;
   }
+  const std::string& why() const { return _why; }
 
  private:
   coll::session_transport& _tr;  // the communicator's (it outlives the call)
@@ -626,6 +628,42 @@ class direct_exchange {
   std::string _why;
 };
 
+// The shared-memory area of x's communicator (coll_shm.hpp) for a
+// blocking collective that takes the direct path, or null (engine
+// messages). Its set-up is a collective step: a peer failing during it is
+// the call's error.
+shmcoll::area* shm_area(call& x) {
+  try {
+    return shmcoll::area_of(*x.c);
+  } catch (const call_error&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    x.fail(MPI_ERR_PROC_FAILED, std::string("setting up the shared-memory collectives: ") + e.what());
+  }
+  return nullptr;
+}
+std::string shm_failure(int rank) {
+  return "rank " + std::to_string(rank) + " failed (found dead while waiting for it in shared memory)";
+}
+
+}  // namespace
+
+int coll_direct_step(comm_obj& c, bool root_sends, std::byte* p, std::size_t bytes, std::byte* all,
+                     std::string& why) {
+  direct_exchange ex(c);
+  if (c.rank == 0) {
+    for (int i = 1; i < c.size(); ++i)
+      ex.post(root_sends, i, 0, root_sends ? p : all + static_cast<std::size_t>(i) * bytes, bytes);
+  } else {
+    ex.post(!root_sends, 0, 0, p, bytes);
+  }
+  const int failed = ex.wait();
+  if (failed >= 0) why = ex.why();
+  return failed;
+}
+
+namespace {
+
 // The end of a direct collective: unpack steps, nothing left to launch.
 void direct_done(call& x) {
   for (auto& f : x.post) f();
@@ -638,6 +676,16 @@ void direct_done(call& x) {
 // (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
 // gather at the root: every block).
 void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block) {
+  if (shmcoll::area* a = shm_area(x)) {
+    int dead = -1;
+    switch (op) {
+      case rooted::bcast: dead = shmcoll::bcast(*a, root, r, block); break;
+      case rooted::gather: dead = shmcoll::gather(*a, root, s, r, block); break;
+      case rooted::scatter: dead = shmcoll::scatter(*a, root, s, r, block); break;
+    }
+    if (dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+    return direct_done(x);
+  }
   direct_exchange ex(*x.c);
   if (x.rank == root) {
     for (int i = 0; i < x.size; ++i) {
@@ -705,11 +753,28 @@ int run_fast(const char* fn, comm_obj* c, Post&& post) {
   return MPI_SUCCESS;
 }
 
+// The shared-memory area for a fast call (its set-up failing is the
+// call's error, raised on c).
+int shm_fast(const char* fn, comm_obj* c, shmcoll::area*& area) {
+  try {
+    area = shmcoll::area_of(*c);
+  } catch (const std::runtime_error& e) {
+    return mpi_raise(fn, c, MPI_ERR_PROC_FAILED, std::string("setting up the shared-memory collectives: ") + e.what());
+  }
+  return MPI_SUCCESS;
+}
+int shm_result(const char* fn, comm_obj* c, int dead) {
+  return dead < 0 ? MPI_SUCCESS : mpi_raise(fn, c, MPI_ERR_PROC_FAILED, shm_failure(dead));
+}
+
 int bcast_fast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
   comm_obj* c = fast_comm(comm, root);
   std::size_t bytes = 0;
   std::byte* p = c ? plain_block(buf, count, dt, bytes) : nullptr;
   if (!p || comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
+  shmcoll::area* area = nullptr;
+  if (const int e = shm_fast(fn, c, area)) return e;
+  if (area) return shm_result(fn, c, shmcoll::bcast(*area, root, p, bytes));
   return run_fast(fn, c, [&](direct_exchange& ex) {
     if (c->rank != root) return ex.post(false, root, 0, p, bytes);
     for (int i = 0; i < c->size(); ++i)
@@ -734,6 +799,10 @@ int rooted_fast(const char* fn, bool gather, const void* mine, int mcount, MPI_D
     if (!a || (!inplace && ablock != block)) return kDeclined;  // the full path reports a mismatch
     block = ablock;
   }
+  shmcoll::area* area = nullptr;
+  if (const int e = shm_fast(fn, c, area)) return e;
+  if (area)
+    return shm_result(fn, c, gather ? shmcoll::gather(*area, root, m, a, block) : shmcoll::scatter(*area, root, a, m, block));
   return run_fast(fn, c, [&](direct_exchange& ex) {
     if (!is_root) return ex.post(gather, root, 0, m, block);
     for (int i = 0; i < c->size(); ++i) {
@@ -956,6 +1025,12 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);
+    if (!h && x.blocking)
+      if (shmcoll::area* a = shm_area(x)) {
+        if (const int dead = shmcoll::barrier(*a); dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+        x.nothing = true;
+        return;
+      }
     if (!h && direct_barrier_ok(x)) return direct_barrier(x);
     if (h) x.sch = coll::build_hier_barrier(*h, x.rank);
     else x.sch = coll::build_barrier(x.rank, x.size);
@@ -1021,6 +1096,12 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
+    if (k == red_kind::allreduce && direct_ok(x, sz(count, t)) && !comm_hierarchy(x.c, hier_coll::allreduce))
+      if (shmcoll::area* a = shm_area(x)) {
+        if (const int dead = shmcoll::allreduce(*a, s ? s : r, r, sz(count, t), n, *x.red); dead >= 0)
+          x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+        return direct_done(x);
+      }
     const bool hier_kind = k == red_kind::reduce || k == red_kind::allreduce;
     const coll::hierarchy* h =
         hier_kind && x.red->commutative()
@@ -1454,7 +1535,10 @@ void coll_finalize() {
   }
   std::lock_guard g2(st().mu);
   for (auto& c : st().comms)
-    if (c) c->coll_transport.reset();
+    if (c) {
+      c->coll_transport.reset();
+      shmcoll::release(*c);
+    }
 }
 
 namespace {

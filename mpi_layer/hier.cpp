@@ -103,7 +103,9 @@ void init_world_hosts() {
                  nmad::config::is_set("NMAD_COLL_HIER") ? std::getenv("NMAD_COLL_HIER") : "");
     return;
   }
-  if (s.world_size < 2 || mode() == hier_mode::off) return;
+  // (Learnt with NMAD_COLL_HIER=off too: the shared-memory collectives
+  // need to know which communicators live on one host.)
+  if (s.world_size < 2) return;
   std::string id, detail;
   // A bad NMAD_EMULATED_HOSTS or NMAD_HW_BINDING is raised by the calls
   // that use it; here every rank still takes part (with the real identity,
@@ -129,6 +131,15 @@ void init_world_hosts() {
     p.numa = v[2] < 0 ? -1 : static_cast<int>(v[2]);
   }
   world_places() = std::move(places);
+}
+
+bool comm_on_one_host(const comm_obj& c) {
+  const std::vector<place>& wp = world_places();
+  if (c.inter || wp.empty() || c.world_of.empty()) return false;
+  const int host = wp[static_cast<std::size_t>(c.world_of[0])].host;
+  for (int w : c.world_of)
+    if (wp[static_cast<std::size_t>(w)].host != host) return false;
+  return true;
 }
 
 namespace {

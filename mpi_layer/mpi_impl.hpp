@@ -35,6 +35,9 @@ class session_transport;
 }
 
 namespace nmad::mpi {
+namespace shmcoll {
+class area;
+}
 
 constexpr int kContextSlots = 1024;
 constexpr nmad::tag_t kContextMask = 0xFFFFFFFF00000000ULL;
@@ -86,6 +89,10 @@ struct comm_obj {
   // collectives on one communicator at once are erroneous). Dropped at
   // MPI_Finalize, before the session.
   std::shared_ptr<nmad::coll::session_transport> coll_transport;
+  // The shared-memory collectives' area (coll_shm.hpp), made by the first
+  // eligible collective: shm_state 0 not tried yet, 1 ready, 2 none.
+  std::shared_ptr<shmcoll::area> shm_area;
+  std::atomic<int> shm_state{0};
   // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
   int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }
@@ -403,6 +410,15 @@ bool hw_locate_self(int& package, int& numa, std::string& detail);
 // communicator; later calls read them without a lock.
 enum class hier_coll { barrier, bcast, reduce, allreduce };
 void init_world_hosts();
+// Whether every member of intracommunicator c runs on one host (as
+// init_world_hosts learnt; false when that is unknown).
+bool comm_on_one_host(const comm_obj& c);
+// One exchange between rank 0 of c and every other rank, over the
+// engine (coll.cpp): rank 0 sends p (bytes) to every rank (root_sends),
+// or receives every rank's p into all + rank * bytes. -1, or the rank of a
+// peer whose transfer failed (why says how). Collective over c.
+int coll_direct_step(comm_obj& c, bool root_sends, std::byte* p, std::size_t bytes, std::byte* all,
+                     std::string& why);
 // root: the reduce's root (its selection depends on it), else ignored.
 const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which, int root = 0);
 // A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,

@@ -34,6 +34,16 @@ COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators,
 COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph and distributed-graph topologies")
 COLL_PROGRAM("coll_bottom", "MPI_BOTTOM with absolute addresses: (I)Neighbor_alltoallw, Alltoallw, null blocks refused")
 
+// The shared-memory collectives (mpi_layer/coll_shm.hpp): on by default on
+// one host (8 ranks on the 2 cores: oversubscribed), off, and across
+// emulated hosts and over tcp, where the engine paths run the same checks.
+TEST_CASE("mpi coll_shm: barrier/bcast/gather/scatter/allreduce through the communicator's shared segment") {
+  expect_pass("coll_shm", {1, 2, 3, 4, 8});
+  expect_pass("coll_shm", {4}, {{"NMAD_COLL_SHM", "off"}});
+  expect_pass("coll_shm", {4}, {{"NMAD_EMULATED_HOSTS", "a*2,b*2"}});
+  expect_pass("coll_shm", {3}, {{"NMAD_DRIVER", "tcp"}});
+}
+
 TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
   expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});
 }
@@ -41,7 +51,8 @@ TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, ab
 // Tiny thresholds (NMAD_COLL_*): the large-message algorithms (scatter +
 // allgather and chain bcast, Rabenseifner, linear gather, ring allgather,
 // pairwise alltoall and reduce_scatter, chain scan) and Bruck alltoall run
-// on small data, non-contiguous types and user ops included.
+// on small data, non-contiguous types and user ops included; without the
+// shared-memory collectives, so the engine's small algorithms run too.
 TEST_CASE("mpi coll programs with thresholds forcing the other algorithms") {
   const std::vector<std::pair<std::string, std::string>> env = {
       {"NMAD_COLL_BCAST_SMALL", "64"},         {"NMAD_COLL_BCAST_LARGE", "4096"},
@@ -49,7 +60,7 @@ TEST_CASE("mpi coll programs with thresholds forcing the other algorithms") {
       {"NMAD_COLL_GATHER_LARGE", "256"},       {"NMAD_COLL_ALLGATHER_SMALL", "64"},
       {"NMAD_COLL_ALLTOALL_SMALL", "64"},      {"NMAD_COLL_ALLTOALL_BRUCK", "1024"},
       {"NMAD_COLL_ALLTOALL_BRUCK_PROCS", "2"}, {"NMAD_COLL_REDUCE_SCATTER_LARGE", "64"},
-      {"NMAD_COLL_SCAN_LARGE", "64"}};
+      {"NMAD_COLL_SCAN_LARGE", "64"},          {"NMAD_COLL_SHM", "off"}};
   for (const char* prog : {"coll_derived", "coll_inplace", "op_user", "op_minmaxloc", "coll_alltoall",
                            "coll_nonblocking", "coll_reduce_scatter", "coll_scan_exscan", "coll_allgather"}) {
     CAPTURE(prog);

@@ -2,7 +2,9 @@
  * and a timer ($MPITEST_DIE_AFTER_US microseconds, default 0) kills it
  * there (_exit from the signal handler, no MPI_Finalize). $MPITEST_COLL
  * chooses the collective: "allreduce" (MPI_SUM of 16 MiB of doubles, the
- * default), "bcast" (16 MiB from rank 0) or "barrier". With MPI_ERRORS_RETURN every
+ * default), "bcast" (16 MiB from rank 0) or "barrier"; $MPITEST_COLL_DOUBLES
+ * (default 2M) changes the size (8: the shared-memory collectives' path
+ * when the ranks share a host). With MPI_ERRORS_RETURN every
  * survivor either gets MPI_ERR_PROC_FAILED, whose string names the rank
  * that died (also when what it waited for was a survivor that gave up
  * because of the death and closed its connections), or - if what it
@@ -14,7 +16,7 @@
 
 #include "mpitest.h"
 
-#define N (2L << 20) /* doubles: 16 MiB */
+static long N = 2L << 20; /* doubles: 16 MiB */
 #define DYING 2
 
 static void die(int sig) {
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   const char* coll = getenv("MPITEST_COLL");
   const int bcast = coll && strcmp(coll, "bcast") == 0;
   const int barrier = coll && strcmp(coll, "barrier") == 0;
+  const char* nd = getenv("MPITEST_COLL_DOUBLES");
+  if (nd && atol(nd) > 0) N = atol(nd);
   double* in = malloc(N * sizeof(double));
   double* out = malloc(N * sizeof(double));
   CHECK(in && out, "out of memory");

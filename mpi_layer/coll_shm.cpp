@@ -1,0 +1,394 @@
+// Shared-memory collectives (coll_shm.hpp): the segment, its set-up over
+// the engine, and the four operations.
+#include "mpi_layer/coll_shm.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <random>
+
+#include "core/common/config.hpp"
+#include "mpi_layer/coll/schedule.hpp"
+#include "mpi_layer/mpi_impl.hpp"
+
+namespace nmad::mpi::shmcoll {
+
+namespace {
+
+// The shm driver's segment magic ("NMADSM03", drivers/shm/shm_internal.hpp):
+// its start-up sweep removes an "nmad-<tag>-coll-..." segment that carries
+// it once nobody holds the creator's shared lock any more.
+constexpr std::uint64_t kSweepMagic = 0x33304d5344414d4eULL;
+constexpr std::uint64_t kLayout = 0x434f4c4c53484d31ULL;  // "COLLSHM1"
+
+struct alignas(64) counter {
+  std::atomic<std::uint64_t> v{0};
+};
+struct alignas(64) line {
+  std::atomic<std::uint64_t> seq{0};
+  std::byte data[kLineBytes];
+};
+static_assert(sizeof(line) == 64);
+struct alignas(64) slot {
+  std::atomic<std::uint64_t> seq{0};
+  alignas(64) std::byte data[kSlotBytes];
+};
+struct ring {
+  line lines[kLineDepth];
+  slot slots[kDepth];
+};
+struct rank_block {
+  counter done;  // the last op this rank completed
+  ring out;      // written by this rank
+  ring in;       // written by the root of a scatter for this rank
+};
+// One slot of a ring for an op of `bytes` bytes per block.
+struct cell {
+  std::atomic<std::uint64_t>& seq;
+  std::byte* data;
+};
+cell cell_of(ring& r, std::uint64_t op, std::size_t bytes) {
+  if (bytes <= kLineBytes) {
+    line& l = r.lines[op % kLineDepth];
+    return {l.seq, l.data};
+  }
+  slot& s = r.slots[op % kDepth];
+  return {s.seq, s.data};
+}
+int depth_for(std::size_t bytes) { return bytes <= kLineBytes ? kLineDepth : kDepth; }
+struct alignas(64) header {
+  std::uint64_t magic;  // kSweepMagic, written last by the creator
+  std::uint64_t layout;
+  std::uint32_t nprocs;
+};
+static_assert(sizeof(header) == 64);
+
+std::size_t segment_bytes(int n) { return sizeof(header) + static_cast<std::size_t>(n) * sizeof(rank_block); }
+
+}  // namespace
+
+class area {
+ public:
+  area(void* base, std::size_t bytes, int n, int rank, std::vector<int> world)
+      : _base(base), _bytes(bytes), _n(n), _rank(rank), _world(std::move(world)) {
+    _blocks = reinterpret_cast<rank_block*>(static_cast<std::byte*>(base) + sizeof(header));
+  }
+  ~area() { ::munmap(_base, _bytes); }
+  area(const area&) = delete;
+  area& operator=(const area&) = delete;
+
+  int size() const { return _n; }
+  int rank() const { return _rank; }
+  rank_block& of(int r) { return _blocks[r]; }
+  std::uint64_t next_op() { return ++_op; }
+
+  // Waits until ready(); -1, or a member found dead (whose progress the
+  // wait needs: `needs(r)`).
+  template <class Ready, class Needs>
+  int wait(Ready&& ready, Needs&& needs) {
+    if (ready()) return -1;
+    nmad::session& s = *st().session;
+    for (int spin = 0;; ++spin) {
+      // A short spin first: with a core per rank the data is usually a
+      // few hundred nanoseconds away.
+      if (spin < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (ready()) return -1;
+        continue;
+      }
+      s.progress();  // other traffic; the polling discipline (yields when contended)
+      if (ready()) return -1;
+      if ((spin & 7) == 0)
+        for (int r = 0; r < _n; ++r)
+          if (r != _rank && needs(r) && !s.peer_alive(_world[static_cast<std::size_t>(r)])) return ready() ? -1 : r;
+    }
+  }
+  // Before writing a slot for op (bytes per block): every rank finished
+  // op - depth, the last op that may have used it.
+  int writable(std::uint64_t op, std::size_t bytes) {
+    const auto depth = static_cast<std::uint64_t>(depth_for(bytes));
+    if (op <= depth) return -1;
+    const std::uint64_t need = op - depth;
+    if (_min_done >= need) return -1;
+    auto lowest = [&] {
+      std::uint64_t m = ~std::uint64_t{0};
+      for (int r = 0; r < _n; ++r) m = std::min(m, _blocks[r].done.v.load(std::memory_order_acquire));
+      return m;
+    };
+    const int dead = wait([&] { return (_min_done = lowest()) >= need; },
+                          [&](int r) { return _blocks[r].done.v.load(std::memory_order_relaxed) < need; });
+    return dead;
+  }
+  void finish(std::uint64_t op) { _blocks[_rank].done.v.store(op, std::memory_order_release); }
+
+ private:
+  void* _base;
+  std::size_t _bytes;
+  int _n, _rank;
+  std::vector<int> _world;  // comm rank -> session rank
+  rank_block* _blocks;
+  std::uint64_t _op = 0;
+  std::uint64_t _min_done = 0;
+};
+
+namespace {
+
+bool knob_on() {
+  static const bool on = [] {
+    try {
+      return nmad::config::word("NMAD_COLL_SHM") != "off";
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  return on;
+}
+
+// Whether c may have an area: the same answer on every rank of c.
+bool eligible(const comm_obj& c) {
+  if (c.inter || c.size() < 2 || c.size() > kMaxProcs || !knob_on()) return false;
+  const nmad::session* s = st().session.get();
+  if (!s || s->driver_name().find("shm") == std::string::npos) return false;
+  return comm_on_one_host(c);
+}
+
+std::string new_name() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  static unsigned counter = 0;
+  unsigned r, k;
+  {
+    std::lock_guard g(mu);
+    r = static_cast<unsigned>(rng());
+    k = counter++;
+  }
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "/nmad-%08x-coll-%d-%u-%08x", static_cast<unsigned>(::geteuid()) * 2654435761u,
+                static_cast<int>(::getpid()), k, r);
+  return buf;
+}
+
+void* map_fd(int fd, std::size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// Rank 0: the segment, initialised, its creator's shared lock held on fd.
+void* create(const std::string& name, int n, int& fd) {
+  fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return nullptr;
+  const std::size_t bytes = segment_bytes(n);
+  void* p = nullptr;
+  while (::flock(fd, LOCK_SH) != 0 && errno == EINTR) {
+  }
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0) p = map_fd(fd, bytes);
+  if (!p) {
+    ::shm_unlink(name.c_str());
+    ::close(fd);
+    fd = -1;
+    return nullptr;
+  }
+  auto* h = ::new (p) header{};
+  auto* blocks = reinterpret_cast<rank_block*>(static_cast<std::byte*>(p) + sizeof(header));
+  for (int r = 0; r < n; ++r) ::new (&blocks[r]) rank_block{};
+  h->layout = kLayout;
+  h->nprocs = static_cast<std::uint32_t>(n);
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kSweepMagic;
+  return p;
+}
+
+void* attach(const std::string& name, int n) {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  const std::size_t bytes = segment_bytes(n);
+  struct stat sb {};
+  void* p = nullptr;
+  if (::fstat(fd, &sb) == 0 && sb.st_uid == ::geteuid() && static_cast<std::size_t>(sb.st_size) == bytes)
+    p = map_fd(fd, bytes);
+  ::close(fd);
+  if (!p) return nullptr;
+  const auto* h = static_cast<const header*>(p);
+  if (h->magic != kSweepMagic || h->layout != kLayout || h->nprocs != static_cast<std::uint32_t>(n)) {
+    ::munmap(p, bytes);
+    return nullptr;
+  }
+  return p;
+}
+
+}  // namespace
+
+area* area_of(comm_obj& c) {
+  const int state = c.shm_state.load(std::memory_order_acquire);
+  if (state == 1) return c.shm_area.get();
+  if (state == 2) return nullptr;
+  if (!eligible(c)) {
+    c.shm_state.store(2, std::memory_order_release);
+    return nullptr;
+  }
+  // Set-up, the same steps on every rank: rank 0 sends the name, each
+  // rank answers whether it mapped the segment, rank 0 sends the verdict
+  // (and unlinks the name: from then on only the mappings hold it).
+  const int n = c.size();
+  const bool root = c.rank == 0;
+  char name[80] = {};
+  void* base = nullptr;
+  int fd = -1;
+  std::string nm;
+  if (root) {
+    nm = new_name();
+    base = create(nm, n, fd);
+    std::snprintf(name, sizeof name, "%s", base ? nm.c_str() : "");
+  }
+  std::string why;
+  auto step = [&](bool root_sends, std::byte* p, std::size_t bytes, std::byte* all) {
+    // One exchange with rank 0: it sends p to everyone, or collects every
+    // rank's p into all (bytes each).
+    return coll_direct_step(c, root_sends, p, bytes, all, why);
+  };
+  std::vector<std::byte> oks(static_cast<std::size_t>(n));
+  int failed = step(true, reinterpret_cast<std::byte*>(name), sizeof name, nullptr);
+  std::byte ok{0};
+  if (failed < 0) {
+    if (!root && name[0]) base = attach(name, n);
+    ok = std::byte{static_cast<unsigned char>(base != nullptr)};
+    failed = step(false, &ok, 1, oks.data());
+  }
+  std::byte verdict{0};
+  if (failed < 0) {
+    if (root) {
+      oks[0] = ok;
+      verdict = std::byte{1};
+      for (std::byte b : oks) verdict &= b;
+    }
+    failed = step(true, &verdict, 1, nullptr);
+  }
+  if (root && fd >= 0) {
+    ::shm_unlink(nm.c_str());
+    ::close(fd);  // (the lock goes with it; the name is gone already)
+  }
+  if (failed >= 0 || verdict == std::byte{0}) {
+    if (base) ::munmap(base, segment_bytes(n));
+    if (failed >= 0) throw std::runtime_error(why);
+    c.shm_state.store(2, std::memory_order_release);
+    return nullptr;
+  }
+  std::vector<int> world = c.world_of;
+  c.shm_area = std::make_shared<area>(base, segment_bytes(n), n, c.rank, std::move(world));
+  c.shm_state.store(1, std::memory_order_release);
+  return c.shm_area.get();
+}
+
+void release(comm_obj& c) {
+  c.shm_area.reset();
+  c.shm_state.store(2, std::memory_order_release);
+}
+
+int barrier(area& a) {
+  const std::uint64_t op = a.next_op();
+  if (const int d = a.writable(op, 0); d >= 0) return d;
+  cell_of(a.of(a.rank()).out, op, 0).seq.store(op, std::memory_order_release);
+  for (int r = 0; r < a.size(); ++r) {
+    if (r == a.rank()) continue;
+    auto& seq = cell_of(a.of(r).out, op, 0).seq;
+    const int d = a.wait([&] { return seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+    if (d >= 0) return d;
+  }
+  a.finish(op);
+  return -1;
+}
+
+int bcast(area& a, int root, void* buf, std::size_t bytes) {
+  const std::uint64_t op = a.next_op();
+  const cell c = cell_of(a.of(root).out, op, bytes);
+  if (a.rank() == root) {
+    if (const int d = a.writable(op, bytes); d >= 0) return d;
+    std::memcpy(c.data, buf, bytes);
+    c.seq.store(op, std::memory_order_release);
+  } else {
+    const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == root; });
+    if (d >= 0) return d;
+    std::memcpy(buf, c.data, bytes);
+  }
+  a.finish(op);
+  return -1;
+}
+
+int gather(area& a, int root, const void* mine, void* all, std::size_t block) {
+  const std::uint64_t op = a.next_op();
+  if (a.rank() != root) {
+    if (const int d = a.writable(op, block); d >= 0) return d;
+    const cell c = cell_of(a.of(a.rank()).out, op, block);
+    std::memcpy(c.data, mine, block);
+    c.seq.store(op, std::memory_order_release);
+  } else {
+    auto* out = static_cast<std::byte*>(all);
+    if (mine) std::memcpy(out + static_cast<std::size_t>(root) * block, mine, block);
+    for (int r = 0; r < a.size(); ++r) {
+      if (r == root) continue;
+      const cell c = cell_of(a.of(r).out, op, block);
+      const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+      if (d >= 0) return d;
+      std::memcpy(out + static_cast<std::size_t>(r) * block, c.data, block);
+    }
+  }
+  a.finish(op);
+  return -1;
+}
+
+int scatter(area& a, int root, const void* all, void* mine, std::size_t block) {
+  const std::uint64_t op = a.next_op();
+  if (a.rank() == root) {
+    if (const int d = a.writable(op, block); d >= 0) return d;
+    const auto* in = static_cast<const std::byte*>(all);
+    for (int r = 0; r < a.size(); ++r) {
+      if (r == root) continue;
+      const cell c = cell_of(a.of(r).in, op, block);
+      std::memcpy(c.data, in + static_cast<std::size_t>(r) * block, block);
+      c.seq.store(op, std::memory_order_release);
+    }
+    if (mine) std::memcpy(mine, in + static_cast<std::size_t>(root) * block, block);
+  } else {
+    const cell c = cell_of(a.of(a.rank()).in, op, block);
+    const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == root; });
+    if (d >= 0) return d;
+    std::memcpy(mine, c.data, block);
+  }
+  a.finish(op);
+  return -1;
+}
+
+int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::size_t count,
+              nmad::coll::reducer& red) {
+  const std::uint64_t op = a.next_op();
+  if (const int d = a.writable(op, bytes); d >= 0) return d;
+  const cell own = cell_of(a.of(a.rank()).out, op, bytes);
+  std::memcpy(own.data, mine, bytes);
+  own.seq.store(op, std::memory_order_release);
+  for (int r = 0; r < a.size(); ++r) {
+    if (r == a.rank()) continue;
+    const cell c = cell_of(a.of(r).out, op, bytes);
+    const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+    if (d >= 0) return d;
+  }
+  // acc = a[n-1]; then acc = a[r] op acc for r = n-2 .. 0.
+  auto* acc = static_cast<std::byte*>(result);
+  std::memcpy(acc, cell_of(a.of(a.size() - 1).out, op, bytes).data, bytes);
+  for (int r = a.size() - 2; r >= 0; --r) red.apply(cell_of(a.of(r).out, op, bytes).data, acc, count);
+  a.finish(op);
+  return -1;
+}
+
+}  // namespace nmad::mpi::shmcoll

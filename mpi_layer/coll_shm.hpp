@@ -1,0 +1,114 @@
+#pragma once
+// Shared-memory collectives: the small blocking collectives of a
+// communicator whose processes all run on one host, done through one
+// shared segment of the communicator instead of engine messages.
+//
+// Why. When ranks share cores, a collective's cost is how often each rank
+// needs the CPU and what it does with it. Through the engine, an 8-byte
+// bcast costs every non-root a posted receive, a match and a completion
+// (about 1,300 instructions each); through the segment the root copies
+// the bytes into its slot and publishes a sequence number, and each
+// non-root copies them out: a few dozen instructions, and no rank waits
+// for another to be scheduled unless the data it needs is not there yet.
+//
+// The segment (made by area_of on the communicator's first eligible
+// collective, every rank taking part) holds, per rank, a "done" counter
+// and rings of slots: `out` (what the rank publishes: its bcast payload,
+// its gather block, its barrier arrival) and `in` (what the root of a
+// scatter writes for it), each as a deep ring of one-line slots for small
+// payloads and a shallow ring of 1 KiB slots for larger ones. Every
+// collective of the area has a number `op`, the same on every rank
+// (collectives on one communicator are called in the same order
+// everywhere); it uses slot op % depth of the ring its payload size
+// selects (the size is the same on every rank: signatures match) and
+// marks it by storing op in the slot's sequence word (release; readers
+// load it with acquire). A rank writes a slot only once every rank has
+// finished op - depth (its "done" counter), so a writer runs at most
+// `depth` collectives ahead of the slowest reader and never overwrites
+// what someone still has to read.
+//
+//   barrier  every rank publishes its arrival, then waits for everyone's;
+//   bcast    the root publishes the payload; the others copy it;
+//   gather   each non-root publishes its block; the root copies them;
+//   scatter  the root writes each rank's block into that rank's `in` ring;
+//            each copies its own;
+//   allreduce every rank publishes its operand, then reduces them all in
+//            rank order (the same result bits everywhere).
+//
+// Waiting. A rank whose data is not there yet calls one round of engine
+// progress between looks (so other traffic and non-blocking collectives
+// go on, and failures are noticed), which follows the polling discipline:
+// on a contended machine every idle round gives the CPU away, so the rank
+// it waits for can run. A member found dead (nmad::session::peer_alive)
+// ends the wait: the operation returns its rank.
+//
+// The segment is created by the communicator's rank 0 (shm_open, name
+// "/nmad-<tag>-coll-<pid>-...", the form the shm driver's start-up sweep
+// removes when its creator is gone), opened by the others, and unlinked
+// by rank 0 as soon as every rank has it mapped; it is unmapped when the
+// communicator is freed or at MPI_Finalize.
+//
+// Used by MPI_Barrier, and by MPI_Bcast, MPI_Gather, MPI_Scatter and
+// MPI_Allreduce of at most kSlotBytes per block, blocking forms only (the
+// non-blocking ones keep their schedules: a schedule's steps are engine
+// messages that progress without the caller).
+//
+// Not used (the engine paths stay): intercommunicators, more than kMaxProcs
+// ranks, ranks on several hosts (NMAD_EMULATED_HOSTS counts), a job whose
+// gates do not use the shm driver, NMAD_COLL_SHM=off, or any rank that
+// could not map the segment (then nobody uses it on that communicator).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace nmad::coll {
+class reducer;
+}
+namespace nmad::mpi {
+struct comm_obj;
+}
+
+namespace nmad::mpi::shmcoll {
+
+constexpr int kMaxProcs = 8;
+// Payloads of at most kLineBytes travel in one cache line with their
+// sequence word, in rings of kLineDepth; larger ones (up to kSlotBytes) in
+// rings of kDepth slots. A deep ring lets a root run far ahead of readers
+// that are not scheduled (4 ranks on 2 cores: with 8 slots, a bcast
+// loop paid a context switch every few calls, 2.5 us a call; with 64,
+// 0.55 us), at 64 bytes a step.
+constexpr std::size_t kLineBytes = 56;
+constexpr int kLineDepth = 256;
+constexpr std::size_t kSlotBytes = 1024;
+constexpr int kDepth = 8;
+
+class area;
+
+// The area of c, made the first time a rank asks for it (a collective
+// step: every rank of c must ask at the same point, which the eligibility
+// test below guarantees for calls that are themselves collective); null
+// when c cannot have one. Throws call_error only when a peer failed
+// during the set-up (the caller reports it as the collective's error).
+area* area_of(comm_obj& c);
+// Releases c's area (MPI_Comm_free, MPI_Finalize). No collective.
+void release(comm_obj& c);
+
+// Each returns -1, or the communicator rank of a member found dead while
+// this rank waited for it (the operation did not complete).
+int barrier(area& a);
+// buf: bytes (<= kSlotBytes) of contiguous data, at every rank.
+int bcast(area& a, int root, void* buf, std::size_t bytes);
+// all: the root's blocks (rank order), mine: this rank's block (null at the
+// root for MPI_IN_PLACE). block <= kSlotBytes.
+int gather(area& a, int root, const void* mine, void* all, std::size_t block);
+int scatter(area& a, int root, const void* all, void* mine, std::size_t block);
+// Allreduce of `count` elements (bytes <= kSlotBytes in the reducer's
+// packed form): every rank publishes its operand, then reduces all of them
+// in rank order (a0 op a1 op ... op an-1, the canonical order, so
+// non-commutative ops are right and every rank gets the same bits) into
+// result. mine may be result (in place).
+int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::size_t count,
+              nmad::coll::reducer& red);
+
+}  // namespace nmad::mpi::shmcoll
