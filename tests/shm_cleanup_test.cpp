@@ -347,7 +347,8 @@ TEST_CASE("opening the shm driver removes the names of processes provably gone, 
   const std::string p = std::string("/nmad-") + tag + "-";
   const std::string dead_db = p + "db-1-0-dead", dead_pair = p + "pair-1-1-dead", newborn = p + "db-1-2-newborn",
                     old_db = p + "db-1-3-oldversion", held = p + "db-1-4-held", dead_wake = p + "wake-1-5-dead",
-                    live_wake = p + "wake-1-6-live", foreign = p + "db-1-7-foreign", other = "/nmad-notatag-db-1-8";
+                    live_wake = p + "wake-1-6-live", foreign = p + "db-1-7-foreign", other = "/nmad-notatag-db-1-8",
+                    dead_coll = p + "coll-1-9-dead";  // the MPI layer's collective segment
   struct unlink_all {  // whatever the outcome
     std::vector<std::string> names;
     ~unlink_all() {
@@ -356,8 +357,9 @@ TEST_CASE("opening the shm driver removes the names of processes provably gone, 
         ::unlink(("/dev/shm" + n).c_str());
       }
     }
-  } cleanup{{dead_db, dead_pair, newborn, old_db, held, dead_wake, live_wake, foreign, other}};
+  } cleanup{{dead_db, dead_pair, newborn, old_db, held, dead_wake, live_wake, foreign, other, dead_coll}};
   make_file(dead_db, kMagic);      // its creator's lock is gone
+  make_file(dead_coll, kMagic);
   make_file(dead_pair, kMagic);
   make_file(newborn, 0);           // no magic yet: its creator may be about to lock it
   make_file(old_db, kOldMagic);    // a version without the lock: nothing proves it dead
@@ -391,6 +393,7 @@ TEST_CASE("opening the shm driver removes the names of processes provably gone, 
   CHECK_FALSE(shm_exists(dead_db));
   CHECK_FALSE(shm_exists(dead_pair));
   CHECK_FALSE(shm_exists(dead_wake));
+  CHECK_FALSE(shm_exists(dead_coll));
   CHECK(shm_exists(newborn));
   CHECK(shm_exists(old_db));
   CHECK(shm_exists(held));

@@ -9,13 +9,15 @@
 namespace nmad::shm_impl {
 namespace {
 
-// "nmad-<8 hex>-<what>-..." with what one of the driver's kinds.
+// "nmad-<8 hex>-<what>-..." with what one of the driver's kinds, or the
+// MPI layer's collective segment (mpi_layer/coll_shm.cpp).
 const char* kind_of(const char* name) {
   if (std::strncmp(name, "nmad-", 5) != 0) return nullptr;
   for (int i = 5; i < 13; ++i)
     if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return nullptr;
   if (name[13] != '-') return nullptr;
-  for (const char* k : {"db-", "pair-", "wake-"})
+  // ("coll-": the MPI layer's shared-memory collectives, same protocol.)
+  for (const char* k : {"db-", "pair-", "wake-", "coll-"})
     if (std::strncmp(name + 14, k, std::strlen(k)) == 0) return k;
   return nullptr;
 }
