@@ -1383,6 +1383,12 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
+    if (direct_ok(x, block * static_cast<std::size_t>(x.size)))
+      if (shmcoll::area* a = shm_area(x)) {
+        if (const int dead = shmcoll::alltoall(*a, s ? s : r, r, block); dead >= 0)
+          x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+        return direct_done(x);
+      }
     x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);
   });
 }

@@ -391,4 +391,25 @@ int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::s
   return -1;
 }
 
+int alltoall(area& a, const void* in, void* out, std::size_t block) {
+  const std::uint64_t op = a.next_op();
+  const std::size_t bytes = block * static_cast<std::size_t>(a.size());
+  if (const int d = a.writable(op, bytes); d >= 0) return d;
+  const cell own = cell_of(a.of(a.rank()).out, op, bytes);
+  std::memcpy(own.data, in, bytes);
+  own.seq.store(op, std::memory_order_release);
+  auto* dst = static_cast<std::byte*>(out);
+  const std::size_t mine = static_cast<std::size_t>(a.rank()) * block;
+  for (int r = 0; r < a.size(); ++r) {
+    const cell c = cell_of(a.of(r).out, op, bytes);
+    if (r != a.rank()) {
+      const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+      if (d >= 0) return d;
+    }
+    std::memcpy(dst + static_cast<std::size_t>(r) * block, c.data + mine, block);
+  }
+  a.finish(op);
+  return -1;
+}
+
 }  // namespace nmad::mpi::shmcoll

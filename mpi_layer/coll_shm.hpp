@@ -33,7 +33,9 @@
 //   scatter  the root writes each rank's block into that rank's `in` ring;
 //            each copies its own;
 //   allreduce every rank publishes its operand, then reduces them all in
-//            rank order (the same result bits everywhere).
+//            rank order (the same result bits everywhere);
+//   alltoall every rank publishes all its blocks; each copies its own
+//            block out of everyone's.
 //
 // Waiting. A rank whose data is not there yet calls one round of engine
 // progress between looks (so other traffic and non-blocking collectives
@@ -48,8 +50,9 @@
 // by rank 0 as soon as every rank has it mapped; it is unmapped when the
 // communicator is freed or at MPI_Finalize.
 //
-// Used by MPI_Barrier, and by MPI_Bcast, MPI_Gather, MPI_Scatter and
-// MPI_Allreduce of at most kSlotBytes per block, blocking forms only (the
+// Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter and
+// MPI_Allreduce of at most kSlotBytes per block, and by MPI_Alltoall of at
+// most kSlotBytes in all per rank, blocking forms only (the
 // non-blocking ones keep their schedules: a schedule's steps are engine
 // messages that progress without the caller).
 //
@@ -110,5 +113,9 @@ int scatter(area& a, int root, const void* all, void* mine, std::size_t block);
 // result. mine may be result (in place).
 int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::size_t count,
               nmad::coll::reducer& red);
+// Alltoall of `block` bytes per peer (size() * block <= kSlotBytes): every
+// rank publishes its size() blocks, then copies block `rank` of each. out
+// may be in (in place).
+int alltoall(area& a, const void* in, void* out, std::size_t block);
 
 }  // namespace nmad::mpi::shmcoll

@@ -7,7 +7,9 @@
  * signature); MPI_IN_PLACE at the root; allreduce with a predefined
  * op (in place and not), a non-commutative user op (2x2 matrix product,
  * whose result depends on the rank order) and floating-point sums that
- * must be bit-identical on every rank; an Ibcast started before a
+ * must be bit-identical on every rank; alltoall of 1 to 128-byte blocks
+ * (up to 1 KiB per rank in all, and beyond: engine messages), in place or
+ * not; an Ibcast started before a
  * blocking Bcast and completed after it (the shared-memory wait must
  * progress it); two split communicators at once; and a barrier that
  * really holds everyone (each rank appends to a file before it, and finds
@@ -119,8 +121,33 @@ static void allreduce_round(MPI_Comm comm, int iter) {
   CHECK(memcmp(&sum, &root_sum, sizeof sum) == 0, "the same double sum on every rank (iter %d)", iter);
 }
 
+static void alltoall_round(MPI_Comm comm, int iter) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int blocks[] = {1, 8, 16, 128, 200};
+  const int b = blocks[iter % 5];
+  unsigned char* in = malloc((size_t)b * (size_t)size);
+  unsigned char* out = malloc((size_t)b * (size_t)size);
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < b; ++i) in[r * b + i] = (unsigned char)(rank * 16 + r + i * 5 + iter);
+  const int inplace = iter % 3 == 2;
+  if (inplace)
+    CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, in, b, MPI_BYTE, comm) == MPI_SUCCESS, "alltoall in place");
+  else
+    CHECK(MPI_Alltoall(in, b, MPI_BYTE, out, b, MPI_BYTE, comm) == MPI_SUCCESS, "alltoall");
+  const unsigned char* got = inplace ? in : out;
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < b; ++i)
+      CHECK(got[r * b + i] == (unsigned char)(r * 16 + rank + i * 5 + iter), "alltoall iter %d from %d byte %d", iter,
+            r, i);
+  free(in);
+  free(out);
+}
+
 int main(int argc, char** argv) {
   mt_start("coll_shm", &argc, &argv);
+  for (int iter = 0; iter < 50; ++iter) alltoall_round(MPI_COMM_WORLD, iter);
   for (int iter = 0; iter < 60; ++iter) allreduce_round(MPI_COMM_WORLD, iter);
   const size_t blocks[] = {8, 1, 1024, 1025, 8};
   for (int iter = 0; iter < 100; ++iter) {
@@ -175,6 +202,7 @@ int main(int argc, char** argv) {
       rooted_round(half, iter, 8);
       rooted_round(MPI_COMM_WORLD, iter, 16);
       if (iter % 4 == 0) allreduce_round(half, iter);
+      if (iter % 4 == 1) alltoall_round(half, iter);
     }
     MPI_Comm_free(&half);
   }
