@@ -633,6 +633,9 @@ class direct_exchange {
 // messages). Its set-up is a collective step: a peer failing during it is
 // the call's error.
 shmcoll::area* shm_area(call& x) {
+  const int state = x.c->shm_state.load(std::memory_order_acquire);
+  if (state == 1) return x.c->shm_area.get();
+  if (state == 2) return nullptr;
   try {
     return shmcoll::area_of(*x.c);
   } catch (const call_error&) {
@@ -756,6 +759,11 @@ int run_fast(const char* fn, comm_obj* c, Post&& post) {
 // The shared-memory area for a fast call (its set-up failing is the
 // call's error, raised on c).
 int shm_fast(const char* fn, comm_obj* c, shmcoll::area*& area) {
+  const int state = c->shm_state.load(std::memory_order_acquire);
+  if (state != 0) {  // decided: one load on every call after the first
+    area = state == 1 ? c->shm_area.get() : nullptr;
+    return MPI_SUCCESS;
+  }
   try {
     area = shmcoll::area_of(*c);
   } catch (const std::runtime_error& e) {
@@ -771,10 +779,13 @@ int bcast_fast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, 
   comm_obj* c = fast_comm(comm, root);
   std::size_t bytes = 0;
   std::byte* p = c ? plain_block(buf, count, dt, bytes) : nullptr;
-  if (!p || comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
+  if (!p) return kDeclined;
+  // Shared memory first: on one host it beats the hierarchy's phases
+  // (the full path below decides the same way).
   shmcoll::area* area = nullptr;
   if (const int e = shm_fast(fn, c, area)) return e;
   if (area) return shm_result(fn, c, shmcoll::bcast(*area, root, p, bytes));
+  if (comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
   return run_fast(fn, c, [&](direct_exchange& ex) {
     if (c->rank != root) return ex.post(false, root, 0, p, bytes);
     for (int i = 0; i < c->size(); ++i)
@@ -1024,13 +1035,13 @@ void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
-    const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);
-    if (!h && x.blocking)
-      if (shmcoll::area* a = shm_area(x)) {
+    if (x.blocking)
+      if (shmcoll::area* a = shm_area(x)) {  // before the hierarchy
         if (const int dead = shmcoll::barrier(*a); dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
         x.nothing = true;
         return;
       }
+    const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);
     if (!h && direct_barrier_ok(x)) return direct_barrier(x);
     if (h) x.sch = coll::build_hier_barrier(*h, x.rank);
     else x.sch = coll::build_barrier(x.rank, x.size);
@@ -1055,6 +1066,12 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_C
       return;
     }
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
+    if (direct_ok(x, sz(count, t)))
+      if (shmcoll::area* a = shm_area(x)) {  // before the hierarchy, as bcast_fast
+        if (const int dead = shmcoll::bcast(*a, root, p, sz(count, t)); dead >= 0)
+          x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+        return direct_done(x);
+      }
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast);
     if (!h && direct_ok(x, sz(count, t))) return direct(x, rooted::bcast, root, p, p, sz(count, t));
     if (h) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
@@ -1096,8 +1113,8 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
-    if (k == red_kind::allreduce && direct_ok(x, sz(count, t)) && !comm_hierarchy(x.c, hier_coll::allreduce))
-      if (shmcoll::area* a = shm_area(x)) {
+    if (k == red_kind::allreduce && direct_ok(x, sz(count, t)))
+      if (shmcoll::area* a = shm_area(x)) {  // before the hierarchy
         if (const int dead = shmcoll::allreduce(*a, s ? s : r, r, sz(count, t), n, *x.red); dead >= 0)
           x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
         return direct_done(x);
