@@ -132,6 +132,10 @@ class area {
     return dead;
   }
   void finish(std::uint64_t op) { _blocks[_rank].done.v.store(op, std::memory_order_release); }
+  // Waits until member `from` has published op in c: -1, or `from` found dead.
+  int await(const cell& c, std::uint64_t op, int from) {
+    return wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == from; });
+  }
 
  private:
   void* _base;
@@ -302,8 +306,7 @@ int barrier(area& a) {
   cell_of(a.of(a.rank()).out, op, 0).seq.store(op, std::memory_order_release);
   for (int r = 0; r < a.size(); ++r) {
     if (r == a.rank()) continue;
-    auto& seq = cell_of(a.of(r).out, op, 0).seq;
-    const int d = a.wait([&] { return seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+    const int d = a.await(cell_of(a.of(r).out, op, 0), op, r);
     if (d >= 0) return d;
   }
   a.finish(op);
@@ -318,7 +321,7 @@ int bcast(area& a, int root, void* buf, std::size_t bytes) {
     std::memcpy(c.data, buf, bytes);
     c.seq.store(op, std::memory_order_release);
   } else {
-    const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == root; });
+    const int d = a.await(c, op, root);
     if (d >= 0) return d;
     std::memcpy(buf, c.data, bytes);
   }
@@ -339,7 +342,7 @@ int gather(area& a, int root, const void* mine, void* all, std::size_t block) {
     for (int r = 0; r < a.size(); ++r) {
       if (r == root) continue;
       const cell c = cell_of(a.of(r).out, op, block);
-      const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+      const int d = a.await(c, op, r);
       if (d >= 0) return d;
       std::memcpy(out + static_cast<std::size_t>(r) * block, c.data, block);
     }
@@ -362,7 +365,7 @@ int scatter(area& a, int root, const void* all, void* mine, std::size_t block) {
     if (mine) std::memcpy(mine, in + static_cast<std::size_t>(root) * block, block);
   } else {
     const cell c = cell_of(a.of(a.rank()).in, op, block);
-    const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == root; });
+    const int d = a.await(c, op, root);
     if (d >= 0) return d;
     std::memcpy(mine, c.data, block);
   }
@@ -380,7 +383,7 @@ int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::s
   for (int r = 0; r < a.size(); ++r) {
     if (r == a.rank()) continue;
     const cell c = cell_of(a.of(r).out, op, bytes);
-    const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+    const int d = a.await(c, op, r);
     if (d >= 0) return d;
   }
   // acc = a[n-1]; then acc = a[r] op acc for r = n-2 .. 0.
@@ -403,7 +406,7 @@ int alltoall(area& a, const void* in, void* out, std::size_t block) {
   for (int r = 0; r < a.size(); ++r) {
     const cell c = cell_of(a.of(r).out, op, bytes);
     if (r != a.rank()) {
-      const int d = a.wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == r; });
+      const int d = a.await(c, op, r);
       if (d >= 0) return d;
     }
     std::memcpy(dst + static_cast<std::size_t>(r) * block, c.data + mine, block);
