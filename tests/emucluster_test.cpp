@@ -29,12 +29,8 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
+using nmad_test::contains;
+using nmad_test::count;
 
 std::string tool() { return nmad_test::runfile("tools/emucluster"); }
 std::string job_program() { return nmad_test::runfile("tests/emucluster/emu_job"); }

@@ -43,18 +43,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using nmad_test::count;
+using nmad_test::slurp;
 
 struct temp_dir {
   std::string path;

@@ -28,12 +28,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using nmad_test::slurp;
 
 struct temp_dir {
   std::string path;

@@ -25,12 +25,8 @@ using namespace nmad::launcher;
 
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
+using nmad_test::contains;
+using nmad_test::count;
 
 // An sshd on 127.0.0.2 and 127.0.0.3 for the duration of the test program.
 struct ssh_server {

@@ -21,6 +21,8 @@
 
 namespace {
 
+using nmad_test::count;
+
 // The bytes of thread-local storage a library needs in the static TLS
 // block when it is loaded: what glibc keeps for dlopen is a few hundred
 // bytes shared by every library loaded after start-up.
@@ -67,12 +69,6 @@ tls_facts read_tls(const std::string& path) {
 
 std::string libmpi() { return nmad_test::runfile("mpi_layer/shared/libmpi.so"); }
 std::string libnmad() { return nmad_test::runfile("libnmad.so"); }
-
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
 
 // mpiexec finds nmad-run next to itself or in PATH.
 nmad_test::run_options mpiexec_options() {

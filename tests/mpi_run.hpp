@@ -12,12 +12,8 @@
 
 namespace nmad_mpi_test {
 
-inline int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+using nmad_test::contains;
+using nmad_test::count;
 
 inline nmad_test::run_result run_mpi(const std::string& prog, int nprocs,
                                      std::vector<std::pair<std::string, std::string>> env = {}) {

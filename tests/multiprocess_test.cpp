@@ -16,6 +16,9 @@
 
 namespace {
 
+using nmad_test::contains;
+using nmad_test::count;
+
 struct job {
   int nprocs;
   std::vector<std::string> args;
@@ -48,14 +51,6 @@ nmad_test::run_result run_job(const job& j) {
   CHECK_MESSAGE(single.status == multiple.status, "thread level single ended with status " << single.status
                                                   << ", multiple with " << multiple.status);
   return multiple;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
 }
 
 }  // namespace

@@ -32,11 +32,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
+using nmad_test::count;
 
 std::string tool() { return nmad_test::runfile("tools/railpair"); }
 std::string worker() { return nmad_test::runfile("tests/workers/strategy_worker"); }

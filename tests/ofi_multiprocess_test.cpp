@@ -24,17 +24,12 @@
 
 namespace {
 
+using nmad_test::contains;
+using nmad_test::count;
+
 using env_list = std::vector<std::pair<std::string, std::string>>;
 
 const char* const kProviders[] = {"tcp;ofi_rxm", "shm"};
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
 
 // Under the sanitizers (slow) the jobs are smaller.
 bool slow() { return std::getenv("NMAD_TEST_ONE_LEVEL") != nullptr; }

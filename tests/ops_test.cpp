@@ -20,6 +20,8 @@
 
 namespace {
 
+using nmad_test::count;
+
 enum class stderr_mode { unread, full, closed };
 
 struct result {
@@ -97,12 +99,6 @@ std::vector<std::string> job(int n, std::vector<std::string> args) {
                                    nmad_test::runfile("tests/workers/ops_worker")};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
-}
-
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
 }
 
 const std::vector<std::pair<std::string, std::string>> kTcp = {{"NMAD_DRIVER", "tcp"}};

@@ -21,8 +21,11 @@
 
 #include "core/transfer/profile.hpp"
 #include "drivers/builtin.hpp"
+#include "tests/test_paths.hpp"
 
 namespace {
+
+using nmad_test::slurp;
 
 const bool kRegistered = (nmad::register_builtin_drivers(), true);
 namespace fs = std::filesystem;
@@ -44,13 +47,6 @@ struct cache_dir {
     fs::remove_all(dir, ec);
   }
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

@@ -17,6 +17,8 @@
 
 namespace {
 
+using nmad_test::contains;
+
 constexpr int kSleepMs = 1500;
 const char* const kSize = "4194304";  // rendezvous on every driver
 
@@ -34,8 +36,6 @@ nmad_test::run_result run_worker(const std::string& scenario, const std::string&
   if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   return r;
 }
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 // The peer's "blocking call took X ms".
 double peer_ms(const std::string& out) {

@@ -12,6 +12,9 @@
 
 namespace {
 
+using nmad_test::contains;
+using nmad_test::count;
+
 nmad_test::run_result run_job(int n, std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env,
                               int timeout_s = 120) {
   std::vector<std::string> argv = {nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(n), "--timeout",
@@ -23,14 +26,6 @@ nmad_test::run_result run_job(int n, std::vector<std::string> args, std::vector<
   auto r = nmad_test::run(argv, o);
   if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   return r;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
 }
 
 }  // namespace

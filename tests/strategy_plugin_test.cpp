@@ -21,6 +21,8 @@ using namespace nmad;
 
 namespace {
 
+using nmad_test::contains;
+
 std::string plugin(const std::string& name) {
   return nmad_test::runfile("tests/strategy_plugins/libnmad_strategy_" + name + ".so");
 }
@@ -33,8 +35,6 @@ std::string error_of(const std::string& selector) {
   }
   return "";
 }
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 struct window {
   std::vector<char> data = std::vector<char>(4096, 'p');

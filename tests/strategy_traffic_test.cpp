@@ -20,6 +20,8 @@
 
 namespace {
 
+using nmad_test::count;
+
 using env_list = std::vector<std::pair<std::string, std::string>>;
 
 nmad_test::run_result run_worker(int nprocs, std::vector<std::string> args, env_list env, double timeout_s = 120) {
@@ -33,12 +35,6 @@ nmad_test::run_result run_worker(int nprocs, std::vector<std::string> args, env_
   auto r = nmad_test::run(argv, o);
   if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   return r;
-}
-
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
 }
 
 const char* const kStrategies[] = {"default", "aggreg", "aggreg_autoextended", "prio", "split_balance"};

@@ -6,6 +6,8 @@
 //                                          relative to the workspace root.
 //   nmad_test::run({prog, args...}, opts)  runs a program with a time limit,
 //                                          capturing stdout/stderr.
+//   nmad_test::contains / count / slurp    text checks on what it printed,
+//                                          and a whole file as a string.
 //
 // runfile() looks in $RUNFILES_DIR/nmad/, $TEST_SRCDIR/nmad/ (set by
 // `bazel test`), then <this executable>.runfiles/nmad/ (running the test
@@ -21,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -30,6 +34,21 @@
 extern char** environ;
 
 namespace nmad_test {
+
+inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+// Occurrences of needle in hay (overlapping ones too).
+inline int count(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+// The whole file (empty if it cannot be read).
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
 
 inline std::string runfile(const std::string& rel) {
   namespace fs = std::filesystem;

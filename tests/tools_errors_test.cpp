@@ -14,7 +14,7 @@
 
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+using nmad_test::contains;
 
 // No sign of an exception nobody caught, nor of a crash.
 void check_clean_failure(const nmad_test::run_result& r) {
