@@ -121,6 +121,7 @@ int session::progress() {
 }
 int session::progress_quiet() { return _impl->progress(); }
 void session::idle_poll() { _impl->the_waiter().idle_poll(); }
+bool session::contended() const { return _impl->the_waiter().yield_now(); }
 void session::notify_waiters() { _impl->notify_waiters(); }
 int session::progress_all_drivers() { return _impl->progress(/*wait_busy_drivers=*/true); }
 session_stats session::stats() const { return _impl->stats(); }

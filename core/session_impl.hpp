@@ -153,6 +153,7 @@ class session_impl final : private wait_engine {
   // Waits with the session's wait policy until done(arg) is true.
   void wait_until(bool (*done)(void*), void* arg) { _waiter.wait(done, arg); }
   waiter& the_waiter() { return _waiter; }
+  const waiter& the_waiter() const { return _waiter; }
   thread_level level() const { return _level; }
   session_stats stats() const;
   std::vector<gate_stats> peer_stats() const;

@@ -309,6 +309,10 @@ class session {
   // progress() call it themselves; a layer above that polls through
   // progress_all_drivers() calls it when its own test found nothing.
   void idle_poll();
+  // Whether idle_poll() gives the CPU away now (the machine is contended):
+  // for a layer that spins on its own memory before it polls, so that it
+  // stops spinning at once where the process it waits for needs the CPU.
+  bool contended() const;
   // One round of progress like progress(), except that a driver another
   // thread (the progress thread) is polling at that moment is waited for
   // instead of skipped: on return, every event the drivers had delivered
