@@ -212,7 +212,15 @@ int main(int argc, char** argv) {
     CHECK(cnt == BIG, "big collective read count %d", cnt);
     getrusage(RUSAGE_SELF, &ru);
     const long grew_kib = ru.ru_maxrss - before;
-    CHECK(grew_kib < 12 * 1024, "peak resident size grew by %ld KiB for a 32 MiB access (a copy would be 32768)",
+    /* A sanitizer's shadow memory grows with what the access touches
+     * (12.2 MiB measured under ThreadSanitizer): a looser bound there,
+     * still under a copy of the access. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    const long bound_kib = 24 * 1024;
+#else
+    const long bound_kib = 12 * 1024;
+#endif
+    CHECK(grew_kib < bound_kib, "peak resident size grew by %ld KiB for a 32 MiB access (a copy would be 32768)",
           grew_kib);
     for (long k = 0; k < 2L * BIG; k += 4099) CHECK(buf[k] == (int)(k * 3 + mt_rank), "big read back %ld", k);
     MPI_Type_free(&one2);
