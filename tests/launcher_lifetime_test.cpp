@@ -58,6 +58,7 @@ bool alive(pid_t pid) {
 std::vector<std::pair<std::string, pid_t>> recorded(const temp_dir& d) {
   std::vector<std::pair<std::string, pid_t>> out;
   for (const auto& e : fs::directory_iterator(d.path + "/pids")) {
+    if (e.path().extension() == ".tmp") continue;  // being written (see pmi_worker)
     std::ifstream f(e.path());
     pid_t pid = 0;
     if (f >> pid && pid > 0) out.emplace_back(e.path().filename().string(), pid);

@@ -7,7 +7,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -31,6 +34,16 @@ nmad_test::run_result run_worker(const std::string& scenario, const std::string&
   nmad_test::run_options o;
   o.timeout_s = 150;
   o.env = {{"NMAD_DRIVER", driver}, {"NMAD_PROGRESS", progress}, {"PROGRESS_WORKER_THREADS", level}};
+  // The sleeper sleeps on until the peer is done (at most 60 s more, with
+  // a progress thread): a loaded machine makes the background transfer
+  // slower, not the check wrong. See progress_worker.cpp.
+  static int runs = 0;
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string mark = std::string(tmp && *tmp ? tmp : "/tmp") + "/progress_mark." +
+                           std::to_string(::getpid()) + "." + std::to_string(++runs);
+  std::remove(mark.c_str());
+  o.env.push_back({"PROGRESS_WORKER_MARK", mark});
+  if (progress == "thread") o.env.push_back({"PROGRESS_WORKER_WAIT_MS", "60000"});
   for (auto& e : extra) o.env.push_back(e);
   auto r = nmad_test::run(argv, o);
   if (r.status != 0) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
@@ -52,6 +65,16 @@ long long ns_after(const std::string& out, const std::string& prefix) {
   return std::atoll(out.c_str() + at + prefix.size());
 }
 
+// The peer's blocking calls ended while the sleeper still slept (both
+// times from the host's monotonic clock).
+void check_served_during_sleep(const std::string& out, int sleeper, int peer) {
+  const long long slept_until = ns_after(out, "rank " + std::to_string(sleeper) + ": sleep ended at ");
+  const long long served_at = ns_after(out, "rank " + std::to_string(peer) + ": blocking calls ended at ");
+  REQUIRE_MESSAGE((slept_until > 0 && served_at > 0), out);
+  CHECK_MESSAGE(served_at < slept_until, "the peer waited " << peer_ms(out) << " ms, "
+                                             << (served_at - slept_until) / 1e6 << " ms past the sleep");
+}
+
 void check_background(const std::string& scenario, const std::string& driver, const std::string& level) {
   auto r = run_worker(scenario, driver, "thread", level);
   REQUIRE(r.status == 0);
@@ -63,9 +86,9 @@ void check_background(const std::string& scenario, const std::string& driver, co
   if (!(scenario == "isend" && driver == "shm"))
     CHECK_MESSAGE(contains(r.out, scenario + " completed during the sleep"), r.out);
   // The peer did not wait for the sleeper to come back.
-  const double ms = peer_ms(r.out);
-  CHECK(ms >= 0);
-  CHECK_MESSAGE(ms < kSleepMs / 2.0, "the peer's blocking call took " << ms << " ms");
+  CHECK(peer_ms(r.out) >= 0);
+  const int sleeper = scenario == "isend" ? 0 : 1;
+  check_served_during_sleep(r.out, sleeper, 1 - sleeper);
 }
 
 }  // namespace
@@ -164,14 +187,9 @@ TEST_CASE("copy offload: the progress thread sends eager messages while the send
     CHECK(counter(r.out, "offloaded_sends") > 0);
     CHECK(counter(r.out, "offloaded_sends") < 48);  // small and rendezvous ones are not
     CHECK(counter(r.out, "offload_tasks_by_thread") > 0);
-    // The receiver had everything while the sender still slept (both
-    // times from the host's monotonic clock).
+    // The receiver had everything while the sender still slept.
     CHECK_MESSAGE(peer_ms(r.out) >= 0, r.out);
-    const long long slept_until = ns_after(r.out, "rank 0: sleep ended at ");
-    const long long received_at = ns_after(r.out, "rank 1: blocking calls ended at ");
-    REQUIRE_MESSAGE((slept_until > 0 && received_at > 0), r.out);
-    CHECK_MESSAGE(received_at < slept_until, "the receiver waited " << peer_ms(r.out) << " ms, "
-                                                 << (received_at - slept_until) / 1e6 << " ms past the sender's sleep");
+    check_served_during_sleep(r.out, 0, 1);
   }
 }
 

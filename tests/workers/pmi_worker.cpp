@@ -158,8 +158,13 @@ int run(int argc, char** argv) {
   }
   const std::string scenario = argv[1];
   if (const char* dir = std::getenv("WORKER_PID_DIR")) {
+    // Written under a temporary name and renamed, so a rank killed while
+    // writing (a job timing out during start-up) never leaves a file that
+    // exists but is empty.
     const char* rk = std::getenv("PMI_RANK");
-    std::ofstream(std::string(dir) + "/pid." + (rk ? rk : "0")) << ::getpid() << "\n";
+    const std::string name = std::string(dir) + "/pid." + (rk ? rk : "0");
+    { std::ofstream(name + ".tmp") << ::getpid() << "\n"; }
+    std::rename((name + ".tmp").c_str(), name.c_str());
   }
   if (scenario == "env") {  // no PMI at all
     for (int i = 2; i < argc; ++i) {

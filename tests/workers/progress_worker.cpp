@@ -19,6 +19,15 @@
 // "... completed after the sleep", and the peer's "rank R: blocking call
 // took X ms". PROGRESS_WORKER_THREADS=single opens the session at thread
 // level single (the progress thread must still be safe).
+//
+// On a loaded machine (sanitizers, more threads than cores) a transfer
+// that does progress in the background may need longer than SLEEP_MS.
+// With PROGRESS_WORKER_MARK=PATH the peer creates PATH when its blocking
+// calls are over, and the sleeper sleeps on (still without a library
+// call) until that file exists or PROGRESS_WORKER_WAIT_MS more have passed
+// (default 0). Both sides print when they ended on the host's monotonic
+// clock ("sleep ended at N ns", "blocking calls ended at N ns"): the peer
+// was served during the sleep when its time is the earlier one.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -55,6 +64,41 @@ std::int64_t now_ns() {
 
 void record(request&, void* arg) { static_cast<std::atomic<std::int64_t>*>(arg)->store(now_ns()); }
 
+const char* mark_path() {
+  const char* m = std::getenv("PROGRESS_WORKER_MARK");
+  return m && *m ? m : nullptr;
+}
+
+bool peer_done() {
+  const char* m = mark_path();
+  if (m == nullptr) return false;
+  std::FILE* f = std::fopen(m, "r");
+  if (f == nullptr) return false;
+  std::fclose(f);
+  return true;
+}
+
+// The sleeper's sleep: `sleep_ms`, then on in slices of 10 ms while
+// `more()` holds, the peer has not marked its end, and the extension
+// (PROGRESS_WORKER_WAIT_MS) lasts. No library call.
+template <typename More>
+void sleep_outside(int rank, int sleep_ms, More more) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  const char* w = std::getenv("PROGRESS_WORKER_WAIT_MS");
+  const long extra_ms = w ? std::atol(w) : 0;
+  for (long waited = 0; waited < extra_ms && more() && !peer_done(); waited += 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::printf("rank %d: sleep ended at %lld ns\n", rank, static_cast<long long>(now_ns()));
+}
+
+// The peer's end: when its blocking calls were over, then the mark.
+void report_end(session& s) {
+  std::printf("rank %d: blocking calls ended at %lld ns\n", s.rank(), static_cast<long long>(now_ns()));
+  std::fflush(stdout);
+  if (const char* m = mark_path())
+    if (std::FILE* f = std::fopen(m, "w")) std::fclose(f);
+}
+
 // The sleeping side: starts `start` (with a completion callback), sleeps
 // without calling the library, then says when the request completed.
 template <typename Start>
@@ -63,7 +107,7 @@ void start_and_sleep(session& s, request& r, int sleep_ms, const char* what, Sta
   r.on_complete(record, &done_at);
   const std::int64_t t0 = now_ns();
   start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));  // no library call
+  sleep_outside(s.rank(), sleep_ms, [&] { return done_at.load() == 0; });  // no library call
   const std::int64_t t1 = now_ns();
   const std::int64_t at = done_at.load();
   if (at != 0 && at <= t1)
@@ -75,6 +119,7 @@ void start_and_sleep(session& s, request& r, int sleep_ms, const char* what, Sta
 
 void report_blocking(session& s, std::int64_t t0) {
   std::printf("rank %d: blocking call took %.1f ms\n", s.rank(), (now_ns() - t0) / 1e6);
+  report_end(s);
 }
 
 // The offload scenario's messages: small (inline), eager of several
@@ -99,14 +144,11 @@ void offload_scenario(session& s, int sleep_ms) {
       if (errc e = s.isend(1, 9, bufs[i].data(), bufs[i].size(), reqs[i]); e != errc::ok)
         fail("isend " + std::to_string(i) + ": " + reqs[i].error_message());
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));  // no library call
-    // On a loaded machine (sanitizers, more threads than cores) the thread
-    // may need longer: sleep on, still without a library call, while
-    // sends that must complete by themselves have not (every one but the
-    // last rendezvous and what follows it: see progress_thread_test).
-    for (int slice = 0; slice < 100 && done.load() < kOffloadMessages - 2; ++slice)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::printf("rank 0: sleep ended at %lld ns\n", static_cast<long long>(now_ns()));
+    // No library call until the receiver has everything (or the time
+    // runs out); then a moment for the last completions to land.
+    sleep_outside(s.rank(), sleep_ms, [&] { return done.load() < kOffloadMessages; });
+    for (int slice = 0; slice < 50 && done.load() < kOffloadMessages; ++slice)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const int during = done.load();
     std::printf("rank 0: %d of %d sends completed during the sleep\n", during, kOffloadMessages);
     if (during != kOffloadMessages) {  // which ones, by size (inline, eager, rendezvous)
@@ -136,7 +178,6 @@ void offload_scenario(session& s, int sleep_ms) {
           fail("message " + std::to_string(i) + ": byte " + std::to_string(j) + " differs");
     }
     report_blocking(s, t0);
-    std::printf("rank 1: blocking calls ended at %lld ns\n", static_cast<long long>(now_ns()));
     std::printf("rank 1: %d messages received in order, every byte checked\n", kOffloadMessages);
   }
 }
