@@ -674,21 +674,31 @@ void direct_done(call& x) {
   x.nothing = true;
 }
 
+// Runs `op` (area& -> the rank found dead, or -1) on the shared-memory area
+// of x's communicator and ends the call, if it has an area; false if not.
+template <typename Op>
+bool run_shm(call& x, Op op) {
+  shmcoll::area* a = shm_area(x);
+  if (!a) return false;
+  if (const int dead = op(*a); dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+  direct_done(x);
+  return true;
+}
+
 // s: the root's data (bcast: the buffer; scatter: every block; gather: this
 // rank's block, null for MPI_IN_PLACE); r: where this rank's data goes
 // (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
 // gather at the root: every block).
 void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block) {
-  if (shmcoll::area* a = shm_area(x)) {
-    int dead = -1;
+  const bool shm = run_shm(x, [&](shmcoll::area& a) {
     switch (op) {
-      case rooted::bcast: dead = shmcoll::bcast(*a, root, r, block); break;
-      case rooted::gather: dead = shmcoll::gather(*a, root, s, r, block); break;
-      case rooted::scatter: dead = shmcoll::scatter(*a, root, s, r, block); break;
+      case rooted::bcast: return shmcoll::bcast(a, root, r, block);
+      case rooted::gather: return shmcoll::gather(a, root, s, r, block);
+      case rooted::scatter: return shmcoll::scatter(a, root, s, r, block);
     }
-    if (dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
-    return direct_done(x);
-  }
+    return -1;
+  });
+  if (shm) return;
   direct_exchange ex(*x.c);
   if (x.rank == root) {
     for (int i = 0; i < x.size; ++i) {
@@ -771,7 +781,14 @@ int shm_fast(const char* fn, comm_obj* c, shmcoll::area*& area) {
   }
   return MPI_SUCCESS;
 }
-int shm_result(const char* fn, comm_obj* c, int dead) {
+// Runs `op` (area& -> the rank found dead, or -1) on c's shared-memory
+// area for a fast call: its result, or kDeclined when c has no area.
+template <typename Op>
+int run_shm_fast(const char* fn, comm_obj* c, Op op) {
+  shmcoll::area* area = nullptr;
+  if (const int e = shm_fast(fn, c, area)) return e;
+  if (!area) return kDeclined;
+  const int dead = op(*area);
   return dead < 0 ? MPI_SUCCESS : mpi_raise(fn, c, MPI_ERR_PROC_FAILED, shm_failure(dead));
 }
 
@@ -782,9 +799,9 @@ int bcast_fast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, 
   if (!p) return kDeclined;
   // Shared memory first: on one host it beats the hierarchy's phases
   // (the full path below decides the same way).
-  shmcoll::area* area = nullptr;
-  if (const int e = shm_fast(fn, c, area)) return e;
-  if (area) return shm_result(fn, c, shmcoll::bcast(*area, root, p, bytes));
+  if (const int e = run_shm_fast(fn, c, [&](shmcoll::area& a) { return shmcoll::bcast(a, root, p, bytes); });
+      e != kDeclined)
+    return e;
   if (comm_hierarchy(c, hier_coll::bcast)) return kDeclined;
   return run_fast(fn, c, [&](direct_exchange& ex) {
     if (c->rank != root) return ex.post(false, root, 0, p, bytes);
@@ -810,10 +827,13 @@ int rooted_fast(const char* fn, bool gather, const void* mine, int mcount, MPI_D
     if (!a || (!inplace && ablock != block)) return kDeclined;  // the full path reports a mismatch
     block = ablock;
   }
-  shmcoll::area* area = nullptr;
-  if (const int e = shm_fast(fn, c, area)) return e;
-  if (area)
-    return shm_result(fn, c, gather ? shmcoll::gather(*area, root, m, a, block) : shmcoll::scatter(*area, root, a, m, block));
+  if (const int e = run_shm_fast(fn, c,
+                                 [&](shmcoll::area& sa) {
+                                   return gather ? shmcoll::gather(sa, root, m, a, block)
+                                                 : shmcoll::scatter(sa, root, a, m, block);
+                                 });
+      e != kDeclined)
+    return e;
   return run_fast(fn, c, [&](direct_exchange& ex) {
     if (!is_root) return ex.post(gather, root, 0, m, block);
     for (int i = 0; i < c->size(); ++i) {
@@ -1035,12 +1055,8 @@ void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
-    if (x.blocking)
-      if (shmcoll::area* a = shm_area(x)) {  // before the hierarchy
-        if (const int dead = shmcoll::barrier(*a); dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
-        x.nothing = true;
-        return;
-      }
+    if (x.blocking && run_shm(x, [](shmcoll::area& a) { return shmcoll::barrier(a); }))
+      return;  // (before the hierarchy)
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);
     if (!h && direct_barrier_ok(x)) return direct_barrier(x);
     if (h) x.sch = coll::build_hier_barrier(*h, x.rank);
@@ -1066,12 +1082,9 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_C
       return;
     }
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
-    if (direct_ok(x, sz(count, t)))
-      if (shmcoll::area* a = shm_area(x)) {  // before the hierarchy, as bcast_fast
-        if (const int dead = shmcoll::bcast(*a, root, p, sz(count, t)); dead >= 0)
-          x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
-        return direct_done(x);
-      }
+    if (direct_ok(x, sz(count, t)) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::bcast(a, root, p, sz(count, t)); }))
+      return;  // (before the hierarchy, as bcast_fast)
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast);
     if (!h && direct_ok(x, sz(count, t))) return direct(x, rooted::bcast, root, p, p, sz(count, t));
     if (h) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
@@ -1113,12 +1126,9 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
-    if (k == red_kind::allreduce && direct_ok(x, sz(count, t)))
-      if (shmcoll::area* a = shm_area(x)) {  // before the hierarchy
-        if (const int dead = shmcoll::allreduce(*a, s ? s : r, r, sz(count, t), n, *x.red); dead >= 0)
-          x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
-        return direct_done(x);
-      }
+    if (k == red_kind::allreduce && direct_ok(x, sz(count, t)) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::allreduce(a, s ? s : r, r, sz(count, t), n, *x.red); }))
+      return;  // (before the hierarchy)
     const bool hier_kind = k == red_kind::reduce || k == red_kind::allreduce;
     const coll::hierarchy* h =
         hier_kind && x.red->commutative()
@@ -1400,12 +1410,9 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
-    if (direct_ok(x, block * static_cast<std::size_t>(x.size)))
-      if (shmcoll::area* a = shm_area(x)) {
-        if (const int dead = shmcoll::alltoall(*a, s ? s : r, r, block); dead >= 0)
-          x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
-        return direct_done(x);
-      }
+    if (direct_ok(x, block * static_cast<std::size_t>(x.size)) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::alltoall(a, s ? s : r, r, block); }))
+      return;
     x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);
   });
 }

@@ -3,7 +3,6 @@
 #include "mpi_layer/coll_shm.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,11 +12,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <new>
-#include <random>
 
 #include "core/common/config.hpp"
+#include "drivers/shm/shm_segment.hpp"
 #include "mpi_layer/coll/schedule.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
@@ -25,10 +23,9 @@ namespace nmad::mpi::shmcoll {
 
 namespace {
 
-// The shm driver's segment magic ("NMADSM03", drivers/shm/shm_internal.hpp):
-// its start-up sweep removes an "nmad-<tag>-coll-..." segment that carries
-// it once nobody holds the creator's shared lock any more.
-constexpr std::uint64_t kSweepMagic = 0x33304d5344414d4eULL;
+// Segments are made as the shm driver makes its own (shm_segment.hpp): its
+// start-up sweep removes an "nmad-<tag>-coll-..." segment whose creator
+// died holding the name.
 constexpr std::uint64_t kLayout = 0x434f4c4c53484d31ULL;  // "COLLSHM1"
 
 struct alignas(64) counter {
@@ -171,19 +168,10 @@ bool eligible(const comm_obj& c) {
 }
 
 std::string new_name() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  static unsigned counter = 0;
-  unsigned r, k;
-  {
-    std::lock_guard g(mu);
-    r = static_cast<unsigned>(rng());
-    k = counter++;
-  }
-  char buf[80];
-  std::snprintf(buf, sizeof buf, "/nmad-%08x-coll-%d-%u-%08x", static_cast<unsigned>(::geteuid()) * 2654435761u,
-                static_cast<int>(::getpid()), k, r);
-  return buf;
+  static unsigned counter = 0;  // (incremented under unique_name's lock)
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "nmad-%08x-", static_cast<unsigned>(::geteuid()) * 2654435761u);
+  return shm::unique_name(prefix, "coll", counter);
 }
 
 void* map_fd(int fd, std::size_t bytes) {
@@ -193,26 +181,18 @@ void* map_fd(int fd, std::size_t bytes) {
 
 // Rank 0: the segment, initialised, its creator's shared lock held on fd.
 void* create(const std::string& name, int n, int& fd) {
-  fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return nullptr;
-  const std::size_t bytes = segment_bytes(n);
-  void* p = nullptr;
-  while (::flock(fd, LOCK_SH) != 0 && errno == EINTR) {
-  }
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0) p = map_fd(fd, bytes);
-  if (!p) {
-    ::shm_unlink(name.c_str());
-    ::close(fd);
-    fd = -1;
-    return nullptr;
-  }
+  std::string why;  // (a rank that cannot create the area says no; the engine path serves)
+  const shm::locked_segment seg = shm::create_locked(name, segment_bytes(n), false, why);
+  fd = seg.lock_fd;
+  void* p = seg.base;
+  if (!p) return nullptr;
   auto* h = ::new (p) header{};
   auto* blocks = reinterpret_cast<rank_block*>(static_cast<std::byte*>(p) + sizeof(header));
   for (int r = 0; r < n; ++r) ::new (&blocks[r]) rank_block{};
   h->layout = kLayout;
   h->nprocs = static_cast<std::uint32_t>(n);
   std::atomic_thread_fence(std::memory_order_release);
-  h->magic = kSweepMagic;
+  h->magic = shm::kSegmentMagic;
   return p;
 }
 
@@ -227,7 +207,7 @@ void* attach(const std::string& name, int n) {
   ::close(fd);
   if (!p) return nullptr;
   const auto* h = static_cast<const header*>(p);
-  if (h->magic != kSweepMagic || h->layout != kLayout || h->nprocs != static_cast<std::uint32_t>(n)) {
+  if (h->magic != shm::kSegmentMagic || h->layout != kLayout || h->nprocs != static_cast<std::uint32_t>(n)) {
     ::munmap(p, bytes);
     return nullptr;
   }

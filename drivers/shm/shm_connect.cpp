@@ -40,27 +40,20 @@ connection_id shm_driver::connect(int peer_rank, std::string_view address) {
   if (!attach_peer(c, nullptr)) return c.id;
   // The pair segment, offered to the peer.
   c.seg_name = unique_name(shm::segment_prefix(_cfg.job_key), "pair", _names);
-  fd = ::shm_open(c.seg_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  // Locked (shared) while offered, before the magic is written: see the
-  // doorbell in open().
-  if (fd >= 0)
-    while (::flock(fd, LOCK_SH) != 0 && errno == EINTR) {
-    }
+  // Locked (shared) while offered. Populated: the pages of both rings are
+  // allocated and mapped now, at set-up, not one fault per 4 KiB on the
+  // first lap of every ring (the first messages of a job paid one fault on
+  // each side).
   const std::size_t len = segment_bytes(_tun.ring_bytes);
-  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(len)) != 0) {
-    if (fd >= 0) ::close(fd);
-    fail(c, std::string("cannot create a shared segment: ") + std::strerror(errno));
+  std::string why;
+  const shm::locked_segment seg = shm::create_locked(c.seg_name, len, true, why);
+  if (!seg.base) {
+    c.seg_name.clear();  // (nothing left to unlink)
+    fail(c, "cannot create a shared segment: " + why);
     return c.id;
   }
-  // MAP_POPULATE: the pages of both rings are allocated and mapped now, at
-  // set-up, not one fault per 4 KiB on the first lap of every ring (the
-  // first messages of a job paid one fault on each side).
-  void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  c.seg_lock.reset(fd);
-  if (base == MAP_FAILED) {
-    fail(c, std::string("mmap: ") + std::strerror(errno));
-    return c.id;
-  }
+  c.seg_lock.reset(seg.lock_fd);
+  void* base = seg.base;
   c.seg.addr = base;
   c.seg.len = len;
   auto* h = new (base) pair_header{};

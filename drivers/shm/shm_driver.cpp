@@ -60,21 +60,6 @@
 namespace nmad::shm_impl {
 
 
-std::string unique_name(const std::string& prefix, const char* what, unsigned& counter) {
-  // One generator for the process (not per thread: 2.5 KiB of thread-local
-  // state would keep the library from loading with dlopen).
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  unsigned r;
-  {
-    std::lock_guard g(mu);
-    r = static_cast<unsigned>(rng());
-  }
-  char buf[60];
-  std::snprintf(buf, sizeof buf, "/%s%s-%d-%u-%08x", prefix.c_str(), what, static_cast<int>(::getpid()), counter++, r);
-  return buf;
-}
-
 void shm_driver::open(const driver_config& config) {
   _cfg = config;
   _tun = read_tunables();
@@ -99,24 +84,12 @@ void shm_driver::open(const driver_config& config) {
   _caps.overhead_us = 0.1;
   sweep_stale_names();  // what processes killed during wire-up left behind
   _doorbell_name = unique_name(shm::segment_prefix(_cfg.job_key), "db", _names);
-  int fd = ::shm_open(_doorbell_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0) throw std::runtime_error("shm driver: cannot create " + _doorbell_name + ": " + std::strerror(errno));
-  // Held (shared) as long as this process lives, taken before the magic is
-  // written: how another process knows the name is not a dead one's.
-  while (::flock(fd, LOCK_SH) != 0 && errno == EINTR) {
-  }
-  if (::ftruncate(fd, sizeof(doorbell)) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::shm_unlink(_doorbell_name.c_str());
-    throw std::runtime_error(std::string("shm driver: ftruncate: ") + std::strerror(err));
-  }
-  void* p = ::mmap(nullptr, sizeof(doorbell), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  _doorbell_lock.reset(fd);
-  if (p == MAP_FAILED) {
-    ::shm_unlink(_doorbell_name.c_str());
-    throw std::runtime_error(std::string("shm driver: mmap: ") + std::strerror(errno));
-  }
+  // Its lock is held as long as this process lives.
+  std::string why;
+  const shm::locked_segment seg = shm::create_locked(_doorbell_name, sizeof(doorbell), false, why);
+  if (!seg.base) throw std::runtime_error("shm driver: " + why);
+  _doorbell_lock.reset(seg.lock_fd);
+  void* p = seg.base;
   _doorbell_map.addr = p;
   _doorbell_map.len = sizeof(doorbell);
   _doorbell = new (p) doorbell{};

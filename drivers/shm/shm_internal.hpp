@@ -34,6 +34,7 @@
 #include "core/common/log.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "drivers/shm/shm_ring.hpp"
+#include "drivers/shm/shm_segment.hpp"
 
 
 namespace nmad::shm_impl {
@@ -42,8 +43,9 @@ namespace nmad::shm_impl {
 using steady = std::chrono::steady_clock;
 
 // 03: the creator of a doorbell or pair segment holds a shared flock on it
-// (sweep_stale_names() removes only segments with this magic).
-constexpr std::uint64_t kMagic = 0x33304d5344414d4eULL;  // "NMADSM03"
+// (sweep_stale_names() removes only segments with this magic; see
+// shm_segment.hpp).
+constexpr std::uint64_t kMagic = shm::kSegmentMagic;
 constexpr std::uint32_t kVersion = 4;  // 3: stamped ring records; 4: 8-byte record headers
 constexpr int kSlots = 64;
 constexpr std::size_t kMaxPacket = 64 * 1024;
@@ -337,7 +339,7 @@ class shm_driver final : public driver {
 };
 
 
-std::string unique_name(const std::string& prefix, const char* what, unsigned& counter);
+using shm::unique_name;
 
 // Unlinks the doorbells, pair segments and wake-up sockets in /dev/shm of
 // this user whose owners are provably gone (shm_sweep.cpp). Returns how
