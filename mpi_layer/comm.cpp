@@ -713,12 +713,10 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
 // Non-blocking (see "MPI_Comm_idup" above): the new handle is returned at
 // once but is valid (found by lookup) only once the request completes;
 // attributes are copied, and the error handler and hints inherited, here.
-int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
-  const char* fn = "MPI_Comm_idup";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  if (!newcomm || !request) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm or request");
+// hints: those of the new communicator and its send priority (prio), or
+// null: the parent's (MPI_Comm_idup).
+static int idup(const char* fn, comm_obj* c, const info_entries* hints, int prio, MPI_Comm* newcomm,
+                MPI_Request* request) {
   state& s = st();
   auto op = std::make_shared<idup_op>();
   {
@@ -731,8 +729,10 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
     n->local_world_of = c->local_world_of;
     n->rank = c->rank;
     n->errhandler = c->errhandler;
-    n->hints = c->hints;
-    n->send_priority.store(c->send_priority.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    n->hints = hints ? *hints : c->hints;
+    n->send_priority.store(hints ? static_cast<std::uint8_t>(prio < 0 ? 0 : prio)
+                                 : c->send_priority.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
     op->result = add_comm(s, std::move(n), -1);
     op->t.tg = op->t.tb = kTagIdup | (c->nb_seq++ & 0x3fffffff);
   }
@@ -782,6 +782,35 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
   *newcomm = op->result->handle;
   *request = r->handle;
   return MPI_SUCCESS;
+}
+
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
+  const char* fn = "MPI_Comm_idup";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!newcomm || !request) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm or request");
+  return idup(fn, c, nullptr, -1, newcomm, request);
+}
+
+// MPI 4.0 7.4.2: MPI_Comm_idup whose new communicator's hints are those of
+// info (MPI_INFO_NULL: none), as MPI_Comm_dup_with_info.
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
+  const char* fn = "MPI_Comm_idup_with_info";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!newcomm || !request) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm or request");
+  info_entries hints;
+  if (info != MPI_INFO_NULL) {
+    auto e = info_get_entries(info);
+    if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
+    hints = std::move(*e);
+  }
+  int prio = -1;
+  std::string detail;
+  if (int pe = priority_hint(hints, prio, detail)) return mpi_raise(fn, c, pe, detail);
+  return idup(fn, c, &hints, prio, newcomm, request);
 }
 
 int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
@@ -1138,6 +1167,7 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
 #pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
 #pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
+#pragma weak MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info
 #pragma weak MPI_Comm_idup = PMPI_Comm_idup
 #pragma weak MPI_Comm_split = PMPI_Comm_split
 #pragma weak MPI_Comm_create = PMPI_Comm_create

@@ -73,6 +73,11 @@ constexpr error_entry kErrors[] = {
     {MPI_ERR_DUP_DATAREP, "MPI_ERR_DUP_DATAREP", "data representation already registered"},
     {MPI_ERR_CONVERSION, "MPI_ERR_CONVERSION", "data conversion failed"},
     {MPI_ERR_IO, "MPI_ERR_IO", "I/O error"},
+    // MPI 4.0 and 4.1.
+    {MPI_ERR_SESSION, "MPI_ERR_SESSION", "invalid session"},
+    {MPI_ERR_PROC_ABORTED, "MPI_ERR_PROC_ABORTED", "operation with a process that called abort"},
+    {MPI_ERR_VALUE_TOO_LARGE, "MPI_ERR_VALUE_TOO_LARGE", "value too large for the output argument"},
+    {MPI_ERR_ERRHANDLER, "MPI_ERR_ERRHANDLER", "invalid error handler"},
 };
 const error_entry* find_error(int code) {
   for (const auto& e : kErrors)
@@ -89,6 +94,7 @@ struct user_error {
   int cls;
   std::string text;
   bool failure = false;  // made by failure_code(), not by the application
+  bool removed = false;  // MPI_Remove_error_class/code (MPI 4.1): never handed out again
 };
 struct user_errors {
   std::mutex mu;
@@ -105,7 +111,7 @@ bool find_user(int code, user_error* out) {
   user_errors& u = uerr();
   std::lock_guard g(u.mu);
   const std::size_t i = static_cast<std::size_t>(code - MPI_ERR_LASTCODE - 1);
-  if (i >= u.codes.size()) return false;
+  if (i >= u.codes.size() || u.codes[i].removed) return false;
   if (out) *out = u.codes[i];
   return true;
 }
@@ -212,7 +218,8 @@ int raise_with(const char* fn, MPI_Errhandler h, MPI_Comm_errhandler_function* u
   fatal(line);
 }
 MPI_Comm_errhandler_function* user_handler_locked(state& s, MPI_Errhandler h) {
-  if (h >= 3 && static_cast<std::size_t>(h - 3) < s.errhandlers.size()) return s.errhandlers[h - 3];
+  if (h >= kFirstUserErrhandler && static_cast<std::size_t>(h - kFirstUserErrhandler) < s.errhandlers.size())
+    return s.errhandlers[h - kFirstUserErrhandler];
   return nullptr;
 }
 }  // namespace
@@ -220,7 +227,7 @@ MPI_Comm_errhandler_function* user_handler_locked(state& s, MPI_Errhandler h) {
 int mpi_raise(const char* fn, comm_obj* c, int code, const std::string& detail) {
   if (code == MPI_SUCCESS) return code;
   state& s = st();
-  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;  // (MPI_ERRORS_ABORT: the same, the whole job ends)
   MPI_Comm handle = MPI_COMM_WORLD;
   MPI_Comm_errhandler_function* user = nullptr;
   {
@@ -249,7 +256,8 @@ int mpi_raise_on(const char* fn, MPI_Errhandler h, int handle, int code, const s
 bool valid_errhandler(MPI_Errhandler h) {
   state& s = st();
   std::lock_guard g(s.mu);
-  return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN || user_handler_locked(s, h) != nullptr;
+  return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN || h == MPI_ERRORS_ABORT ||
+         user_handler_locked(s, h) != nullptr;
 }
 
 int mpi_raise(const char* fn, comm_obj* c, int code, const char* detail) {
@@ -327,13 +335,59 @@ int PMPI_Add_error_string(int errorcode, const char* string) {
   return MPI_SUCCESS;
 }
 
+// MPI 4.1 9.5: what MPI_Add_error_class/code/string added can be taken
+// back; predefined classes and codes cannot, nor a class that still has
+// codes. A removed value is unknown from then on (MPI_Error_class answers
+// MPI_ERR_ARG); values are not handed out again.
+namespace {
+int remove_user(const char* fn, int code, bool as_class) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  user_error ue;
+  if (!find_user(code, &ue) || ue.failure)
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG,
+                     std::to_string(code) + " is not a class or code added by MPI_Add_error_class/code");
+  if (as_class != (ue.cls == code))
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG,
+                     std::to_string(code) + (as_class ? " is an error code, not a class (MPI_Remove_error_code)"
+                                                      : " is an error class, not a code (MPI_Remove_error_class)"));
+  user_errors& u = uerr();
+  std::lock_guard g(u.mu);
+  if (as_class)
+    for (std::size_t i = 0; i < u.codes.size(); ++i)
+      if (!u.codes[i].removed && u.codes[i].cls == code && MPI_ERR_LASTCODE + 1 + static_cast<int>(i) != code)
+        return mpi_raise(fn, nullptr, MPI_ERR_ARG,
+                         "class " + std::to_string(code) + " still has error code " +
+                             std::to_string(MPI_ERR_LASTCODE + 1 + static_cast<int>(i)));
+  user_error& e = u.codes[static_cast<std::size_t>(code - MPI_ERR_LASTCODE - 1)];
+  e.removed = true;
+  e.text.clear();
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+int PMPI_Remove_error_class(int errorclass) { return remove_user("MPI_Remove_error_class", errorclass, true); }
+int PMPI_Remove_error_code(int errorcode) { return remove_user("MPI_Remove_error_code", errorcode, false); }
+
+int PMPI_Remove_error_string(int errorcode) {
+  const char* fn = "MPI_Remove_error_string";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  user_error ue;
+  if (!find_user(errorcode, &ue) || ue.failure)
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG,
+                     "not a code added by MPI_Add_error_class/code: " + std::to_string(errorcode));
+  user_errors& u = uerr();
+  std::lock_guard g(u.mu);
+  u.codes[static_cast<std::size_t>(errorcode - MPI_ERR_LASTCODE - 1)].text.clear();
+  return MPI_SUCCESS;
+}
+
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler* errhandler) {
   if (!check_initialized("MPI_Comm_create_errhandler")) return MPI_ERR_OTHER;
   if (!fn || !errhandler) return mpi_raise("MPI_Comm_create_errhandler", nullptr, MPI_ERR_ARG, "null argument");
   state& s = st();
   std::lock_guard g(s.mu);
   s.errhandlers.push_back(fn);
-  *errhandler = static_cast<MPI_Errhandler>(s.errhandlers.size() - 1 + 3);
+  *errhandler = static_cast<MPI_Errhandler>(s.errhandlers.size() - 1 + kFirstUserErrhandler);
   return MPI_SUCCESS;
 }
 
@@ -393,3 +447,6 @@ int PMPI_Errhandler_free(MPI_Errhandler* errhandler) {
 #pragma weak MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler
 #pragma weak MPI_Comm_call_errhandler = PMPI_Comm_call_errhandler
 #pragma weak MPI_Errhandler_free = PMPI_Errhandler_free
+#pragma weak MPI_Remove_error_class = PMPI_Remove_error_class
+#pragma weak MPI_Remove_error_code = PMPI_Remove_error_code
+#pragma weak MPI_Remove_error_string = PMPI_Remove_error_string

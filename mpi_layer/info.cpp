@@ -177,6 +177,30 @@ int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int
   return MPI_SUCCESS;
 }
 
+// MPI 4.0 10.1: *buflen in: the size of value; out: the value's length
+// plus one. At most *buflen - 1 characters are copied, then a terminator
+// (nothing with *buflen 0): a caller asks with 0, then allocates.
+int PMPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag) {
+  const char* fn = "MPI_Info_get_string";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (int e = check_key(fn, key)) return e;
+  if (!buflen || !flag) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null buflen or flag");
+  if (*buflen < 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative buflen " + std::to_string(*buflen));
+  if (*buflen > 0 && !value) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null value with buflen > 0");
+  auto e = info_get_entries(info);
+  if (!e) return invalid(fn, info);
+  auto it = find_key(*e, key);
+  *flag = it != e->end();
+  if (!*flag) return MPI_SUCCESS;
+  if (*buflen > 0) {
+    const std::size_t n = std::min<std::size_t>(it->second.size(), static_cast<std::size_t>(*buflen - 1));
+    std::memcpy(value, it->second.data(), n);
+    value[n] = '\0';
+  }
+  *buflen = static_cast<int>(it->second.size()) + 1;
+  return MPI_SUCCESS;
+}
+
 int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag) {
   const char* fn = "MPI_Info_get_valuelen";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
@@ -268,6 +292,7 @@ int PMPI_Info_free(MPI_Info* info) {
 #pragma weak MPI_Info_set = PMPI_Info_set
 #pragma weak MPI_Info_get = PMPI_Info_get
 #pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
+#pragma weak MPI_Info_get_string = PMPI_Info_get_string
 #pragma weak MPI_Info_get_nkeys = PMPI_Info_get_nkeys
 #pragma weak MPI_Info_get_nthkey = PMPI_Info_get_nthkey
 #pragma weak MPI_Info_delete = PMPI_Info_delete

@@ -159,6 +159,10 @@ struct request_obj {
 // handle i + kFirstMessageHandle.
 constexpr int kFirstMessageHandle = 2;
 
+// Error handlers: MPI_ERRORS_ARE_FATAL 1, MPI_ERRORS_RETURN 2,
+// MPI_ERRORS_ABORT 3 are predefined; user handler i is handle i + 4.
+constexpr int kFirstUserErrhandler = 4;
+
 struct message_obj {
   nmad::message_handle engine;
   comm_obj* comm = nullptr;
@@ -217,7 +221,7 @@ struct state {
   std::atomic<std::size_t> nzombies{0};
   std::atomic<bool> zombie_task{false};
   std::vector<std::unique_ptr<message_obj>> messages;  // index = handle - 1
-  std::vector<MPI_Comm_errhandler_function*> errhandlers;  // index = handle - 3
+  std::vector<MPI_Comm_errhandler_function*> errhandlers;  // index = handle - kFirstUserErrhandler
 
   // Buffered sends (MPI_Buffer_attach).
   std::byte* bsend_buf = nullptr;
@@ -487,6 +491,10 @@ void run_completion_hook(request_obj& r);
 // Starts r with its parameters (send/recv). Returns an MPI error code.
 int start_request(request_obj& r);
 bool request_done(request_obj& r);
+// Completes the done request *handle as MPI_Wait would (hook, status with
+// its MPI_ERROR, release; *handle becomes MPI_REQUEST_NULL unless
+// persistent) without raising: returns the error, detail its text.
+int finish_done_request(MPI_Request* handle, MPI_Status* status, std::string& detail);
 void empty_status(MPI_Status* s);
 // Translates an engine receive status into an MPI status on comm c.
 void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int error);

@@ -6,6 +6,7 @@
 // in place when the elements form one contiguous block, otherwise through a
 // staging buffer (packed before the send; unpacked after the receive).
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -532,6 +533,122 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
                        source, recvtag, status);
 }
 
+// MPI 4.0 3.10: MPI_Isendrecv(_replace). A receive and a send started at
+// once as for MPI_Sendrecv, under one request: a generic request that is
+// done when both are, whose status is the receive's and whose error is the
+// first of the two. Freed while active, it completes in the background
+// like any freed request (the inner two with it); MPI_Cancel cancels both.
+namespace {
+struct sendrecv_pair {
+  MPI_Request recv = MPI_REQUEST_NULL, send = MPI_REQUEST_NULL;
+  bool finished = false;
+  MPI_Status status{};
+  int error = MPI_SUCCESS;
+  std::string detail;
+  std::vector<std::byte> copy;  // _replace: the outgoing data
+};
+
+bool pair_done(MPI_Request h) {
+  if (h == MPI_REQUEST_NULL) return true;
+  request_obj* r = lookup_request(h);
+  return !r || request_done(*r);
+}
+
+// The generic request over p's two requests (already started).
+int pair_request(comm_obj* c, std::shared_ptr<sendrecv_pair> p, MPI_Request* request) {
+  request_obj* r = new_request();
+  r->type = request_obj::kind::generic;
+  r->comm = c;
+  r->active = true;
+  r->poll = [p](request_obj& rq) {
+    if (p->finished) return true;
+    if (!pair_done(p->recv) || !pair_done(p->send)) return false;
+    std::string d1, d2;
+    const int e1 = finish_done_request(&p->recv, &p->status, d1);
+    MPI_Status ss;
+    const int e2 = finish_done_request(&p->send, &ss, d2);
+    p->error = e1 != MPI_SUCCESS ? e1 : e2;
+    p->detail = e1 != MPI_SUCCESS ? "the receive: " + d1 : e2 != MPI_SUCCESS ? "the send: " + d2 : std::string();
+    p->status.MPI_ERROR = p->error;
+    rq.local_status = p->status;
+    p->finished = true;
+    return true;
+  };
+  r->on_complete = [p](request_obj&, std::string& d) {
+    d = p->detail;
+    return p->error;
+  };
+  r->on_cancel = [p](request_obj&, std::string&) {
+    if (p->recv != MPI_REQUEST_NULL) PMPI_Cancel(&p->recv);
+    if (p->send != MPI_REQUEST_NULL) PMPI_Cancel(&p->send);
+    return MPI_SUCCESS;
+  };
+  r->extra = p;
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+// Starts the receive then the send of p; on failure nothing is left running
+// (the error was raised by the inner call).
+int start_pair(sendrecv_pair& p, const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf,
+               int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm) {
+  if (int e = PMPI_Irecv(rbuf, rcount, rtype, source, rtag, comm, &p.recv)) return e;
+  if (int e = PMPI_Isend(sbuf, scount, stype, dest, stag, comm, &p.send)) {
+    PMPI_Cancel(&p.recv);
+    PMPI_Request_free(&p.recv);
+    return e;
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+int PMPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                   MPI_Request* request) {
+  const char* fn = "MPI_Isendrecv";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p(fn, c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
+  if (int e = check_p2p(fn, c, comm, recvbuf, recvcount, recvtype, source, recvtag, false)) return e;
+  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
+  auto p = std::make_shared<sendrecv_pair>();
+  if (int e = start_pair(*p, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                         recvtag, comm))
+    return e;
+  return pair_request(c, std::move(p), request);
+}
+
+int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                           int recvtag, MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Isendrecv_replace";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = nullptr;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, dest, sendtag, true)) return e;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, source, recvtag, false)) return e;
+  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
+  // The outgoing data leaves from a packed copy, so the receive can land
+  // in buf while the send is in flight.
+  auto p = std::make_shared<sendrecv_pair>();
+  if (dest != MPI_PROC_NULL) {
+    std::string detail;
+    Datatype dt;
+    if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise(fn, c, e, detail);
+    try {
+      p->copy.resize(static_cast<std::size_t>(dt.size()) * static_cast<std::size_t>(count));
+      Count pos = 0;
+      dt.pack(buf, count, p->copy.data(), static_cast<Count>(p->copy.size()), pos);
+    } catch (const DatatypeError& e) {
+      return mpi_raise(fn, c, datatype_error_class(e), e.what());
+    }
+  }
+  if (p->copy.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    return mpi_raise(fn, c, MPI_ERR_COUNT, "more than INT_MAX bytes to send");
+  if (int e = start_pair(*p, p->copy.data(), static_cast<int>(p->copy.size()), MPI_BYTE, dest, sendtag, buf, count,
+                         datatype, source, recvtag, comm))
+    return e;
+  return pair_request(c, std::move(p), request);
+}
+
 namespace {
 // Names the dead: the rank probed, or (any source) the ranks that failed.
 std::string probe_failure(comm_obj* c, int source, nmad::errc e) {
@@ -756,6 +873,8 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
 #pragma weak MPI_Recv = PMPI_Recv
 #pragma weak MPI_Irecv = PMPI_Irecv
 #pragma weak MPI_Sendrecv = PMPI_Sendrecv
+#pragma weak MPI_Isendrecv = PMPI_Isendrecv
+#pragma weak MPI_Isendrecv_replace = PMPI_Isendrecv_replace
 #pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
 #pragma weak MPI_Iprobe = PMPI_Iprobe
 #pragma weak MPI_Probe = PMPI_Probe

@@ -74,6 +74,10 @@ TEST_CASE("mpi truncate: MPI_ERR_TRUNCATE returned with MPI_ERRORS_RETURN, progr
 }
 
 TEST_CASE("mpi sendrecv: Sendrecv, Sendrecv_replace, MPI_PROC_NULL") { expect_pass("sendrecv", {1, 2, 4}); }
+TEST_CASE("mpi4 basics: Isendrecv(_replace), Comm_idup_with_info, Info_get_string, Request_get_status_any/all/some, "
+          "status accessors, error classes and their removal, MPI_ERRORS_ABORT") {
+  expect_pass("mpi4_basics", {1, 2, 3});
+}
 TEST_CASE("mpi coll_basic: Barrier, Bcast, Reduce, Allreduce (in place, split comms, op errors)") {
   expect_pass("coll_basic", {1, 2, 3, 4});
 }

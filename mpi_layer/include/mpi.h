@@ -50,6 +50,7 @@ typedef long long MPI_Offset;
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
 #define MPI_ERRORS_RETURN ((MPI_Errhandler)2)
+#define MPI_ERRORS_ABORT ((MPI_Errhandler)3) /* MPI 4.0: ends the job, as MPI_ERRORS_ARE_FATAL */
 
 /* Predefined datatypes: handle = position in this list (the MPI layer's
  * BasicType + 1). */
@@ -178,7 +179,12 @@ typedef long long MPI_Offset;
 #define MPI_ERR_DUP_DATAREP 52
 #define MPI_ERR_CONVERSION 53
 #define MPI_ERR_IO 54
-#define MPI_ERR_LASTCODE 54
+/* MPI 4.0 and 4.1 classes. */
+#define MPI_ERR_SESSION 55
+#define MPI_ERR_PROC_ABORTED 56
+#define MPI_ERR_VALUE_TOO_LARGE 57
+#define MPI_ERR_ERRHANDLER 58
+#define MPI_ERR_LASTCODE 58
 
 /* ---- status --------------------------------------------------------------- */
 typedef struct MPI_Status {
@@ -1561,6 +1567,52 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr);
 int MPI_Free_mem(void* base);
 int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr);
 int PMPI_Free_mem(void* base);
+
+/* ==== MPI 4.0 / 4.1 additions ============================================== */
+int MPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                  MPI_Comm comm, MPI_Request* request);
+int MPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                          int recvtag, MPI_Comm comm, MPI_Request* request);
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request);
+int MPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag);
+int MPI_Request_get_status_any(int count, MPI_Request array_of_requests[], int* index, int* flag,
+                               MPI_Status* status);
+int MPI_Request_get_status_all(int count, MPI_Request array_of_requests[], int* flag,
+                               MPI_Status array_of_statuses[]);
+int MPI_Request_get_status_some(int incount, MPI_Request array_of_requests[], int* outcount,
+                                int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Status_get_source(MPI_Status* status, int* source);
+int MPI_Status_set_source(MPI_Status* status, int source);
+int MPI_Status_get_tag(MPI_Status* status, int* tag);
+int MPI_Status_set_tag(MPI_Status* status, int tag);
+int MPI_Status_get_error(MPI_Status* status, int* error);
+int MPI_Status_set_error(MPI_Status* status, int error);
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
+int PMPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                   void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                   MPI_Comm comm, MPI_Request* request);
+int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                           int recvtag, MPI_Comm comm, MPI_Request* request);
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request);
+int PMPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag);
+int PMPI_Request_get_status_any(int count, MPI_Request array_of_requests[], int* index, int* flag,
+                                MPI_Status* status);
+int PMPI_Request_get_status_all(int count, MPI_Request array_of_requests[], int* flag,
+                                MPI_Status array_of_statuses[]);
+int PMPI_Request_get_status_some(int incount, MPI_Request array_of_requests[], int* outcount,
+                                 int array_of_indices[], MPI_Status array_of_statuses[]);
+int PMPI_Status_get_source(MPI_Status* status, int* source);
+int PMPI_Status_set_source(MPI_Status* status, int source);
+int PMPI_Status_get_tag(MPI_Status* status, int* tag);
+int PMPI_Status_set_tag(MPI_Status* status, int tag);
+int PMPI_Status_get_error(MPI_Status* status, int* error);
+int PMPI_Status_set_error(MPI_Status* status, int error);
+int PMPI_Remove_error_class(int errorclass);
+int PMPI_Remove_error_code(int errorcode);
+int PMPI_Remove_error_string(int errorcode);
 
 #ifdef __cplusplus
 }
