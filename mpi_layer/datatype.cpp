@@ -548,6 +548,25 @@ int PMPI_Type_free(MPI_Datatype* datatype) {
   return MPI_SUCCESS;
 }
 
+// MPI 4.1 5.9.4: the predefined (value, index) pair type of MINLOC and
+// MAXLOC for value_type and index_type, or MPI_DATATYPE_NULL when there is
+// none (only MPI_INT indices have C pair types).
+int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type) {
+  const char* fn = "MPI_Type_get_value_index";
+  if (!pair_type) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null pair_type");
+  if (type_size(value_type) < 0 || type_size(index_type) < 0)
+    return mpi_raise(fn, nullptr, MPI_ERR_TYPE, "invalid datatype");
+  *pair_type = MPI_DATATYPE_NULL;
+  if (index_type != MPI_INT) return MPI_SUCCESS;
+  if (value_type == MPI_FLOAT) *pair_type = MPI_FLOAT_INT;
+  else if (value_type == MPI_DOUBLE) *pair_type = MPI_DOUBLE_INT;
+  else if (value_type == MPI_LONG) *pair_type = MPI_LONG_INT;
+  else if (value_type == MPI_INT) *pair_type = MPI_2INT;
+  else if (value_type == MPI_SHORT) *pair_type = MPI_SHORT_INT;
+  else if (value_type == MPI_LONG_DOUBLE) *pair_type = MPI_LONG_DOUBLE_INT;
+  return MPI_SUCCESS;
+}
+
 // ---- size and bounds ----------------------------------------------------------
 
 int PMPI_Type_size(MPI_Datatype datatype, int* size) {
@@ -728,6 +747,7 @@ int PMPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
 #pragma weak MPI_Type_commit = PMPI_Type_commit
 #pragma weak MPI_Type_free = PMPI_Type_free
 #pragma weak MPI_Type_size = PMPI_Type_size
+#pragma weak MPI_Type_get_value_index = PMPI_Type_get_value_index
 #pragma weak MPI_Type_size_x = PMPI_Type_size_x
 #pragma weak MPI_Type_get_extent = PMPI_Type_get_extent
 #pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x

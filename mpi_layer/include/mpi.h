@@ -1591,6 +1591,7 @@ int MPI_Status_set_error(MPI_Status* status, int error);
 int MPI_Remove_error_class(int errorclass);
 int MPI_Remove_error_code(int errorcode);
 int MPI_Remove_error_string(int errorcode);
+int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type);
 int PMPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                    void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                    MPI_Comm comm, MPI_Request* request);
@@ -1613,6 +1614,7 @@ int PMPI_Status_set_error(MPI_Status* status, int error);
 int PMPI_Remove_error_class(int errorclass);
 int PMPI_Remove_error_code(int errorcode);
 int PMPI_Remove_error_string(int errorcode);
+int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type);
 
 #ifdef __cplusplus
 }

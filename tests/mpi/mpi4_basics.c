@@ -206,11 +206,29 @@ static void errors_4x(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+static void value_index(void) {
+  MPI_Datatype t = MPI_BYTE;
+  MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &t);
+  CHECK(t == MPI_DOUBLE_INT, "double/int gave %d", (int)t);
+  MPI_Type_get_value_index(MPI_INT, MPI_INT, &t);
+  CHECK(t == MPI_2INT, "int/int gave %d", (int)t);
+  MPI_Type_get_value_index(MPI_LONG_DOUBLE, MPI_INT, &t);
+  CHECK(t == MPI_LONG_DOUBLE_INT, "long double/int gave %d", (int)t);
+  MPI_Type_get_value_index(MPI_DOUBLE, MPI_LONG, &t);
+  CHECK(t == MPI_DATATYPE_NULL, "double/long gave %d", (int)t);
+  /* The pair type works with MINLOC. */
+  struct { double v; int i; } in = {(double)(mt_rank % 2), mt_rank}, out;
+  MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &t);
+  MPI_Allreduce(&in, &out, 1, t, MPI_MAXLOC, MPI_COMM_WORLD);
+  CHECK(out.v == (mt_size > 1 ? 1.0 : 0.0) && out.i == (mt_size > 1 ? 1 : 0), "maxloc %g at %d", out.v, out.i);
+}
+
 int main(int argc, char** argv) {
   mt_start("mpi4_basics", &argc, &argv);
   isendrecv_ring();
   info_and_idup();
   get_status_arrays();
   errors_4x();
+  value_index();
   return mt_pass();
 }
