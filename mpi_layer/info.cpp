@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -70,8 +71,30 @@ int invalid(const char* fn, MPI_Info i) {
 
 }  // namespace
 
-void init_info_env(int thread_level) {
+namespace {
+// MPI_INFO_ENV's keys (MPI-4.0 11.2.3) for a program started with `args`:
+// what this process really knows, nothing made up (maxprocs < 0: unknown).
+info_entries env_entries(const std::vector<std::string>& args, long maxprocs, int thread_level) {
   info_entries e;
+  if (!args.empty()) {
+    e.emplace_back("command", args[0].substr(0, MPI_MAX_INFO_VAL));
+    std::string rest;
+    for (std::size_t i = 1; i < args.size(); ++i) rest += (i > 1 ? " " : "") + args[i];
+    if (!rest.empty()) e.emplace_back("argv", rest.substr(0, MPI_MAX_INFO_VAL));
+  }
+  if (maxprocs > 0) e.emplace_back("maxprocs", std::to_string(maxprocs));
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) e.emplace_back("host", host);
+  char cwd[MPI_MAX_INFO_VAL + 1] = {};
+  if (getcwd(cwd, sizeof cwd)) e.emplace_back("wdir", cwd);
+  static const char* levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
+                                 "MPI_THREAD_MULTIPLE"};
+  e.emplace_back("thread_level", levels[std::clamp(thread_level, 0, 3)]);
+  return e;
+}
+}  // namespace
+
+void init_info_env(int thread_level) {
   std::string cmdline;
   {
     std::ifstream f("/proc/self/cmdline", std::ios::binary);
@@ -84,20 +107,7 @@ void init_info_env(int thread_level) {
     if (z == std::string::npos) break;
     p = z + 1;
   }
-  if (!args.empty()) {
-    e.emplace_back("command", args[0]);
-    std::string rest;
-    for (std::size_t i = 1; i < args.size(); ++i) rest += (i > 1 ? " " : "") + args[i];
-    if (!rest.empty()) e.emplace_back("argv", rest.substr(0, MPI_MAX_INFO_VAL));
-  }
-  e.emplace_back("maxprocs", std::to_string(st().world_size));
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) e.emplace_back("host", host);
-  char cwd[MPI_MAX_INFO_VAL + 1] = {};
-  if (getcwd(cwd, sizeof cwd)) e.emplace_back("wdir", cwd);
-  static const char* levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
-                                 "MPI_THREAD_MULTIPLE"};
-  e.emplace_back("thread_level", levels[std::clamp(thread_level, 0, 3)]);
+  info_entries e = env_entries(args, st().world_size, thread_level);
   info_table& t = table();
   std::lock_guard g(t.mu);
   t.infos[MPI_INFO_ENV]->entries = std::move(e);
@@ -126,8 +136,27 @@ using namespace nmad::mpi;
 
 extern "C" {
 
+// Info objects can be made, read and freed at any time, before MPI_Init and
+// after MPI_Finalize (MPI-4.0 11.4.1): none of these calls checks either.
+
+// MPI-4.0 11.2.3: an info object with MPI_INFO_ENV's keys for a program
+// started with (argc, argv), callable before MPI_Init (argv may be null).
+// maxprocs comes from the launcher's PMI_SIZE when MPI is not initialized.
+int PMPI_Info_create_env(int argc, char* argv[], MPI_Info* info) {
+  const char* fn = "MPI_Info_create_env";
+  if (!info) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null info");
+  if (argc < 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative argc " + std::to_string(argc));
+  std::vector<std::string> args;
+  for (int i = 0; argv && i < argc && argv[i]; ++i) args.emplace_back(argv[i]);
+  const state& s = st();
+  long maxprocs = s.initialized.load() ? static_cast<long>(s.world_size) : -1;
+  if (maxprocs < 0)
+    if (const char* p = std::getenv("PMI_SIZE"); p && *p) maxprocs = std::strtol(p, nullptr, 10);
+  *info = new_info(env_entries(args, maxprocs, s.initialized.load() ? s.thread_level : MPI_THREAD_SINGLE));
+  return MPI_SUCCESS;
+}
+
 int PMPI_Info_create(MPI_Info* info) {
-  if (!check_initialized("MPI_Info_create")) return MPI_ERR_OTHER;
   if (!info) return mpi_raise("MPI_Info_create", nullptr, MPI_ERR_ARG, "null info");
   *info = new_info({});
   return MPI_SUCCESS;
@@ -135,7 +164,6 @@ int PMPI_Info_create(MPI_Info* info) {
 
 int PMPI_Info_set(MPI_Info info, const char* key, const char* value) {
   const char* fn = "MPI_Info_set";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_key(fn, key)) return e;
   if (!value) return mpi_raise(fn, nullptr, MPI_ERR_INFO_VALUE, "null value");
   const std::size_t n = std::strlen(value);
@@ -159,7 +187,6 @@ int PMPI_Info_set(MPI_Info info, const char* key, const char* value) {
 
 int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag) {
   const char* fn = "MPI_Info_get";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_key(fn, key)) return e;
   if (valuelen < 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative valuelen " + std::to_string(valuelen));
   if (!value || !flag) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null value or flag");
@@ -182,7 +209,6 @@ int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int
 // (nothing with *buflen 0): a caller asks with 0, then allocates.
 int PMPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag) {
   const char* fn = "MPI_Info_get_string";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_key(fn, key)) return e;
   if (!buflen || !flag) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null buflen or flag");
   if (*buflen < 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative buflen " + std::to_string(*buflen));
@@ -203,7 +229,6 @@ int PMPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* valu
 
 int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag) {
   const char* fn = "MPI_Info_get_valuelen";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_key(fn, key)) return e;
   if (!valuelen || !flag) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null valuelen or flag");
   auto e = info_get_entries(info);
@@ -216,7 +241,6 @@ int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* f
 
 int PMPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
   const char* fn = "MPI_Info_get_nkeys";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!nkeys) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null nkeys");
   auto e = info_get_entries(info);
   if (!e) return invalid(fn, info);
@@ -226,7 +250,6 @@ int PMPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
 
 int PMPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
   const char* fn = "MPI_Info_get_nthkey";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!key) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null key");
   auto e = info_get_entries(info);
   if (!e) return invalid(fn, info);
@@ -239,7 +262,6 @@ int PMPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
 
 int PMPI_Info_delete(MPI_Info info, const char* key) {
   const char* fn = "MPI_Info_delete";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_key(fn, key)) return e;
   if (info == MPI_INFO_ENV) return mpi_raise(fn, nullptr, MPI_ERR_INFO, "MPI_INFO_ENV is read-only");
   info_table& t = table();
@@ -260,7 +282,6 @@ int PMPI_Info_delete(MPI_Info info, const char* key) {
 
 int PMPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
   const char* fn = "MPI_Info_dup";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!newinfo) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null newinfo");
   auto e = info_get_entries(info);
   if (!e) return invalid(fn, info);
@@ -270,7 +291,6 @@ int PMPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
 
 int PMPI_Info_free(MPI_Info* info) {
   const char* fn = "MPI_Info_free";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!info) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null info");
   if (*info == MPI_INFO_ENV) return mpi_raise(fn, nullptr, MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed");
   info_table& t = table();
@@ -293,6 +313,7 @@ int PMPI_Info_free(MPI_Info* info) {
 #pragma weak MPI_Info_get = PMPI_Info_get
 #pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
 #pragma weak MPI_Info_get_string = PMPI_Info_get_string
+#pragma weak MPI_Info_create_env = PMPI_Info_create_env
 #pragma weak MPI_Info_get_nkeys = PMPI_Info_get_nkeys
 #pragma weak MPI_Info_get_nthkey = PMPI_Info_get_nthkey
 #pragma weak MPI_Info_delete = PMPI_Info_delete

@@ -78,6 +78,9 @@ TEST_CASE("mpi4 basics: Isendrecv(_replace), Comm_idup_with_info, Info_get_strin
           "status accessors, error classes and their removal, MPI_ERRORS_ABORT") {
   expect_pass("mpi4_basics", {1, 2, 3});
 }
+TEST_CASE("mpi info_anytime: info objects before MPI_Init and after MPI_Finalize, MPI_Info_create_env") {
+  expect_pass("info_anytime", {1, 2});
+}
 TEST_CASE("mpi coll_basic: Barrier, Bcast, Reduce, Allreduce (in place, split comms, op errors)") {
   expect_pass("coll_basic", {1, 2, 3, 4});
 }

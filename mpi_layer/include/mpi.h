@@ -1576,6 +1576,7 @@ int MPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
                           int recvtag, MPI_Comm comm, MPI_Request* request);
 int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request);
 int MPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag);
+int MPI_Info_create_env(int argc, char* argv[], MPI_Info* info);
 int MPI_Request_get_status_any(int count, MPI_Request array_of_requests[], int* index, int* flag,
                                MPI_Status* status);
 int MPI_Request_get_status_all(int count, MPI_Request array_of_requests[], int* flag,
@@ -1599,6 +1600,7 @@ int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest
                            int recvtag, MPI_Comm comm, MPI_Request* request);
 int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request);
 int PMPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag);
+int PMPI_Info_create_env(int argc, char* argv[], MPI_Info* info);
 int PMPI_Request_get_status_any(int count, MPI_Request array_of_requests[], int* index, int* flag,
                                 MPI_Status* status);
 int PMPI_Request_get_status_all(int count, MPI_Request array_of_requests[], int* flag,
