@@ -145,8 +145,12 @@ struct request_obj {
   //  on_free      generic requests: MPI_Request_free takes this instead of
   //               its own handling (null: none); it owns the request's
   //               release from then on. Returns an MPI error code.
+  //  on_start     persistent generic requests (persistent collectives):
+  //               MPI_Start runs it after making the request active;
+  //               returns an MPI error code (raised by the caller).
   //  extra        state the hooks keep alive (staging buffer, executor...).
   std::function<bool(request_obj&)> poll;
+  std::function<int(request_obj&)> on_start;
   std::function<int(request_obj&, std::string& detail)> on_complete;
   std::function<int(request_obj&, std::string& detail)> on_cancel;
   std::function<int(request_obj&, MPI_Status* status, std::string& detail)> on_status;

@@ -21,6 +21,7 @@ namespace {
   if (r->on_cancel) r->on_cancel = nullptr;
   if (r->on_status) r->on_status = nullptr;
   if (r->on_free) r->on_free = nullptr;
+  if (r->on_start) r->on_start = nullptr;
   if (r->extra) r->extra.reset();
   r->live = false;
   s.free_requests.push_back(r->handle);
@@ -276,6 +277,7 @@ int start_request(request_obj& r) {
   state& s = st();
   r.active = true;
   r.local_done = false;
+  if (r.type == request_obj::kind::generic) return r.on_start ? r.on_start(r) : MPI_SUCCESS;
   auto* typed = plain_size(r.type_handle) >= 0 ? nullptr : static_cast<typed_request*>(r.extra.get());
   if (typed) r.on_complete = nullptr;  // a persistent receive's hook of the previous start
   if (r.peer == MPI_PROC_NULL) {

@@ -32,6 +32,7 @@ COLL_PROGRAM("coll_nonblocking", "every I-collective, several pending, Waitall/T
 COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes and tests")
 COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
 COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph and distributed-graph topologies")
+COLL_PROGRAM("coll_persistent", "every MPI_<Coll>_init started 3 times against the blocking form, Startall, neighbourhood, derived type")
 COLL_PROGRAM("coll_bottom", "MPI_BOTTOM with absolute addresses: (I)Neighbor_alltoallw, Alltoallw, null blocks refused")
 
 // The shared-memory collectives (mpi_layer/coll_shm.hpp): on by default on
