@@ -1410,7 +1410,7 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
-    if (direct_ok(x, block * static_cast<std::size_t>(x.size)) &&
+    if (direct_ok(x, block) &&  // (per peer: no direct engine path, the schedule follows)
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::alltoall(a, s ? s : r, r, block); }))
       return;
     x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);

@@ -88,6 +88,8 @@ class area {
   int rank() const { return _rank; }
   rank_block& of(int r) { return _blocks[r]; }
   std::uint64_t next_op() { return ++_op; }
+  // Takes k more op numbers (an op that uses k + 1 slots); the last one.
+  std::uint64_t reserve(std::uint64_t k) { return _op += k; }
 
   // Waits until ready(); -1, or a member found dead (whose progress the
   // wait needs: `needs(r)`).
@@ -376,7 +378,48 @@ int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::s
   return -1;
 }
 
+namespace {
+// Alltoall whose row (size() blocks) does not fit a slot: block j of this
+// rank goes to slot (first + j) of its ring, one slot per peer. The op
+// takes kDepth op numbers, first .. last, and publishes every block under
+// `last`: before writing, every rank finished first - 1 (so nothing still
+// reads the ring), and an op after it, writing slot (last + 1) % kDepth,
+// waits for every rank's done >= last + 1 - kDepth = first, which only a
+// rank that finished this op has (done goes from below first to last).
+int alltoall_wide(area& a, const void* in, void* out, std::size_t block) {
+  const std::uint64_t first = a.next_op();
+  const std::uint64_t last = a.reserve(kDepth - 1);
+  if (const int d = a.writable(last, kSlotBytes); d >= 0) return d;
+  const auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
+  const int me = a.rank();
+  const auto slot_of = [&](int owner, int j) -> slot& {
+    return a.of(owner).out.slots[(first + static_cast<std::uint64_t>(j)) % kDepth];
+  };
+  for (int j = 0; j < a.size(); ++j) {
+    if (j == me) continue;
+    slot& s = slot_of(me, j);
+    std::memcpy(s.data, src + static_cast<std::size_t>(j) * block, block);
+    s.seq.store(last, std::memory_order_release);
+  }
+  // (In place, src == dst: this rank's own block is already where it goes,
+  // and the others' are overwritten only after this rank's are published.)
+  if (src != dst)
+    std::memcpy(dst + static_cast<std::size_t>(me) * block, src + static_cast<std::size_t>(me) * block, block);
+  for (int r = 0; r < a.size(); ++r) {
+    if (r == me) continue;
+    slot& s = slot_of(r, me);
+    const int d = a.await(cell{s.seq, s.data}, last, r);
+    if (d >= 0) return d;
+    std::memcpy(dst + static_cast<std::size_t>(r) * block, s.data, block);
+  }
+  a.finish(last);
+  return -1;
+}
+}  // namespace
+
 int alltoall(area& a, const void* in, void* out, std::size_t block) {
+  if (block * static_cast<std::size_t>(a.size()) > kSlotBytes) return alltoall_wide(a, in, out, block);
   const std::uint64_t op = a.next_op();
   const std::size_t bytes = block * static_cast<std::size_t>(a.size());
   if (const int d = a.writable(op, bytes); d >= 0) return d;

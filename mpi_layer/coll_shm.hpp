@@ -52,7 +52,7 @@
 //
 // Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter and
 // MPI_Allreduce of at most kSlotBytes per block, and by MPI_Alltoall of at
-// most kSlotBytes in all per rank, blocking forms only (the
+// most kSlotBytes per peer, blocking forms only (the
 // non-blocking ones keep their schedules: a schedule's steps are engine
 // messages that progress without the caller).
 //
@@ -113,9 +113,9 @@ int scatter(area& a, int root, const void* all, void* mine, std::size_t block);
 // result. mine may be result (in place).
 int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::size_t count,
               nmad::coll::reducer& red);
-// Alltoall of `block` bytes per peer (size() * block <= kSlotBytes): every
-// rank publishes its size() blocks, then copies block `rank` of each. out
-// may be in (in place).
+// Alltoall of `block` bytes per peer (block <= kSlotBytes): every rank
+// publishes its size() blocks (in one slot when they fit, else one slot
+// per peer), then copies block `rank` of each. out may be in (in place).
 int alltoall(area& a, const void* in, void* out, std::size_t block);
 
 }  // namespace nmad::mpi::shmcoll

@@ -7,9 +7,10 @@
  * signature); MPI_IN_PLACE at the root; allreduce with a predefined
  * op (in place and not), a non-commutative user op (2x2 matrix product,
  * whose result depends on the rank order) and floating-point sums that
- * must be bit-identical on every rank; alltoall of 1 to 128-byte blocks
- * (up to 1 KiB per rank in all, and beyond: engine messages), in place or
- * not; an Ibcast started before a
+ * must be bit-identical on every rank; alltoall of 1 to 1,024-byte
+ * blocks (a row in one slot, or one slot per peer) and 1,025-byte ones
+ * (engine messages), in place or not, interleaved with 1,024-byte rooted
+ * operations that reuse the same slots; an Ibcast started before a
  * blocking Bcast and completed after it (the shared-memory wait must
  * progress it); two split communicators at once; and a barrier that
  * really holds everyone (each rank appends to a file before it, and finds
@@ -125,8 +126,8 @@ static void alltoall_round(MPI_Comm comm, int iter) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const int blocks[] = {1, 8, 16, 128, 200};
-  const int b = blocks[iter % 5];
+  const int blocks[] = {1, 8, 16, 128, 200, 1024, 1025, 512};
+  const int b = blocks[iter % 8];
   unsigned char* in = malloc((size_t)b * (size_t)size);
   unsigned char* out = malloc((size_t)b * (size_t)size);
   for (int r = 0; r < size; ++r)
@@ -148,6 +149,14 @@ static void alltoall_round(MPI_Comm comm, int iter) {
 int main(int argc, char** argv) {
   mt_start("coll_shm", &argc, &argv);
   for (int iter = 0; iter < 50; ++iter) alltoall_round(MPI_COMM_WORLD, iter);
+  /* Alltoall with a slot per peer between operations using the same
+   * slots (1 KiB blocks), far more than the ring's depth. */
+  for (int iter = 0; iter < 40; ++iter) {
+    alltoall_round(MPI_COMM_WORLD, 5 + 8 * iter);  /* 1,024-byte blocks */
+    rooted_round(MPI_COMM_WORLD, iter, 1024);
+    alltoall_round(MPI_COMM_WORLD, 7 + 8 * iter);  /* 512-byte blocks */
+    if (iter % 3 == 0) rooted_round(MPI_COMM_WORLD, iter + 1, 1000);
+  }
   for (int iter = 0; iter < 60; ++iter) allreduce_round(MPI_COMM_WORLD, iter);
   const size_t blocks[] = {8, 1, 1024, 1025, 8};
   for (int iter = 0; iter < 100; ++iter) {
