@@ -533,6 +533,37 @@ int PMPIX_Get_hw_resource_info(MPI_Comm comm, char* type_name, int* num_siblings
   return MPI_SUCCESS;
 }
 
+// MPI 4.1: the hardware this process runs on, as the hardware splits see
+// it (the content is the implementation's to choose): for each level the
+// machine has, from the machine down (hw_level_order), the key
+// "hwloc://<type>" (the URI form MPI_COMM_TYPE_HW_GUIDED accepts) with
+// the index of the object of that level the process's binding lies in,
+// or "spans" when it lies in several (an unbound process). On a topology
+// that cannot be read, an empty info object.
+int PMPI_Get_hw_resource_info(MPI_Info* hw_info) {
+  const char* fn = "MPI_Get_hw_resource_info";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!hw_info) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null hw_info");
+  info_entries e;
+  try {
+    const auto& t = topo::shared_from_env();
+    std::vector<int> cpus;
+    std::string detail;
+    if (hw_binding(t, cpus, detail)) {
+      const topo::hw_location where = topo::locate(t, cpus);
+      for (topo::hw_level l : topo::hw_level_order(t)) {
+        const int at = where[static_cast<std::size_t>(l)];
+        if (at == topo::hw_absent) continue;
+        e.emplace_back("hwloc://" + std::string(topo::hw_level_name(l)), at == topo::hw_spans ? "spans" : std::to_string(at));
+      }
+    }
+  } catch (const std::exception&) {
+    e.clear();  // (no topology: nothing to say)
+  }
+  *hw_info = new_info(std::move(e));
+  return MPI_SUCCESS;
+}
+
 int PMPIX_Get_hw_topo_common_level(MPI_Comm comm, int n, const int ranks[], char* type_name, int* flag) {
   const char* fn = "MPIX_Get_hw_topo_common_level";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
@@ -567,4 +598,5 @@ int PMPIX_Get_hw_topo_common_level(MPI_Comm comm, int n, const int ranks[], char
 #pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
 #pragma weak MPIX_Comm_hsplit_with_roots = PMPIX_Comm_hsplit_with_roots
 #pragma weak MPIX_Get_hw_resource_info = PMPIX_Get_hw_resource_info
+#pragma weak MPI_Get_hw_resource_info = PMPI_Get_hw_resource_info
 #pragma weak MPIX_Get_hw_topo_common_level = PMPIX_Get_hw_topo_common_level

@@ -77,6 +77,9 @@ TEST_CASE("mpi sendrecv: Sendrecv, Sendrecv_replace, MPI_PROC_NULL") { expect_pa
 TEST_CASE("mpi4 basics: Isendrecv(_replace), Comm_idup_with_info, Info_get_string, Request_get_status_any/all/some, "
           "status accessors, error classes and their removal, MPI_ERRORS_ABORT") {
   expect_pass("mpi4_basics", {1, 2, 3});
+  // Each rank bound to one PU of a synthetic machine: MPI_Get_hw_resource_info names its objects.
+  expect_pass("mpi4_basics", {2}, {{"NMAD_TOPOLOGY", "pack:2 core:2 pu:2"}, {"NMAD_HW_BINDING", "0;5"},
+                                   {"MPI4_EXPECT_BOUND", "1"}});
 }
 TEST_CASE("mpi info_anytime: info objects before MPI_Init and after MPI_Finalize, MPI_Info_create_env") {
   expect_pass("info_anytime", {1, 2});

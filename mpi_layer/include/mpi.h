@@ -1593,6 +1593,7 @@ int MPI_Remove_error_class(int errorclass);
 int MPI_Remove_error_code(int errorcode);
 int MPI_Remove_error_string(int errorcode);
 int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type);
+int MPI_Get_hw_resource_info(MPI_Info* hw_info);
 /* Persistent collectives (MPI 4.0 6.13). */
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request);
 int MPI_Bcast_init(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request);
@@ -1640,6 +1641,7 @@ int PMPI_Remove_error_class(int errorclass);
 int PMPI_Remove_error_code(int errorcode);
 int PMPI_Remove_error_string(int errorcode);
 int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type);
+int PMPI_Get_hw_resource_info(MPI_Info* hw_info);
 int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request);
 int PMPI_Bcast_init(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request);
 int PMPI_Reduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request);

@@ -223,6 +223,33 @@ static void value_index(void) {
   CHECK(out.v == (mt_size > 1 ? 1.0 : 0.0) && out.i == (mt_size > 1 ? 1 : 0), "maxloc %g at %d", out.v, out.i);
 }
 
+static void hw_info(void) {
+  MPI_Info hw;
+  CHECK(MPI_Get_hw_resource_info(&hw) == MPI_SUCCESS, "Get_hw_resource_info");
+  char v[MPI_MAX_INFO_VAL + 1], key[MPI_MAX_INFO_KEY + 1];
+  int buflen = sizeof v, flag = 0, nkeys = 0;
+  MPI_Info_get_string(hw, "hwloc://Machine", &buflen, v, &flag);
+  CHECK(flag && strcmp(v, "0") == 0, "hwloc://Machine: flag %d '%s'", flag, v);
+  MPI_Info_get_nkeys(hw, &nkeys);
+  for (int i = 0; i < nkeys; ++i) {
+    MPI_Info_get_nthkey(hw, i, key);
+    CHECK(strncmp(key, "hwloc://", 8) == 0, "key '%s'", key);
+    buflen = sizeof v;
+    MPI_Info_get_string(hw, key, &buflen, v, &flag);
+    char* end = NULL;
+    const long at = strtol(v, &end, 10);
+    CHECK(strcmp(v, "spans") == 0 || (*end == 0 && at >= 0), "%s = '%s'", key, v);
+  }
+  /* Bound to one PU (NMAD_HW_BINDING in the test), every level has an index. */
+  const char* b = getenv("MPI4_EXPECT_BOUND");
+  if (b && *b == '1') {
+    buflen = sizeof v;
+    MPI_Info_get_string(hw, "hwloc://PU", &buflen, v, &flag);
+    CHECK(flag && strcmp(v, "spans") != 0, "bound process: hwloc://PU '%s'", v);
+  }
+  MPI_Info_free(&hw);
+}
+
 int main(int argc, char** argv) {
   mt_start("mpi4_basics", &argc, &argv);
   isendrecv_ring();
@@ -230,5 +257,6 @@ int main(int argc, char** argv) {
   get_status_arrays();
   errors_4x();
   value_index();
+  hw_info();
   return mt_pass();
 }
