@@ -1064,7 +1064,7 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   });
 }
 
-int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
+[[gnu::noinline]] int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
   if (!req)
     if (const int e = bcast_fast(fn, buf, count, dt, root, comm); e != kDeclined) return e;
   return collective(fn, comm, req, [&](call& x) {
@@ -1094,7 +1094,7 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_C
 
 // reduce (root >= 0), allreduce (root == -1), scan (-2), exscan (-3)
 enum class red_kind { reduce, allreduce, scan, exscan };
-int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+[[gnu::noinline]] int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
            red_kind k, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
@@ -1153,7 +1153,7 @@ int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype
   });
 }
 
-int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+[[gnu::noinline]] int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
            MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
   if (!req && !all)
     if (const int e = rooted_fast(fn, true, sbuf, scount, stype, rbuf, rcount, rtype, root, comm); e != kDeclined)
@@ -1263,7 +1263,7 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
   });
 }
 
-int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+[[gnu::noinline]] int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
             MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
   if (!req)
     if (const int e = rooted_fast(fn, false, rbuf, rcount, rtype, sbuf, scount, stype, root, comm); e != kDeclined)
@@ -1385,7 +1385,7 @@ void inter_alltoall(call& x, const void* sbuf, int scount, MPI_Datatype stype, v
   inter::exchange(x, tag, &out, &in);
 }
 
-int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+[[gnu::noinline]] int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
              MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter_alltoall(x, sbuf, scount, stype, rbuf, rcount, rtype);
@@ -1581,21 +1581,26 @@ namespace {
 // alike); this one decides it from a few loads, before any object is
 // made. What it cannot vouch for (a derived type, an intercommunicator, a
 // user op, a bad argument) takes the full path, which reports errors.
-comm_obj* quiet_intra(const char* fn, MPI_Comm comm) {
+// (Inlined into the entry points, with the slow forms noinline: the
+// entry of a zero-byte call is then a few compares and loads, without the
+// full path's register saves. Callgrind, instructions per zero-byte call
+// at 1 rank: bcast 94 -> 72, allreduce 133 -> 93, gather 112 -> 90,
+// scatter 112 -> 88, alltoall 127 -> 83; Open MPI 4.1: 69, 92, 91, 81, 97.)
+[[gnu::always_inline]] inline comm_obj* quiet_intra(const char* fn, MPI_Comm comm) {
   if (!check_initialized(fn)) return nullptr;
   comm_obj* c = lookup_comm(comm);
   return c && !c->inter ? c : nullptr;
 }
-bool empty_of(int count, MPI_Datatype t) { return count == 0 && basic_of(t).has_value(); }
-bool root_in(const comm_obj* c, int root) { return root >= 0 && root < c->size(); }
+[[gnu::always_inline]] inline bool empty_of(int count, MPI_Datatype t) { return count == 0 && basic_of(t).has_value(); }
+[[gnu::always_inline]] inline bool root_in(const comm_obj* c, int root) { return root >= 0 && root < c->size(); }
 
-bool quiet_bcast(int count, MPI_Datatype t, int root, MPI_Comm comm) {
+[[gnu::always_inline]] inline bool quiet_bcast(int count, MPI_Datatype t, int root, MPI_Comm comm) {
   if (!empty_of(count, t)) return false;
   const comm_obj* c = quiet_intra("MPI_Bcast", comm);
   return c && root_in(c, root);
 }
 // root < 0: allreduce.
-bool quiet_reduce(const char* fn, const void* sbuf, int count, MPI_Datatype t, MPI_Op op, int root,
+[[gnu::always_inline]] inline bool quiet_reduce(const char* fn, const void* sbuf, int count, MPI_Datatype t, MPI_Op op, int root,
                   MPI_Comm comm) {
   if (!empty_of(count, t) || !predefined_reduction_ok(op, t)) return false;
   const comm_obj* c = quiet_intra(fn, comm);
@@ -1603,7 +1608,7 @@ bool quiet_reduce(const char* fn, const void* sbuf, int count, MPI_Datatype t, M
   if (root < 0) return true;
   return root_in(c, root) && (c->rank == root || sbuf != MPI_IN_PLACE);
 }
-bool quiet_gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, int rcount,
+[[gnu::always_inline]] inline bool quiet_gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, int rcount,
                   MPI_Datatype rtype, int root, MPI_Comm comm) {
   const bool inplace = sbuf == MPI_IN_PLACE;
   if (!inplace && !empty_of(scount, stype)) return false;
@@ -1613,7 +1618,7 @@ bool quiet_gather(const char* fn, const void* sbuf, int scount, MPI_Datatype sty
   if (root >= 0 && !root_in(c, root)) return false;
   return is_root ? empty_of(rcount, rtype) : !inplace;
 }
-bool quiet_scatter(int scount, MPI_Datatype stype, const void* rbuf, int rcount, MPI_Datatype rtype, int root,
+[[gnu::always_inline]] inline bool quiet_scatter(int scount, MPI_Datatype stype, const void* rbuf, int rcount, MPI_Datatype rtype, int root,
                    MPI_Comm comm) {
   const bool inplace = rbuf == MPI_IN_PLACE;
   if (!inplace && !empty_of(rcount, rtype)) return false;
@@ -1621,7 +1626,7 @@ bool quiet_scatter(int scount, MPI_Datatype stype, const void* rbuf, int rcount,
   if (!c || !root_in(c, root)) return false;
   return c->rank == root ? empty_of(scount, stype) : !inplace;
 }
-bool quiet_alltoall(const void* sbuf, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype,
+[[gnu::always_inline]] inline bool quiet_alltoall(const void* sbuf, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype,
                     MPI_Comm comm) {
   if (!empty_of(rcount, rtype) || (sbuf != MPI_IN_PLACE && !empty_of(scount, stype))) return false;
   return quiet_intra("MPI_Alltoall", comm) != nullptr;

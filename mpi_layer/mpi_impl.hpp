@@ -235,7 +235,9 @@ struct state {
 
 // The process's MPI state (never destroyed: threads may still be inside
 // MPI calls at exit). Inline: every MPI call starts here.
-[[gnu::always_inline]] inline state& st() {
+// Hidden: its static is reached PC-relative, not through the GOT (it is
+// the first load of every call).
+[[gnu::always_inline, gnu::visibility("hidden")]] inline state& st() {
   static state* const s = new state();
   return *s;
 }
@@ -263,8 +265,8 @@ int from_errc(nmad::errc e);
 int* last_used_error_code();
 bool valid_error_code(int code);
 // Fails (fatally: nothing can be returned to) when MPI is not initialised.
-bool check_initialized_slow(const char* fn);
-inline bool check_initialized(const char* fn) {
+[[gnu::cold, gnu::noinline]] bool check_initialized_slow(const char* fn);
+[[gnu::always_inline]] inline bool check_initialized(const char* fn) {
   const state& s = st();
   if (s.initialized.load(std::memory_order_acquire) && !s.finalized.load(std::memory_order_acquire)) return true;
   return check_initialized_slow(fn);
@@ -380,7 +382,7 @@ int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, n
 // The communicator behind a handle; null if invalid or freed. The
 // predefined communicators are never freed: found without `mu`.
 comm_obj* lookup_comm_table(MPI_Comm c);  // any handle, under mu
-inline comm_obj* lookup_comm(MPI_Comm c) {
+[[gnu::always_inline]] inline comm_obj* lookup_comm(MPI_Comm c) {
   if (c == MPI_COMM_WORLD || c == MPI_COMM_SELF)
     if (comm_obj* p = st().predefined_comms[c].load(std::memory_order_acquire)) return p;
   return lookup_comm_table(c);

@@ -7,6 +7,7 @@
 // MPI_Op_free. An Op is an immutable value, so a collective copies it when
 // it starts: freeing the handle while a non-blocking collective still uses
 // the op is safe (MPI-3.1 5.9.5 allows it).
+#include <array>
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -86,12 +87,26 @@ int check_op(MPI_Op h, MPI_Datatype th, const Datatype& type, bool collective, O
   return MPI_SUCCESS;
 }
 
+namespace {
+// predefined_reduction_ok's answers, for every (op, predefined type)
+// handle pair: one load on the zero-byte short paths.
+struct reduction_table {
+  std::array<std::array<bool, kNumBasicTypes>, kNumPredefinedOps> ok{};
+  reduction_table() {
+    for (int o = 0; o < kNumPredefinedOps; ++o) {
+      const auto p = static_cast<PredefinedOp>(o);
+      if (p == PredefinedOp::Replace || p == PredefinedOp::NoOp) continue;
+      for (int t = 0; t < kNumBasicTypes; ++t) ok[o][t] = op_allowed(p, static_cast<BasicType>(t));
+    }
+  }
+};
+const reduction_table g_reductions;
+}  // namespace
+
 bool predefined_reduction_ok(MPI_Op h, MPI_Datatype th) {
   const std::optional<BasicType> b = basic_of(th);
   if (!b || h < 1 || h > kNumPredefinedOps) return false;
-  const auto p = static_cast<PredefinedOp>(h - 1);
-  if (p == PredefinedOp::Replace || p == PredefinedOp::NoOp) return false;
-  return op_allowed(p, *b);
+  return g_reductions.ok[static_cast<std::size_t>(h - 1)][static_cast<std::size_t>(*b)];
 }
 
 int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail) {
