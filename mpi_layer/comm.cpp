@@ -683,6 +683,20 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return dup("MPI_Comm_dup", c, newcomm);
 }
 
+// The hints of a communicator made with `info` (MPI_INFO_NULL: none) and
+// the send priority they ask for (-1: none); an invalid info or priority is
+// raised on c.
+static int hints_of(const char* fn, comm_obj* c, MPI_Info info, info_entries& hints, int& prio) {
+  if (info != MPI_INFO_NULL) {
+    auto e = info_get_entries(info);
+    if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
+    hints = std::move(*e);
+  }
+  std::string detail;
+  if (int pe = priority_hint(hints, prio, detail)) return mpi_raise(fn, c, pe, detail);
+  return MPI_SUCCESS;
+}
+
 // MPI-3.1 6.4.2: exactly MPI_Comm_dup, except that the new communicator's
 // hints are those of info (MPI_INFO_NULL: none), not the parent's.
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
@@ -692,14 +706,8 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!newcomm) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm");
   info_entries hints;
-  if (info != MPI_INFO_NULL) {
-    auto e = info_get_entries(info);
-    if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
-    hints = std::move(*e);
-  }
   int prio = -1;
-  std::string detail;
-  if (int pe = priority_hint(hints, prio, detail)) return mpi_raise(fn, c, pe, detail);
+  if (int e = hints_of(fn, c, info, hints, prio)) return e;
   int e = dup(fn, c, newcomm);
   if (e != MPI_SUCCESS) return e;
   comm_obj* n = lookup_comm(*newcomm);
@@ -802,14 +810,8 @@ int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MP
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!newcomm || !request) return mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm or request");
   info_entries hints;
-  if (info != MPI_INFO_NULL) {
-    auto e = info_get_entries(info);
-    if (!e) return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
-    hints = std::move(*e);
-  }
   int prio = -1;
-  std::string detail;
-  if (int pe = priority_hint(hints, prio, detail)) return mpi_raise(fn, c, pe, detail);
+  if (int e = hints_of(fn, c, info, hints, prio)) return e;
   return idup(fn, c, &hints, prio, newcomm, request);
 }
 

@@ -319,20 +319,28 @@ int PMPI_Add_error_code(int errorclass, int* errorcode) {
   return MPI_SUCCESS;
 }
 
-int PMPI_Add_error_string(int errorcode, const char* string) {
-  const char* fn = "MPI_Add_error_string";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!string) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null string");
-  if (std::strlen(string) >= MPI_MAX_ERROR_STRING)
-    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "string longer than MPI_MAX_ERROR_STRING - 1");
+namespace {
+// The string of a code the application added (MPI_Add_error_string,
+// MPI_Remove_error_string: ""); any other code is an error.
+int set_user_string(const char* fn, int errorcode, const char* text) {
   user_error ue;
   if (!find_user(errorcode, &ue) || ue.failure)
     return mpi_raise(fn, nullptr, MPI_ERR_ARG,
                      "not a code added by MPI_Add_error_class/code: " + std::to_string(errorcode));
   user_errors& u = uerr();
   std::lock_guard g(u.mu);
-  u.codes[static_cast<std::size_t>(errorcode - MPI_ERR_LASTCODE - 1)].text = string;
+  u.codes[static_cast<std::size_t>(errorcode - MPI_ERR_LASTCODE - 1)].text = text;
   return MPI_SUCCESS;
+}
+}  // namespace
+
+int PMPI_Add_error_string(int errorcode, const char* string) {
+  const char* fn = "MPI_Add_error_string";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!string) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null string");
+  if (std::strlen(string) >= MPI_MAX_ERROR_STRING)
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "string longer than MPI_MAX_ERROR_STRING - 1");
+  return set_user_string(fn, errorcode, string);
 }
 
 // MPI 4.1 9.5: what MPI_Add_error_class/code/string added can be taken
@@ -371,14 +379,7 @@ int PMPI_Remove_error_code(int errorcode) { return remove_user("MPI_Remove_error
 int PMPI_Remove_error_string(int errorcode) {
   const char* fn = "MPI_Remove_error_string";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  user_error ue;
-  if (!find_user(errorcode, &ue) || ue.failure)
-    return mpi_raise(fn, nullptr, MPI_ERR_ARG,
-                     "not a code added by MPI_Add_error_class/code: " + std::to_string(errorcode));
-  user_errors& u = uerr();
-  std::lock_guard g(u.mu);
-  u.codes[static_cast<std::size_t>(errorcode - MPI_ERR_LASTCODE - 1)].text.clear();
-  return MPI_SUCCESS;
+  return set_user_string(fn, errorcode, "");
 }
 
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler* errhandler) {
