@@ -29,7 +29,10 @@ static void finish(MPI_Request* r) {
 int main(int argc, char** argv) {
   mt_start("coll_persistent", &argc, &argv);
   const int n = mt_size, me = mt_rank, root = n - 1;
-  int *sb = malloc(sizeof(int) * B * n), *rb = malloc(sizeof(int) * B * n), *ref = malloc(sizeof(int) * B * n);
+  /* (At least 2 blocks: a ring of 1 rank still has 2 neighbours.) */
+  const int blocks = n < 2 ? 2 : n;
+  int *sb = malloc(sizeof(int) * B * blocks), *rb = malloc(sizeof(int) * B * blocks),
+      *ref = malloc(sizeof(int) * B * blocks);
   int *counts = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n);
   MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * n);
   int *wdispls = malloc(sizeof(int) * n);
@@ -171,7 +174,7 @@ int main(int argc, char** argv) {
   int nb[2 * B], nref[2 * B];
   MPI_Neighbor_allgather_init(sb, B, MPI_INT, nb, B, MPI_INT, ring, MPI_INFO_NULL, &r);
   for (int it = 0; it < ITERS; ++it) {
-    for (int i = 0; i < B * n; ++i) sb[i] = val(it, me, i);
+    for (int i = 0; i < B * blocks; ++i) sb[i] = val(it, me, i);
     MPI_Start(&r);
     finish(&r);
     MPI_Neighbor_allgather(sb, B, MPI_INT, nref, B, MPI_INT, ring);
@@ -180,7 +183,7 @@ int main(int argc, char** argv) {
   MPI_Request_free(&r);
   MPI_Neighbor_alltoall_init(sb, B, MPI_INT, nb, B, MPI_INT, ring, MPI_INFO_NULL, &r);
   for (int it = 0; it < ITERS; ++it) {
-    for (int i = 0; i < B * n; ++i) sb[i] = val(it, me, i);
+    for (int i = 0; i < B * blocks; ++i) sb[i] = val(it, me, i);
     MPI_Start(&r);
     finish(&r);
     MPI_Neighbor_alltoall(sb, B, MPI_INT, nref, B, MPI_INT, ring);
