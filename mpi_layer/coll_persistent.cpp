@@ -63,8 +63,7 @@ int persistent(const char* fn, MPI_Comm comm, MPI_Info info, MPI_Request* reques
   };
   r->poll = [p](request_obj& rq) {
     if (p->inner == MPI_REQUEST_NULL) return true;
-    request_obj* q = lookup_request(p->inner);
-    if (q && !request_done(*q)) return false;
+    if (!handle_done(p->inner)) return false;
     p->error = finish_done_request(&p->inner, nullptr, p->detail);
     p->inner = MPI_REQUEST_NULL;
     empty_status(&rq.local_status);

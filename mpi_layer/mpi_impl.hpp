@@ -497,6 +497,9 @@ void run_completion_hook(request_obj& r);
 // Starts r with its parameters (send/recv). Returns an MPI error code.
 int start_request(request_obj& r);
 bool request_done(request_obj& r);
+// Whether the request behind a handle is done (MPI_REQUEST_NULL or an
+// invalid handle: true), as MPI_Test would see it; makes no progress.
+bool handle_done(MPI_Request handle);
 // Completes the done request *handle as MPI_Wait would (hook, status with
 // its MPI_ERROR, release; *handle becomes MPI_REQUEST_NULL unless
 // persistent) without raising: returns the error, detail its text.

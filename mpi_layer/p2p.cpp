@@ -502,6 +502,31 @@ int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
                        status);
 }
 
+namespace {
+// The packed bytes of (buf, count, datatype) in `copy` (predefined types: a
+// plain copy), for the _replace forms; errors are raised on c.
+int outgoing_copy(const char* fn, comm_obj* c, const void* buf, int count, MPI_Datatype datatype,
+                  std::vector<std::byte>& copy) {
+  if (plain_size(datatype) >= 0) {
+    const std::size_t n = bytes_of(count, datatype);
+    copy.resize(n);
+    if (n) std::memcpy(copy.data(), buf, n);
+    return MPI_SUCCESS;
+  }
+  std::string detail;
+  Datatype dt;
+  if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise(fn, c, e, detail);
+  try {
+    copy.resize(static_cast<std::size_t>(dt.size()) * static_cast<std::size_t>(count));
+    Count pos = 0;
+    dt.pack(buf, count, copy.data(), static_cast<Count>(copy.size()), pos);
+  } catch (const DatatypeError& e) {
+    return mpi_raise(fn, c, datatype_error_class(e), e.what());
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
 int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
                          int recvtag, MPI_Comm comm, MPI_Status* status) {
   if (!check_initialized("MPI_Sendrecv_replace")) return MPI_ERR_OTHER;
@@ -509,26 +534,10 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, dest, sendtag, true)) return e;
   if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, source, recvtag, false)) return e;
   // The outgoing data is sent from a packed copy, so the receive can land in
-  // buf (predefined types: a plain copy).
+  // buf.
   std::vector<std::byte> copy;
-  if (dest != MPI_PROC_NULL) {
-    if (plain_size(datatype) >= 0) {
-      const std::size_t n = bytes_of(count, datatype);
-      copy.resize(n);
-      if (n) std::memcpy(copy.data(), buf, n);
-    } else {
-      std::string detail;
-      Datatype dt;
-      if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise("MPI_Sendrecv_replace", c, e, detail);
-      try {
-        copy.resize(static_cast<std::size_t>(dt.size()) * static_cast<std::size_t>(count));
-        Count pos = 0;
-        dt.pack(buf, count, copy.data(), static_cast<Count>(copy.size()), pos);
-      } catch (const DatatypeError& e) {
-        return mpi_raise("MPI_Sendrecv_replace", c, datatype_error_class(e), e.what());
-      }
-    }
-  }
+  if (dest != MPI_PROC_NULL)
+    if (int e = outgoing_copy("MPI_Sendrecv_replace", c, buf, count, datatype, copy)) return e;
   return sendrecv_core("MPI_Sendrecv_replace", c, copy.data(), copy.size(), dest, sendtag, buf, count, datatype,
                        source, recvtag, status);
 }
@@ -548,12 +557,6 @@ struct sendrecv_pair {
   std::vector<std::byte> copy;  // _replace: the outgoing data
 };
 
-bool pair_done(MPI_Request h) {
-  if (h == MPI_REQUEST_NULL) return true;
-  request_obj* r = lookup_request(h);
-  return !r || request_done(*r);
-}
-
 // The generic request over p's two requests (already started).
 int pair_request(comm_obj* c, std::shared_ptr<sendrecv_pair> p, MPI_Request* request) {
   request_obj* r = new_request();
@@ -562,7 +565,7 @@ int pair_request(comm_obj* c, std::shared_ptr<sendrecv_pair> p, MPI_Request* req
   r->active = true;
   r->poll = [p](request_obj& rq) {
     if (p->finished) return true;
-    if (!pair_done(p->recv) || !pair_done(p->send)) return false;
+    if (!handle_done(p->recv) || !handle_done(p->send)) return false;
     std::string d1, d2;
     const int e1 = finish_done_request(&p->recv, &p->status, d1);
     MPI_Status ss;
@@ -629,18 +632,8 @@ int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest
   // The outgoing data leaves from a packed copy, so the receive can land
   // in buf while the send is in flight.
   auto p = std::make_shared<sendrecv_pair>();
-  if (dest != MPI_PROC_NULL) {
-    std::string detail;
-    Datatype dt;
-    if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise(fn, c, e, detail);
-    try {
-      p->copy.resize(static_cast<std::size_t>(dt.size()) * static_cast<std::size_t>(count));
-      Count pos = 0;
-      dt.pack(buf, count, p->copy.data(), static_cast<Count>(p->copy.size()), pos);
-    } catch (const DatatypeError& e) {
-      return mpi_raise(fn, c, datatype_error_class(e), e.what());
-    }
-  }
+  if (dest != MPI_PROC_NULL)
+    if (int e = outgoing_copy(fn, c, buf, count, datatype, p->copy)) return e;
   if (p->copy.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     return mpi_raise(fn, c, MPI_ERR_COUNT, "more than INT_MAX bytes to send");
   if (int e = start_pair(*p, p->copy.data(), static_cast<int>(p->copy.size()), MPI_BYTE, dest, sendtag, buf, count,

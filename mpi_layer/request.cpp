@@ -322,6 +322,12 @@ namespace {
 }
 }  // namespace
 
+bool handle_done(MPI_Request handle) {
+  if (handle == MPI_REQUEST_NULL) return true;
+  request_obj* r = lookup_request(handle);
+  return !r || request_done(*r);
+}
+
 int finish_done_request(MPI_Request* handle, MPI_Status* status, std::string& detail) {
   request_obj* r = lookup_request(*handle);
   if (!r) {
