@@ -70,6 +70,22 @@ errc session::irecv(int source, tag_t tag, void* buf, std::size_t len, request& 
   return _impl->irecv(source, tag, mask, buf, len, state_of(req));
 }
 
+errc session::psend_begin(int dest, tag_t tag, std::size_t len, request& req, const send_options& opts) {
+  return _impl->psend_begin(dest, tag, len, state_of(req), opts.priority);
+}
+
+errc session::psend_piece(request& req, std::size_t offset, const void* buf, std::size_t n) {
+  return _impl->psend_piece(state_of(req), offset, buf, n);
+}
+
+errc session::precv(int source, tag_t tag, void* buf, std::size_t len, std::size_t part_len, request& req) {
+  return _impl->precv(source, tag, buf, len, part_len, state_of(req));
+}
+
+bool session::parrived(const request& req, std::size_t first, std::size_t count) const {
+  return _impl->parrived(state_of(req), first, count);
+}
+
 bool session::test(request& req) { return _impl->test(state_of(req)); }
 errc session::wait(request& req) {
   request_state& r = state_of(req);

@@ -187,10 +187,18 @@ struct request_state {
   chunk_entry first_piece;           // isend uses this one; pack uses a pool
   chunk_entry* held_piece = nullptr; // pack: last piece, held to flag `last`
   std::uint64_t packed_bytes = 0;    // pack: bytes packed so far
+  // Partitioned send (psend_begin): the message's announced length, the
+  // pieces placed anywhere in it (every chunk carries msg_len).
+  bool partitioned = false;
+  std::uint64_t part_total = 0;
   // Flow control: the sequence number is taken when the message's first
   // entry (`opening`) is admitted (see core/session_flow.cpp), not while it
   // waits for credit; offer_pending: it is out as an offer, unanswered.
+  // `opening` points to that entry only while it lives: a pooled entry
+  // is recycled once sent, and a later piece of the same message may get
+  // the same address (`opened` tells the message has its opening).
   bool seq_pending = false;
+  bool opened = false;
   chunk_entry* opening = nullptr;
   bool offer_pending = false;
 
@@ -203,6 +211,9 @@ struct request_state {
   bool matched = false;
   segment_list segments;             // where the message's bytes go
   std::uint64_t capacity = 0;        // sum of segment lengths
+  // precv: every segment but the last is this long (0: segments of any
+  // length): the segment of an offset is found by division, not a walk.
+  std::uint64_t uniform_len = 0;
   bool recv_sealed = true;           // irecv: yes; unpack: at end()
   bool ask_deferred = false;         // on its gate's ask_again list
   bool unpack_waiting = false;       // on its gate's unpack_waiting list

@@ -114,10 +114,16 @@ class session_impl final : private wait_engine {
   errc pack_end(request_state& r);
   // pack_end without the wait: the request completes once every piece left.
   errc pack_seal(request_state& r);
+  // Partitioned send (session::psend_begin / psend_piece).
+  errc psend_begin(int dest, tag_t tag, std::uint64_t len, request_state& r, std::uint8_t priority);
+  errc psend_piece(request_state& r, std::uint64_t offset, const void* buf, std::uint64_t len);
 
   // Receive side.
   errc irecv(int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
              request_state& r, bool sealed = true);
+  // Partitioned receive (session::precv): segments of part_len bytes.
+  errc precv(int source, tag_t tag, void* buf, std::uint64_t len, std::uint64_t part_len, request_state& r);
+  bool parrived(const request_state& r, std::uint64_t first, std::uint64_t count);
   errc unpack_piece(request_state& r, void* buf, std::size_t len, pack_mode mode);
   errc unpack_end(request_state& r);
   bool iprobe(int source, tag_t tag, tag_t mask, recv_status& st);
@@ -331,6 +337,7 @@ class session_impl final : private wait_engine {
   unexpected_message* find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st);
   void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                   bool sealed);
+  errc post_recv(request_state& r, int source, tag_t tag, tag_t mask);
   void take_unexpected(request_state& r, unexpected_message& u);
   void take_small(gate& g, request_state& r, unexpected_small& u);
   void protocol_violation(gate& g, const std::string& what);

@@ -601,12 +601,19 @@ void session_impl::abandon_request(request_state& r) {
       }
     }
   } else if (r.type == request_state::kind::send) {
-    if (!r.sealed) pack_seal(r);  // a packed message's last piece: the message ends here
+    // A packed message's last piece: the message ends here. A partitioned
+    // one with pieces missing cannot end (its length was announced): what
+    // was handed over still goes, the receiver waits for the rest.
+    if (!r.sealed && !r.partitioned) pack_seal(r);
     {
       engine_scope scope(*this);
       std::lock_guard gl(r.dest->lock);
       if (!r.finishing) r.cb = nullptr;
       withdraw_held(*r.dest, r);  // still waiting for credit: the receiver never saw it
+      if (!r.sealed) {  // (partitioned) done once what it handed over left
+        r.sealed = true;
+        finish_send_if_done(r);
+      }
     }
     cancel(r);  // an unmatched rendezvous: withdrawn (or matched meanwhile, then sent)
   }

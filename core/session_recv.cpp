@@ -295,10 +295,23 @@ void session_impl::bind(request_state& r, message_state&& m) {
   }
 }
 
+// The first segment that can hold `offset`, and in `base` the message
+// offset where it starts: by division for a precv's equal parts, else the
+// first one (a walk from the start).
+static std::size_t segment_at(const request_state& r, std::uint64_t offset, std::uint64_t& base) {
+  if (r.uniform_len == 0 || r.segments.size() == 0) {
+    base = 0;
+    return 0;
+  }
+  const std::uint64_t i = std::min<std::uint64_t>(offset / r.uniform_len, r.segments.size() - 1);
+  base = i * r.uniform_len;
+  return static_cast<std::size_t>(i);
+}
+
 std::uint64_t session_impl::copy_into_segments(request_state& r, std::uint64_t offset,
                                                std::span<const std::byte> bytes) {
   std::uint64_t base = 0, placed = 0;
-  for (std::size_t i = 0; i < r.segments.size() && placed < bytes.size(); ++i) {
+  for (std::size_t i = segment_at(r, offset, base); i < r.segments.size() && placed < bytes.size(); ++i) {
     segment& s = r.segments[i];
     const std::uint64_t lo = std::max(base, offset);
     const std::uint64_t hi = std::min(base + s.len, offset + bytes.size());
@@ -430,10 +443,16 @@ void session_impl::ask_rdvs(gate& g, request_state& r) {
         }
         auto* rr = new rdv_recv{&g, &r, g.next_recv_cookie++, p.offset, n, {}};
         std::uint64_t base = 0;
-        for (std::size_t i = 0; i < r.segments.size(); ++i) {
+        for (std::size_t i = segment_at(r, p.offset, base); i < r.segments.size() && base < p.offset + n; ++i) {
           segment& s = r.segments[i];
           const std::uint64_t lo = std::max(base, p.offset), hi = std::min(base + s.len, p.offset + n);
-          if (lo < hi) rr->iov.push_back({s.ptr + (lo - base), hi - lo});
+          if (lo < hi) {
+            std::byte* at = s.ptr + (lo - base);
+            // (Segments adjacent in memory, as a precv's parts: one entry.)
+            if (!rr->iov.empty() && static_cast<std::byte*>(rr->iov.back().iov_base) + rr->iov.back().iov_len == at)
+              rr->iov.back().iov_len += hi - lo;
+            else rr->iov.push_back({at, hi - lo});
+          }
           base += s.len;
         }
         // Pull it ourselves where the driver can read the sender's memory;
@@ -532,7 +551,7 @@ void session_impl::recv_data_done(rdv_recv* rr, std::size_t received) {
   m.accounted += rr->len;
   // Credit the segments the data landed in.
   std::uint64_t base = 0;
-  for (std::size_t i = 0; i < r.segments.size(); ++i) {
+  for (std::size_t i = segment_at(r, rr->offset, base); i < r.segments.size() && base < rr->offset + rr->len; ++i) {
     segment& s = r.segments[i];
     const std::uint64_t lo = std::max(base, rr->offset), hi = std::min(base + s.len, rr->offset + rr->len);
     if (lo < hi) s.received += hi - lo;
@@ -596,6 +615,7 @@ void session_impl::setup_recv(request_state& r, int source, tag_t tag, tag_t mas
   r.matched = false;
   r.segments.clear();
   r.capacity = 0;
+  r.uniform_len = 0;
   if (len > 0 || sealed) {
     r.segments.push_back({static_cast<std::byte*>(buf), len, 0});
     r.capacity = len;
@@ -656,6 +676,48 @@ errc session_impl::irecv(int source, tag_t tag, tag_t mask, void* buf, std::size
   }
   if (trace::enabled()) trace::emit(trace::event::recv_submit, source, 0, tag, 0, len);
   setup_recv(r, source, tag, mask, buf, len, sealed);
+  return post_recv(r, source, tag, mask);
+}
+
+errc session_impl::precv(int source, tag_t tag, void* buf, std::uint64_t len, std::uint64_t part_len,
+                         request_state& r) {
+  engine_scope scope(*this);
+  if (!r.is_complete()) return errc::invalid_argument;
+  std::string bad;
+  if (source < 0 || source >= _size) bad = "precv: source rank " + std::to_string(source) + " out of range";
+  else if (!buf && len > 0) bad = "precv: null buffer with length " + std::to_string(len);
+  else if (part_len == 0 && len > 0) bad = "precv: parts of 0 bytes in a buffer of " + std::to_string(len);
+  if (!bad.empty()) {
+    r.error = errc::invalid_argument;
+    r.error_message = std::move(bad);
+    return r.error;
+  }
+  if (trace::enabled()) trace::emit(trace::event::recv_submit, source, 0, tag, 0, len);
+  setup_recv(r, source, tag, full_mask, nullptr, 0, false);
+  auto* at = static_cast<std::byte*>(buf);
+  if (len == 0) r.segments.push_back({at, 0, 0});
+  for (std::uint64_t off = 0; off < len; off += part_len)
+    r.segments.push_back({at + off, std::min(part_len, len - off), 0});
+  r.capacity = len;
+  r.uniform_len = part_len;
+  r.recv_sealed = true;
+  return post_recv(r, source, tag, full_mask);
+}
+
+bool session_impl::parrived(const request_state& r, std::uint64_t first, std::uint64_t count) {
+  if (r.type != request_state::kind::recv || first > r.segments.size() || count > r.segments.size() - first)
+    return false;
+  std::lock_guard ml(_match_lock);
+  for (std::uint64_t i = first; i < first + count; ++i) {
+    const segment& s = r.segments[static_cast<std::size_t>(i)];
+    if (s.received != s.len) return false;
+  }
+  return true;
+}
+
+// The matching half of a receive set up by setup_recv: an unexpected
+// message is taken at once, else the receive is posted.
+errc session_impl::post_recv(request_state& r, int source, tag_t tag, tag_t mask) {
   std::unique_lock ml(_match_lock);
   // An unexpected message that matches is taken first (arrival order).
   if (unexpected_message* u = _match.first_unexpected(source, tag, mask)) {

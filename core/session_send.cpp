@@ -38,7 +38,8 @@ static bool expose_for_pull(gate& g, chunk_entry& e) {
 // credit does not cover it; a later piece waits while its message does.
 void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
   e.req = &r;
-  if (!r.opening) {
+  if (!r.opened) {
+    r.opened = true;
     r.opening = &e;
     e.flags |= chunk_flag::opens;
   }
@@ -108,6 +109,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   r.pending_chunks = 0;
   r.sealed = true;
   r.held_piece = nullptr;
+  r.partitioned = false;
   r.seq_pending = false;
   if (g.failed.load(std::memory_order_acquire)) {
     fail_request(r, errc::peer_failed, failure_text(g));
@@ -143,6 +145,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   e.msg_len = len;
   r.seq_pending = true;  // numbered when admitted (see queue_piece)
   r.opening = nullptr;
+  r.opened = false;
   r.offer_pending = false;
   // Work for the progress thread, unless the receiver pulls the bytes.
   // Counted before the entry is visible: nobody can complete it before.
@@ -251,6 +254,7 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
   r.sealed = false;
   r.held_piece = nullptr;
   r.packed_bytes = 0;
+  r.partitioned = false;
   r.first_piece = chunk_entry{};
   r.first_piece.tag = tag;
   r.first_piece.priority = priority;  // every piece's (express ones at least 1)
@@ -260,6 +264,7 @@ errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_
   // never waits at the receiver for pieces this process has not sent.
   r.seq_pending = true;
   r.opening = nullptr;
+  r.opened = false;
   r.offer_pending = false;
   std::lock_guard gl(g.lock);
   if (g.failed.load(std::memory_order_acquire))
@@ -336,6 +341,49 @@ errc session_impl::pack_seal(request_state& r) {
   return r.finished() ? r.error : errc::ok;
 }
 
+errc session_impl::psend_begin(int dest, tag_t tag, std::uint64_t len, request_state& r, std::uint8_t priority) {
+  const errc e = pack_begin(dest, tag, r, priority);
+  if (e != errc::ok) return e;
+  r.partitioned = true;
+  r.part_total = len;
+  if (len == 0) return pack_seal(r);  // nothing will be handed over: the empty message leaves now
+  return errc::ok;
+}
+
+// A piece of a partitioned message: queued at once (no piece is held back
+// to carry `last`: every chunk announces the message's length). The piece
+// that completes the message seals the request and lets the strategy send
+// whatever it kept for aggregation.
+errc session_impl::psend_piece(request_state& r, std::uint64_t offset, const void* buf, std::uint64_t len) {
+  engine_scope scope(*this);
+  if (r.type != request_state::kind::send || !r.partitioned || r.is_complete()) return errc::invalid_argument;
+  if (!buf || len == 0) return errc::invalid_argument;
+  gate& g = *r.dest;
+  std::unique_lock gl(g.lock);
+  if (r.finished()) return r.error;  // failed peer
+  if (r.sealed || offset > r.part_total || len > r.part_total - offset || len > r.part_total - r.packed_bytes)
+    return errc::invalid_argument;
+  chunk_entry* e = g.entry_pool.get();
+  *e = chunk_entry{};
+  e->pooled = true;
+  e->kind = len >= g.rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  e->priority = r.first_piece.priority;
+  e->hints = chunk_hint::cheaper;
+  e->tag = r.first_piece.tag;
+  e->ptr = static_cast<const std::byte*>(buf);
+  e->offset = offset;
+  e->len = len;
+  e->msg_len = r.part_total;
+  r.packed_bytes += len;
+  const bool whole = r.packed_bytes == r.part_total;
+  if (whole) r.sealed = true;
+  queue_piece(g, r, *e);
+  if (whole) g.strat->flush();
+  gl.unlock();
+  schedule(g);
+  return errc::ok;
+}
+
 void session_impl::entry_progress(gate& g, chunk_entry& e) {
   if (e.wrappers > 0 || e.hook.is_linked()) return;
   switch (e.kind) {
@@ -355,6 +403,7 @@ void session_impl::entry_progress(gate& g, chunk_entry& e) {
       break;
   }
   request_state* r = e.req;
+  if (r && r->opening == &e) r->opening = nullptr;  // (recycled below: see request_state::opened)
   if (e.pooled) g.entry_pool.put(&e);
   if (r) {
     r->pending_chunks--;

@@ -321,3 +321,29 @@ TEST_CASE("destroying pending requests cancels them, also after their peer died 
     CHECK_FALSE(contains(r.err, "FAILED"));
   }
 }
+
+TEST_CASE("partitioned messages: 1-64 pieces from 4 threads in random order, other part sizes, checked part by part") {
+  // shm and tcp; each strategy; a small rendezvous threshold makes pieces rendezvous.
+  const std::vector<std::vector<std::pair<std::string, std::string>>> envs = {
+      {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "default"}},
+      {{"NMAD_DRIVER", "shm"}, {"NMAD_STRATEGY", "aggreg"}},
+      {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "256"}},
+      {{"NMAD_DRIVER", "shm"}, {"NMAD_STRATEGY", "split_balance"}, {"NMAD_RDV_THRESHOLD", "4096"}},
+      {{"NMAD_DRIVER", "shm"}, {"NMAD_STRATEGY", "prio"}},
+  };
+  for (const auto& env : envs) {
+    auto r = run_job({2, {"partitioned", "40", "4"}, env});
+    CHECK_MESSAGE(r.status == 0, "with " << env[0].second << "/" << env[1].second);
+    CHECK(contains(r.out, "partitioned: 40 messages checked part by part"));
+  }
+}
+
+TEST_CASE("partitioned pieces ready together: one packet each with default, grouped with aggreg") {
+  // No progress thread: it would drain the track between the pieces.
+  auto d = run_job({2, {"partitioned_packets", "64"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "default"}, {"NMAD_PROGRESS", "none"}}});
+  CHECK(d.status == 0);
+  CHECK(contains(d.out, "strategy default sent 64 pieces in 64 packets"));
+  auto a = run_job({2, {"partitioned_packets", "64"}, {{"NMAD_DRIVER", "tcp"}, {"NMAD_STRATEGY", "aggreg"}, {"NMAD_PROGRESS", "none"}}});
+  CHECK(a.status == 0);
+  CHECK(contains(a.out, "strategy aggreg sent 64 pieces in"));
+}

@@ -245,6 +245,43 @@ class session {
   errc irecv(int source, tag_t tag, void* buf, std::size_t len, request& req,
              tag_t mask = full_mask);
 
+  // Partitioned messages (what MPI 4's partitioned communication is made
+  // of): one message of a length known at the start whose sender hands
+  // its pieces to the engine one by one, in any order, as each becomes
+  // ready; the receiver learns which of its own equal parts arrived.
+  //
+  // Sender: psend_begin opens the message (nothing leaves yet; a message
+  // of length 0 leaves at once). psend_piece queues the bytes
+  // [offset, offset + n) of the message from buf (which must stay
+  // untouched until the request completes); each piece is a chunk of the
+  // message on the gate's collect list, so the strategy decides how
+  // pieces ready close together are grouped into packets (`aggreg` puts
+  // what is queued into one; `default` sends each at once), and a piece
+  // of the rendezvous size goes by rendezvous. Pieces must not overlap
+  // and must together cover the message exactly; the request completes
+  // once the last byte was handed over and every piece has left (as a
+  // send). psend_piece may be called from several threads at once for
+  // the same request. Destroyed before every byte was handed over, the
+  // request waits only for the pieces it has (the receiver then never
+  // completes: its message is not whole). Errors: invalid_argument (a piece out of the
+  // message, an empty piece, the message already whole, not a request
+  // opened by psend_begin); peer_failed.
+  errc psend_begin(int dest, tag_t tag, std::size_t len, request& req,
+                   const send_options& opts = {});
+  errc psend_piece(request& req, std::size_t offset, const void* buf, std::size_t n);
+  // Receiver: receives a message from `source` (not any_source) with
+  // exactly `tag` into buf (capacity len), seen as parts of part_len
+  // bytes each (the last one shorter if part_len does not divide len).
+  // The parts need not be the sender's pieces. parrived() tells whether
+  // the parts [first, first + count) are wholly in memory (true: the
+  // caller may read them, even while the rest still arrives); it makes no
+  // progress itself. A message longer than len is truncated (the request
+  // completes with errc::truncated); one shorter completes with its
+  // length in status(), and parts it does not cover never arrive.
+  errc precv(int source, tag_t tag, void* buf, std::size_t len, std::size_t part_len,
+             request& req);
+  bool parrived(const request& req, std::size_t first, std::size_t count = 1) const;
+
   bool test(request& req);           // progresses; true once complete
   errc wait(request& req);           // progresses until complete
   // Waits until one of reqs completes; returns its index (-1 if reqs is
