@@ -19,6 +19,8 @@
 #include <optional>
 #include <cstdint>
 #include <list>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,6 +82,10 @@ struct comm_obj {
   // finds it only once its context is agreed (ready, set with release).
   std::atomic<bool> ready{true};
   int nb_seq = 0;                // idups started on this communicator (mu)
+  // Partitioned communication: MPI_Psend_init/MPI_Precv_init calls made so
+  // far per (peer, tag, 0 send / 1 receive) (mu). The k-th send init to a
+  // peer with a tag pairs with that peer's k-th receive init with it.
+  std::map<std::tuple<int, int, int>, std::uint32_t> part_inits;
   // comm_hierarchy()'s levels, made on first use under hier.cpp's mutex;
   // hier_known (set with release after hier) lets later calls skip it.
   std::shared_ptr<const nmad::coll::hierarchy> hier;
@@ -149,6 +155,9 @@ struct request_obj {
   //               MPI_Start runs it after making the request active;
   //               returns an MPI error code (raised by the caller).
   //  extra        state the hooks keep alive (staging buffer, executor...).
+  // Partitioned communication (partitioned.cpp): extra holds its state.
+  enum class part_kind : std::uint8_t { none, send, recv };
+  part_kind partitioned = part_kind::none;
   std::function<bool(request_obj&)> poll;
   std::function<int(request_obj&)> on_start;
   std::function<int(request_obj&, std::string& detail)> on_complete;
@@ -505,6 +514,11 @@ bool handle_done(MPI_Request handle);
 // persistent) without raising: returns the error, detail its text.
 int finish_done_request(MPI_Request* handle, MPI_Status* status, std::string& detail);
 void empty_status(MPI_Status* s);
+// The progress a test call makes (MPI_Test's: rounds of engine progress
+// until done(arg) holds or nothing more happens, then the polling
+// discipline if it still does not). For test-like calls of other files
+// (MPI_Parrived).
+void test_progress(bool (*done)(void*), void* arg);
 // Translates an engine receive status into an MPI status on comm c.
 void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int error);
 

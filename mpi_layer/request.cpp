@@ -22,6 +22,7 @@ namespace {
   if (r->on_status) r->on_status = nullptr;
   if (r->on_free) r->on_free = nullptr;
   if (r->on_start) r->on_start = nullptr;
+  r->partitioned = request_obj::part_kind::none;
   if (r->extra) r->extra.reset();
   r->live = false;
   s.free_requests.push_back(r->handle);
@@ -216,6 +217,13 @@ void progress_until(Done&& done) {
   }
 }
 
+}  // namespace
+
+void test_progress(bool (*done)(void*), void* arg) {
+  progress_until([&] { return done(arg); });
+}
+
+namespace {
 [[gnu::noinline]] void wait_generic(request_obj& r) {
   st().session->wait_until([&] { return request_done(r); });
 }

@@ -81,6 +81,18 @@ TEST_CASE("mpi4 basics: Isendrecv(_replace), Comm_idup_with_info, Info_get_strin
   expect_pass("mpi4_basics", {2}, {{"NMAD_TOPOLOGY", "pack:2 core:2 pu:2"}, {"NMAD_HW_BINDING", "0;5"},
                                    {"MPI4_EXPECT_BOUND", "1"}});
 }
+TEST_CASE("mpi partitioned: Psend/Precv_init, Pready(_range, _list) from 8 threads, Parrived, other partition counts, "
+          "derived types, matching order, PROC_NULL, truncation, errors") {
+  expect_pass("partitioned", {1, 2, 3});
+  expect_pass_all_drivers("partitioned", {2});
+  // Each strategy decides how ready partitions leave; small partitions by rendezvous too.
+  for (const char* strat : {"aggreg", "split_balance", "prio"}) {
+    CAPTURE(strat);
+    expect_pass("partitioned", {2}, {{"NMAD_STRATEGY", strat}});
+  }
+  expect_pass("partitioned", {2}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "256"}, {"NMAD_DRIVER", "tcp"}});
+  expect_pass("partitioned", {2}, {{"NMAD_PROGRESS", "thread"}});
+}
 TEST_CASE("mpi info_anytime: info objects before MPI_Init and after MPI_Finalize, MPI_Info_create_env") {
   expect_pass("info_anytime", {1, 2});
 }
