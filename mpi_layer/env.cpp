@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <mutex>
 
 #include "mpi_layer/mpi_impl.hpp"
 
@@ -17,16 +18,15 @@ namespace nmad::mpi {
 
 using namespace nmad::mpi;
 
-namespace {
+namespace nmad::mpi {
 
-int init_common(const char* fn, int required, int* provided) {
+std::mutex& library_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+int start_library(const char* fn, int required) {
   state& s = st();
-  if (s.initialized.load() || s.finalized.load()) {
-    std::fprintf(stderr, "nmad MPI: %s: MPI_ERR_OTHER: %s\n", fn,
-                 s.finalized.load() ? "MPI cannot be initialised again after MPI_Finalize"
-                                    : "MPI is already initialised");
-    return MPI_ERR_OTHER;
-  }
   nmad::session_options o;
   // Matching order per (peer, communicator context), whatever the tag.
   o.ordering_mask = kContextMask;
@@ -51,28 +51,16 @@ int init_common(const char* fn, int required, int* provided) {
   s.thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
                    : required > MPI_THREAD_MULTIPLE ? MPI_THREAD_MULTIPLE
                                                     : required;
-  if (provided) *provided = s.thread_level;
   s.main_thread = std::this_thread::get_id();
   s.t0 = std::chrono::steady_clock::now();
   init_comms(s.world_rank, s.world_size);
   init_info_env(s.thread_level);
   s.initialized.store(true);
   init_world_hosts();  // an allgather over MPI_COMM_WORLD (needs the above)
-  return MPI_SUCCESS;
+  return s.thread_level;
 }
 
-}  // namespace
-
-extern "C" {
-
-int PMPI_Init(int* argc, char*** argv) { return init_common("MPI_Init", MPI_THREAD_SINGLE, nullptr); }
-
-int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  return init_common("MPI_Init_thread", required, provided);
-}
-
-int PMPI_Finalize(void) {
-  if (!check_initialized("MPI_Finalize")) return MPI_ERR_OTHER;
+void stop_library() {
   state& s = st();
   // MPI-3.1 8.7.1: first, as if MPI_COMM_SELF were freed: the delete
   // callbacks of its attributes run (last set first) while MPI is usable.
@@ -103,18 +91,64 @@ int PMPI_Finalize(void) {
     s.nzombies.store(0);
     s.messages.clear();
   }
+}
+
+}  // namespace nmad::mpi
+
+namespace {
+
+int init_common(const char* fn, int required, int* provided) {
+  state& s = st();
+  std::lock_guard lib(library_mutex());
+  if (s.world_initialized.load() || s.finalized.load()) {
+    std::fprintf(stderr, "nmad MPI: %s: MPI_ERR_OTHER: %s\n", fn,
+                 s.world_finalized.load() || s.finalized.load() ? "MPI cannot be initialised again after MPI_Finalize"
+                                                                : "MPI is already initialised");
+    return MPI_ERR_OTHER;
+  }
+  // Started already by a session: the world model joins it, at the
+  // thread level the library runs at.
+  const int level = s.initialized.load() ? s.thread_level : start_library(fn, required);
+  if (provided) *provided = level;
+  s.world_initialized.store(true);
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int PMPI_Init(int* argc, char*** argv) { return init_common("MPI_Init", MPI_THREAD_SINGLE, nullptr); }
+
+int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  return init_common("MPI_Init_thread", required, provided);
+}
+
+int PMPI_Finalize(void) {
+  state& s = st();
+  if (!check_initialized("MPI_Finalize")) return MPI_ERR_OTHER;
+  // The library runs for sessions only.
+  if (!s.world_initialized.load() || s.world_finalized.load()) {
+    std::fprintf(stderr, "nmad MPI: MPI_Finalize: MPI_ERR_OTHER: %s\n",
+                 s.world_finalized.load() ? "called after MPI_Finalize" : "called without MPI_Init (only sessions are open)");
+    return MPI_ERR_OTHER;
+  }
+  std::lock_guard lib(library_mutex());
+  // Sessions still open keep the library up; the world model ends here.
+  if (s.open_sessions == 0) stop_library();
+  s.world_finalized.store(true);
   return MPI_SUCCESS;
 }
 
 int PMPI_Initialized(int* flag) {
   if (!flag) return MPI_ERR_ARG;
-  *flag = st().initialized.load() ? 1 : 0;
+  *flag = st().world_initialized.load() ? 1 : 0;
   return MPI_SUCCESS;
 }
 
 int PMPI_Finalized(int* flag) {
   if (!flag) return MPI_ERR_ARG;
-  *flag = st().finalized.load() ? 1 : 0;
+  *flag = st().world_finalized.load() ? 1 : 0;
   return MPI_SUCCESS;
 }
 

@@ -211,7 +211,13 @@ class table_mutex {
 
 struct state {
   std::unique_ptr<nmad::session> session;
+  // initialized/finalized: the library is up (MPI_Init or a first
+  // MPI_Session_init started the engine) / shut down for good. The world
+  // model (MPI_Initialized, MPI_Finalized) has flags of its own: sessions
+  // may precede MPI_Init and outlive MPI_Finalize (session.cpp).
   std::atomic<bool> initialized{false}, finalized{false};
+  std::atomic<bool> world_initialized{false}, world_finalized{false};
+  int open_sessions = 0;         // MPI_Session_init'ed, not finalized (under env's lock)
   int thread_level = MPI_THREAD_SINGLE;
   std::thread::id main_thread;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -280,6 +286,16 @@ bool valid_error_code(int code);
   if (s.initialized.load(std::memory_order_acquire) && !s.finalized.load(std::memory_order_acquire)) return true;
   return check_initialized_slow(fn);
 }
+
+// ---- library start and shutdown (env.cpp), shared by the world model
+// and sessions (session.cpp). Both under library_mutex().
+std::mutex& library_mutex();
+// Starts the engine and the library's objects at thread level `required`
+// (clamped); exits the process if the engine cannot start. Returns the
+// level provided.
+int start_library(const char* fn, int required);
+// Shuts the library down (collective with every process's engine).
+void stop_library();
 
 // ---- datatypes (datatype.cpp) ----
 // Handles: predefined types are 1..kLastPredefinedType with

@@ -93,6 +93,12 @@ TEST_CASE("mpi partitioned: Psend/Precv_init, Pready(_range, _list) from 8 threa
   expect_pass("partitioned", {2}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "256"}, {"NMAD_DRIVER", "tcp"}});
   expect_pass("partitioned", {2}, {{"NMAD_PROGRESS", "thread"}});
 }
+TEST_CASE("mpi sessions: Session_init/finalize without MPI_Init, psets, Comm_create_from_group, session error "
+          "handlers; a session outliving MPI_Finalize") {
+  expect_pass("sessions", {1, 2, 3});
+  expect_pass("sessions", {1, 3}, {{"SESSIONS_MIXED", "1"}});
+  expect_pass("sessions", {2}, {{"NMAD_DRIVER", "tcp"}, {"SESSIONS_MIXED", "1"}});
+}
 TEST_CASE("mpi info_anytime: info objects before MPI_Init and after MPI_Finalize, MPI_Info_create_env") {
   expect_pass("info_anytime", {1, 2});
 }

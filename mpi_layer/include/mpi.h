@@ -1594,6 +1594,27 @@ int MPI_Remove_error_code(int errorcode);
 int MPI_Remove_error_string(int errorcode);
 int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type);
 int MPI_Get_hw_resource_info(MPI_Info* hw_info);
+/* Sessions (MPI 4.0 11.3). */
+typedef int MPI_Session;
+#define MPI_SESSION_NULL ((MPI_Session)0)
+#define MPI_MAX_PSET_NAME_LEN 256
+#define MPI_MAX_STRINGTAG_LEN 256
+typedef void MPI_Session_errhandler_function(MPI_Session* session, int* error_code, ...);
+int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session* session);
+int MPI_Session_finalize(MPI_Session* session);
+int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int* npset_names);
+int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int* pset_len, char* pset_name);
+int MPI_Session_get_pset_info(MPI_Session session, const char* pset_name, MPI_Info* info);
+int MPI_Session_get_info(MPI_Session session, MPI_Info* info_used);
+int MPI_Session_create_errhandler(MPI_Session_errhandler_function* session_errhandler_fn, MPI_Errhandler* errhandler);
+int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler);
+int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler* errhandler);
+int MPI_Session_call_errhandler(MPI_Session session, int errorcode);
+int MPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI_Group* newgroup);
+int MPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                               MPI_Comm* newcomm);
+MPI_Fint MPI_Session_c2f(MPI_Session session);
+MPI_Session MPI_Session_f2c(MPI_Fint session);
 /* Partitioned communication (MPI 4.0 chapter 4). */
 int MPI_Psend_init(const void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Info info, MPI_Request* request);
@@ -1651,6 +1672,21 @@ int PMPI_Remove_error_code(int errorcode);
 int PMPI_Remove_error_string(int errorcode);
 int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype* pair_type);
 int PMPI_Get_hw_resource_info(MPI_Info* hw_info);
+int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session* session);
+int PMPI_Session_finalize(MPI_Session* session);
+int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int* npset_names);
+int PMPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int* pset_len, char* pset_name);
+int PMPI_Session_get_pset_info(MPI_Session session, const char* pset_name, MPI_Info* info);
+int PMPI_Session_get_info(MPI_Session session, MPI_Info* info_used);
+int PMPI_Session_create_errhandler(MPI_Session_errhandler_function* session_errhandler_fn, MPI_Errhandler* errhandler);
+int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler);
+int PMPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler* errhandler);
+int PMPI_Session_call_errhandler(MPI_Session session, int errorcode);
+int PMPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI_Group* newgroup);
+int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                                MPI_Comm* newcomm);
+MPI_Fint PMPI_Session_c2f(MPI_Session session);
+MPI_Session PMPI_Session_f2c(MPI_Fint session);
 int PMPI_Psend_init(const void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                     MPI_Comm comm, MPI_Info info, MPI_Request* request);
 int PMPI_Precv_init(void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int source, int tag,
