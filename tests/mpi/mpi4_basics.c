@@ -132,6 +132,9 @@ static void get_status_arrays(void) {
   /* Nothing sent yet on tag 22: not all done. */
   MPI_Request_get_status_all(4, rq, &flag, sts);
   CHECK(!flag, "get_status_all true before any send");
+  /* Nobody sends before every rank has checked: in a ring of 3 or more a
+   * rank's left neighbour could otherwise send all three tags first. */
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Send(&out[0], 1, MPI_INT, right, 20, MPI_COMM_WORLD);
   while (!flag) MPI_Request_get_status_any(4, rq, &index, &flag, &st);
   CHECK(index == 0 && st.MPI_TAG == 20 && st.MPI_SOURCE == left, "any: index %d tag %d", index, st.MPI_TAG);
