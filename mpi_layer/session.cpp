@@ -95,6 +95,14 @@ bool pset_members(const char* name, std::vector<int>& out) {
   return false;
 }
 
+// pset_members, or the error raised on the session naming the set.
+int pset_or_raise(const char* fn, MPI_Session h, session_obj* so, const char* name, std::vector<int>& out) {
+  if (pset_members(name, out)) return MPI_SUCCESS;
+  return raise_session(fn, h, so, MPI_ERR_ARG,
+                       std::string("unknown process set \"") + (name ? name : "(null)") +
+                           "\" (known: mpi://WORLD, mpi://SELF)");
+}
+
 // Checks the session handle of a call; raises on the fatal handler if bad.
 session_obj* need_session(const char* fn, MPI_Session h, int& rc) {
   if (!check_initialized(fn)) {
@@ -221,10 +229,7 @@ int PMPI_Session_get_pset_info(MPI_Session session, const char* pset_name, MPI_I
   if (!so) return rc;
   if (!info) return raise_session(fn, session, so, MPI_ERR_ARG, "null info");
   std::vector<int> members;
-  if (!pset_members(pset_name, members))
-    return raise_session(fn, session, so, MPI_ERR_ARG,
-                         std::string("unknown process set \"") + (pset_name ? pset_name : "(null)") +
-                             "\" (known: mpi://WORLD, mpi://SELF)");
+  if (int e = pset_or_raise(fn, session, so, pset_name, members)) return e;
   *info = new_info({{"mpi_size", std::to_string(members.size())}});
   return MPI_SUCCESS;
 }
@@ -288,10 +293,7 @@ int PMPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI
   if (!so) return rc;
   if (!newgroup) return raise_session(fn, session, so, MPI_ERR_ARG, "null newgroup");
   std::vector<int> members;
-  if (!pset_members(pset_name, members))
-    return raise_session(fn, session, so, MPI_ERR_ARG,
-                         std::string("unknown process set \"") + (pset_name ? pset_name : "(null)") +
-                             "\" (known: mpi://WORLD, mpi://SELF)");
+  if (int e = pset_or_raise(fn, session, so, pset_name, members)) return e;
   *newgroup = new_group(std::move(members));
   return MPI_SUCCESS;
 }
