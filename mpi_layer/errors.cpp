@@ -78,6 +78,25 @@ constexpr error_entry kErrors[] = {
     {MPI_ERR_PROC_ABORTED, "MPI_ERR_PROC_ABORTED", "operation with a process that called abort"},
     {MPI_ERR_VALUE_TOO_LARGE, "MPI_ERR_VALUE_TOO_LARGE", "value too large for the output argument"},
     {MPI_ERR_ERRHANDLER, "MPI_ERR_ERRHANDLER", "invalid error handler"},
+    // MPI_T (mpi_t.cpp).
+    {MPI_T_ERR_MEMORY, "MPI_T_ERR_MEMORY", "MPI_T: out of memory"},
+    {MPI_T_ERR_NOT_INITIALIZED, "MPI_T_ERR_NOT_INITIALIZED", "MPI_T is not initialised (MPI_T_init_thread)"},
+    {MPI_T_ERR_CANNOT_INIT, "MPI_T_ERR_CANNOT_INIT", "MPI_T cannot be initialised"},
+    {MPI_T_ERR_INVALID_INDEX, "MPI_T_ERR_INVALID_INDEX", "MPI_T: index out of range"},
+    {MPI_T_ERR_INVALID_ITEM, "MPI_T_ERR_INVALID_ITEM", "MPI_T: item index out of range"},
+    {MPI_T_ERR_INVALID_HANDLE, "MPI_T_ERR_INVALID_HANDLE", "MPI_T: invalid handle"},
+    {MPI_T_ERR_OUT_OF_HANDLES, "MPI_T_ERR_OUT_OF_HANDLES", "MPI_T: no more handles"},
+    {MPI_T_ERR_OUT_OF_SESSIONS, "MPI_T_ERR_OUT_OF_SESSIONS", "MPI_T: no more performance variable sessions"},
+    {MPI_T_ERR_INVALID_SESSION, "MPI_T_ERR_INVALID_SESSION", "MPI_T: invalid performance variable session"},
+    {MPI_T_ERR_CVAR_SET_NOT_NOW, "MPI_T_ERR_CVAR_SET_NOT_NOW", "MPI_T: the control variable cannot be set now"},
+    {MPI_T_ERR_CVAR_SET_NEVER, "MPI_T_ERR_CVAR_SET_NEVER", "MPI_T: the control variable can never be set"},
+    {MPI_T_ERR_PVAR_NO_STARTSTOP, "MPI_T_ERR_PVAR_NO_STARTSTOP", "MPI_T: the performance variable cannot be started or stopped"},
+    {MPI_T_ERR_PVAR_NO_WRITE, "MPI_T_ERR_PVAR_NO_WRITE", "MPI_T: the performance variable cannot be written or reset"},
+    {MPI_T_ERR_PVAR_NO_ATOMIC, "MPI_T_ERR_PVAR_NO_ATOMIC", "MPI_T: the performance variable cannot be read and reset atomically"},
+    {MPI_T_ERR_INVALID_NAME, "MPI_T_ERR_INVALID_NAME", "MPI_T: no variable or category of that name"},
+    {MPI_T_ERR_INVALID, "MPI_T_ERR_INVALID", "MPI_T: invalid argument"},
+    {MPI_T_ERR_NOT_ACCESSIBLE, "MPI_T_ERR_NOT_ACCESSIBLE", "MPI_T: not accessible"},
+    {MPI_T_ERR_NOT_SUPPORTED, "MPI_T_ERR_NOT_SUPPORTED", "MPI_T: not supported"},
 };
 const error_entry* find_error(int code) {
   for (const auto& e : kErrors)

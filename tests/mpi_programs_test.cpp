@@ -99,6 +99,12 @@ TEST_CASE("mpi sessions: Session_init/finalize without MPI_Init, psets, Comm_cre
   expect_pass("sessions", {1, 3}, {{"SESSIONS_MIXED", "1"}});
   expect_pass("sessions", {2}, {{"NMAD_DRIVER", "tcp"}, {"SESSIONS_MIXED", "1"}});
 }
+TEST_CASE("mpi mpi_t: the tool interface before MPI_Init, every control and performance variable and category, "
+          "knob values, counters growing with traffic, errors") {
+  // The program checks that NMAD_STRATEGY and NMAD_RDV_THRESHOLD read back as set here.
+  expect_pass("mpi_t", {1, 2, 3}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "4K"}});
+  expect_pass("mpi_t", {2}, {{"NMAD_STRATEGY", "default"}, {"NMAD_RDV_THRESHOLD", "4K"}, {"NMAD_DRIVER", "tcp"}});
+}
 TEST_CASE("mpi info_anytime: info objects before MPI_Init and after MPI_Finalize, MPI_Info_create_env") {
   expect_pass("info_anytime", {1, 2});
 }
