@@ -158,6 +158,10 @@ void give_string(const std::string& s, char* out, int* len) {
   *len = n + 1;
 }
 
+bool live_cvar(const tool_state& t, MPI_T_cvar_handle h) {
+  return h >= 1 && h <= static_cast<int>(t.cvar_handles.size()) && t.cvar_handles[static_cast<std::size_t>(h - 1)] >= 0;
+}
+
 std::string cvar_desc(const cfg::knob& k) { return std::string(k.what) + " (" + cfg::accepts(k) + ")"; }
 
 // The pvar's current values (count entries, as the handle was given).
@@ -266,9 +270,7 @@ int PMPI_T_cvar_handle_alloc(int cvar_index, void*, MPI_T_cvar_handle* handle, i
 
 int PMPI_T_cvar_handle_free(MPI_T_cvar_handle* handle) {
   T_ENTER(t);
-  if (!handle || *handle < 1 || *handle > static_cast<int>(t.cvar_handles.size()) ||
-      t.cvar_handles[static_cast<std::size_t>(*handle - 1)] < 0)
-    return MPI_T_ERR_INVALID_HANDLE;
+  if (!handle || !live_cvar(t, *handle)) return MPI_T_ERR_INVALID_HANDLE;
   t.cvar_handles[static_cast<std::size_t>(*handle - 1)] = -1;
   *handle = MPI_T_CVAR_HANDLE_NULL;
   return MPI_SUCCESS;
@@ -276,9 +278,7 @@ int PMPI_T_cvar_handle_free(MPI_T_cvar_handle* handle) {
 
 int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
   T_ENTER(t);
-  if (handle < 1 || handle > static_cast<int>(t.cvar_handles.size()) ||
-      t.cvar_handles[static_cast<std::size_t>(handle - 1)] < 0)
-    return MPI_T_ERR_INVALID_HANDLE;
+  if (!live_cvar(t, handle)) return MPI_T_ERR_INVALID_HANDLE;
   if (!buf) return MPI_T_ERR_INVALID;
   const cvar& c = t.cvars[static_cast<std::size_t>(t.cvar_handles[static_cast<std::size_t>(handle - 1)])];
   cfg::value v;
@@ -299,9 +299,7 @@ int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
 
 int PMPI_T_cvar_write(MPI_T_cvar_handle handle, const void*) {
   T_ENTER(t);
-  if (handle < 1 || handle > static_cast<int>(t.cvar_handles.size()) ||
-      t.cvar_handles[static_cast<std::size_t>(handle - 1)] < 0)
-    return MPI_T_ERR_INVALID_HANDLE;
+  if (!live_cvar(t, handle)) return MPI_T_ERR_INVALID_HANDLE;
   return MPI_T_ERR_CVAR_SET_NEVER;  // every knob is read at start-up
 }
 

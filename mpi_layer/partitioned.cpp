@@ -62,7 +62,6 @@ struct part_state {
   std::size_t total = 0;          // partitions * part_bytes
   std::byte* base = nullptr;      // in place: the first partition's first byte
   int world_peer = -1;            // -1: MPI_PROC_NULL
-  int peer = MPI_PROC_NULL;       // communicator rank
   int tag = 0;
   nmad::tag_t engine_tag = 0;
   std::vector<std::byte> stage;   // non-contiguous: the packed image
@@ -70,7 +69,6 @@ struct part_state {
   // partitions unpacked into the user's buffer in this start.
   std::unique_ptr<std::atomic<bool>[]> flags;
   std::mutex unpack_mu;           // receive: unpacking a partition
-  std::atomic<bool> started{false};
 
   Aint stride() const { return static_cast<Aint>(count) * type.extent(); }
   std::byte* image() { return contiguous ? base : stage.data(); }
@@ -120,7 +118,6 @@ int start_partitioned(request_obj& r, part_state& p) {
     }
     return err;
   };
-  p.started.store(true, std::memory_order_release);
   if (p.world_peer < 0) {
     r.local_done = true;
     empty_status(&r.local_status);
@@ -172,7 +169,6 @@ int make_partitioned(const char* fn, bool send, const void* buf, int partitions,
   if (p->contiguous) p->base = static_cast<std::byte*>(const_cast<void*>(buf)) + p->type.true_lb();
   else p->stage.resize(p->total);
   p->flags = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(std::max(partitions, 1)));
-  p->peer = peer;
   p->tag = tag;
   if (peer != MPI_PROC_NULL) {
     std::uint32_t pair = 0;

@@ -15,35 +15,9 @@
  * Output (rank 1, the receiver, which knows both times): one JSON object
  * per partition count, as the other benchmarks of bench/mpi.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
-#include <mpi.h>
+#include "common.h"
+
 #include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static size_t parse_size(const char* s) {
-  char* end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  return (size_t)v;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
 
 /* ---- the sender's marking threads ---- */
 struct team {
@@ -63,13 +37,13 @@ static void* worker(void* p) {
   for (;;) {
     pthread_barrier_wait(&t->go);
     if (t->quit) return NULL;
-    t->first[a->id] = now_us();
+    t->first[a->id] = bench_now_us();
     for (int i = a->id; i < t->partitions; i += t->threads)
       if (MPI_Pready(i, t->req) != MPI_SUCCESS) {
         fprintf(stderr, "MPI_Pready failed\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
       }
-    t->last[a->id] = now_us();
+    t->last[a->id] = bench_now_us();
     pthread_barrier_wait(&t->done);
   }
 }
@@ -80,7 +54,7 @@ int main(int argc, char** argv) {
   size_t bytes = 1 << 20;
   int parts[32], nparts = 0, threads = 4, iters = 200, warmup = 20;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = parse_size(argv[++i]);
+    if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = bench_parse_size(argv[++i]);
     else if (!strcmp(argv[i], "--partitions") && i + 1 < argc) {
       for (char* tok = strtok(argv[++i], ","); tok && nparts < 32; tok = strtok(NULL, ",")) parts[nparts++] = atoi(tok);
     } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -101,14 +75,7 @@ int main(int argc, char** argv) {
     if (rank == 0) fprintf(stderr, "partitioned: needs 2 ranks and MPI_THREAD_MULTIPLE (got %d ranks, level %d)\n", size, provided);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  if (rank == 1) {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len;
-    MPI_Get_library_version(lib, &len);
-    for (char* c = lib; *c; ++c)
-      if (*c == '"' || *c == '\n' || *c == '\\') *c = ' ';
-    printf("{\"library\": \"%.80s\"}\n", lib);
-  }
+  bench_print_library("partitioned");
   unsigned char* buf = malloc(bytes);
   struct team t;
   memset(&t, 0, sizeof t);
@@ -159,7 +126,7 @@ int main(int argc, char** argv) {
         MPI_Send(times, 2, MPI_DOUBLE, 1, 6, MPI_COMM_WORLD);
       } else {
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        const double done = now_us();
+        const double done = bench_now_us();
         MPI_Recv(times, 2, MPI_DOUBLE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         for (size_t i = 0; i < bytes; ++i)
           if (buf[i] != pattern(it, i)) {
@@ -175,8 +142,8 @@ int main(int argc, char** argv) {
     }
     MPI_Request_free(&req);
     if (rank == 1) {
-      qsort(after, (size_t)iters, sizeof(double), cmp_double);
-      qsort(total, (size_t)iters, sizeof(double), cmp_double);
+      qsort(after, (size_t)iters, sizeof(double), bench_cmp_double);
+      qsort(total, (size_t)iters, sizeof(double), bench_cmp_double);
       printf("{\"bench\": \"partitioned\", \"size\": %zu, \"partitions\": %d, \"threads\": %d, \"iters\": %d, "
              "\"after_last_us\": %.2f, \"after_last_min_us\": %.2f, \"after_last_max_us\": %.2f, "
              "\"total_us\": %.2f, \"verified\": %s}\n",

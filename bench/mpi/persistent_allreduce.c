@@ -12,33 +12,14 @@
  *   {"bench": "persistent_allreduce", "size": 8, "blocking_us": ..,
  *    "persistent_us": .., "ratio": persistent/blocking, "verified": true}
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static size_t parse_size(const char* s) {
-  char* end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  return (size_t)v;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
+#include "common.h"
 
 int main(int argc, char** argv) {
   size_t sizes[32];
   int nsizes = 0, iters = 500, warmup = 50;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
-      for (char* tok = strtok(argv[++i], ","); tok && nsizes < 32; tok = strtok(NULL, ",")) sizes[nsizes++] = parse_size(tok);
+      for (char* tok = strtok(argv[++i], ","); tok && nsizes < 32; tok = strtok(NULL, ",")) sizes[nsizes++] = bench_parse_size(tok);
     } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
   }
@@ -52,14 +33,7 @@ int main(int argc, char** argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank == 0) {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len;
-    MPI_Get_library_version(lib, &len);
-    for (char* c = lib; *c; ++c)
-      if (*c == '"' || *c == '\n' || *c == '\\' || *c == '\t') *c = ' ';
-    printf("{\"library\": \"%.80s\"}\n", lib);
-  }
+  bench_print_library("persistent_allreduce");
   double* tb = malloc(sizeof(double) * (size_t)iters);
   double* tp = malloc(sizeof(double) * (size_t)iters);
   for (int si = 0; si < nsizes; ++si) {
@@ -95,8 +69,8 @@ int main(int argc, char** argv) {
     int all = 0;
     MPI_Allreduce(&verified, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (rank == 0) {
-      qsort(tb, (size_t)nb, sizeof(double), cmp_double);
-      qsort(tp, (size_t)np, sizeof(double), cmp_double);
+      qsort(tb, (size_t)nb, sizeof(double), bench_cmp_double);
+      qsort(tp, (size_t)np, sizeof(double), bench_cmp_double);
       const double b = tb[nb / 2], p = tp[np / 2];
       printf("{\"bench\": \"persistent_allreduce\", \"size\": %zu, \"ranks\": %d, \"iters\": %d, \"blocking_us\": %.3f, "
              "\"persistent_us\": %.3f, \"ratio\": %.3f, \"verified\": %s}\n",
