@@ -270,3 +270,29 @@ TEST_CASE("ofi over shm: a rank killed with SIGKILL is noticed, and nothing stay
   for (const auto& name : left) MESSAGE("left behind: /dev/shm/" << name);
   CHECK(left.empty());
 }
+
+// libfabric used to be linked into every program, and with it libinfinipath
+// (the psm provider's library), whose constructor took over SIGINT, SIGTERM,
+// SIGSEGV, SIGBUS and SIGABRT with a handler that calls exit(): a rank the
+// launcher stopped ran its destructors inside a signal handler and ended
+// with status 1. Now libfabric is loaded only by the ofi driver, which puts
+// back whatever the providers' libraries change.
+TEST_CASE("ofi: the providers leave the application's signals alone, and libfabric is loaded only by the ofi driver") {
+  for (const char* prov : {"tcp;ofi_rxm", "shm"}) {
+    CAPTURE(prov);
+    auto r = run("tests/workers/shm_hold_worker", 2, {"term"}, over_ofi(prov), 60);
+    CHECK(r.status != 0);
+    CHECK(count(r.out, "libfabric loaded: yes") == 2);
+    CHECK(count(r.out, "libinfinipath") == 0);
+    // The shm provider's handlers (they remove its segment, then pass the
+    // signal on) are the only ones allowed.
+    if (std::string(prov) == "shm") CHECK(count(r.out, "handler of SIGTERM: libfabric.so.1") == 2);
+    else CHECK(count(r.out, "handler of SIGTERM: default") == 2);
+    CHECK(contains(r.err, "rank 1 (pid"));
+    CHECK(contains(r.err, "was killed by signal 15"));
+  }
+  auto r = run("tests/workers/shm_hold_worker", 2, {"term"}, {{"NMAD_DRIVER", "shm"}}, 60);
+  CHECK(count(r.out, "libfabric loaded: no") == 2);
+  CHECK(count(r.out, "handler of SIGTERM: default") == 2);
+  CHECK(contains(r.err, "was killed by signal 15"));
+}

@@ -118,6 +118,7 @@
 
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
+#include "drivers/ofi/ofi_library.hpp"
 #include "drivers/ofi/ofi_shm_segment.hpp"
 
 namespace nmad {
@@ -207,7 +208,7 @@ std::vector<std::byte> make_ctrl(ctrl_type t, int rank, std::uint32_t sender_id,
 // ---- small helpers ------------------------------------------------------------
 std::string fi_error(std::string_view prov, std::string_view call, int ret) {
   return "ofi driver (" + std::string(prov.empty() ? "no provider" : prov) + "): " + std::string(call) +
-         " failed: " + fi_strerror(ret < 0 ? -ret : ret);
+         " failed: " + ofi_library::strerror(ret < 0 ? -ret : ret);
 }
 
 // Transient refusals of the provider: the operation is tried again later.
@@ -265,14 +266,14 @@ std::size_t total_len(std::span<const iovec> iov) {
 }
 
 struct info_deleter {
-  void operator()(fi_info* i) const { fi_freeinfo(i); }
+  void operator()(fi_info* i) const { ofi_library::require().freeinfo(i); }
 };
 using info_ptr = std::unique_ptr<fi_info, info_deleter>;
 
 // What the driver asks of a provider.
 info_ptr make_hints(const std::string& provider) {
-  info_ptr h(fi_allocinfo());
-  if (!h) throw std::runtime_error("ofi driver: fi_allocinfo failed (out of memory)");
+  info_ptr h(ofi_library::require().dupinfo(nullptr));
+  if (!h) throw std::runtime_error("ofi driver: fi_dupinfo failed (out of memory)");
   h->caps = FI_TAGGED | FI_SEND | FI_RECV;
   h->mode = FI_CONTEXT | FI_CONTEXT2;
   h->ep_attr->type = FI_EP_RDM;
@@ -787,7 +788,7 @@ void ofi_driver::open(const driver_config& config) {
 
   info_ptr hints = make_hints(forced);
   fi_info* raw = nullptr;
-  int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &raw);
+  int ret = ofi_library::getinfo(hints.get(), &raw);
   info_ptr list(raw);
   std::vector<candidate> cands;
   if (ret == 0) cands = candidates(list.get(), domain);
@@ -796,9 +797,9 @@ void ofi_driver::open(const driver_config& config) {
     if (!forced.empty())
       throw std::runtime_error("ofi driver: provider '" + forced + "' (" + forced_by +
                                ") is not available here" + where + " for reliable tagged messages (fi_getinfo: " +
-                               (ret ? fi_strerror(-ret) : "no matching entry") + "); see fi_info -l");
+                               (ret ? ofi_library::strerror(-ret) : "no matching entry") + "); see fi_info -l");
     throw std::runtime_error("ofi driver: no libfabric provider offers reliable tagged messages here" + where +
-                             " (fi_getinfo: " + (ret ? fi_strerror(-ret) : "no matching entry") + ")");
+                             " (fi_getinfo: " + (ret ? ofi_library::strerror(-ret) : "no matching entry") + ")");
   }
   fi_info* info = cands.front().info;
   _prov = cands.front().provider;
@@ -808,7 +809,7 @@ void ofi_driver::open(const driver_config& config) {
     info_ptr rma_hints = make_hints(_prov);
     rma_hints->caps |= FI_RMA | FI_READ | FI_REMOTE_READ;
     fi_info* rraw = nullptr;
-    const int rret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, rma_hints.get(), &rraw);
+    const int rret = ofi_library::getinfo(rma_hints.get(), &rraw);
     rma_list.reset(rraw);
     const std::string dom = info->domain_attr->name ? info->domain_attr->name : "";
     fi_info* with_rma = nullptr;
@@ -821,14 +822,14 @@ void ofi_driver::open(const driver_config& config) {
     } else if (rma_mode == "on") {
       throw std::runtime_error("ofi driver: NMAD_OFI_RMA=on but provider '" + _prov +
                                "' offers no RMA read (FI_RMA) here" +
-                               (rret ? std::string(" (fi_getinfo: ") + fi_strerror(-rret) + ")" : std::string()));
+                               (rret ? std::string(" (fi_getinfo: ") + ofi_library::strerror(-rret) + ")" : std::string()));
     }
   }
   _virt_addr = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
   _prov_key = (info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
   _mr_endpoint = (info->domain_attr->mr_mode & FI_MR_ENDPOINT) != 0;
 
-  check(fi_fabric(info->fabric_attr, &_fabric, nullptr), "fi_fabric");
+  check(ofi_library::require().fabric(info->fabric_attr, &_fabric, nullptr), "fi_fabric");
   check(fi_domain(_fabric, info, &_domain, nullptr), "fi_domain");
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_TAGGED;
@@ -1355,7 +1356,7 @@ void ofi_driver::complete_error(const fi_cq_err_entry& e) {
   if (!o || !_ops.count(o)) return;
   char buf[256];
   const char* detail = fi_cq_strerror(_cq, e.prov_errno, e.err_data, buf, sizeof buf);
-  const std::string text = std::string(fi_strerror(e.err)) + (detail && *detail ? std::string(" (") + detail + ")" : "");
+  const std::string text = std::string(ofi_library::strerror(e.err)) + (detail && *detail ? std::string(" (") + detail + ")" : "");
   switch (o->kind) {
     case op_kind::rx_buffer:
       if (e.err != FI_ECANCELED) {
@@ -1594,10 +1595,10 @@ std::vector<ofi_provider_status> ofi_probe_providers() {
   const std::string domain = config::text("NMAD_OFI_DOMAIN");
   info_ptr hints = make_hints("");
   fi_info* raw = nullptr;
-  const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &raw);
+  const int ret = ofi_library::getinfo(hints.get(), &raw);
   info_ptr list(raw);
   if (ret != 0) {
-    out.push_back({"(none)", false, std::string("fi_getinfo: ") + fi_strerror(-ret)});
+    out.push_back({"(none)", false, std::string("fi_getinfo: ") + ofi_library::strerror(-ret)});
     return out;
   }
   struct quiet_events final : driver_events {

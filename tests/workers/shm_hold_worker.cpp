@@ -7,13 +7,18 @@
 //   held <n> pid <pid> rank <rank>
 // then, by mode: `hold` sleeps (the test kills the launcher meanwhile),
 // `die` kills rank 1 with SIGKILL while the others wait for it to fail,
-// `quick` ends at once (a job that only sets up and closes).
+// `quick` ends at once (a job that only sets up and closes), `term` prints
+// which library handles SIGINT and SIGTERM ("handler of SIGTERM: default")
+// and whether libfabric is mapped ("libfabric loaded: no"), and rank 1
+// then raises SIGTERM (it must end by that signal).
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -42,6 +47,29 @@ int count_mine() {
   return n;
 }
 
+// "default", "ignored", or the file name of the library the handler is in.
+std::string handler_owner(int sig) {
+  struct sigaction sa {};
+  ::sigaction(sig, nullptr, &sa);
+  void* h = (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(sa.sa_sigaction)
+                                       : reinterpret_cast<void*>(sa.sa_handler);
+  if (sa.sa_handler == SIG_DFL && !(sa.sa_flags & SA_SIGINFO)) return "default";
+  if (sa.sa_handler == SIG_IGN && !(sa.sa_flags & SA_SIGINFO)) return "ignored";
+  Dl_info d{};
+  if (::dladdr(h, &d) && d.dli_fname) return std::filesystem::path(d.dli_fname).filename().string();
+  return "unknown";
+}
+
+bool libfabric_mapped() {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return false;
+  char line[4096];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::strstr(line, "/libfabric.so") != nullptr;
+  std::fclose(f);
+  return found;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +90,15 @@ int main(int argc, char** argv) {
   std::printf("held %d pid %d rank %d\n", count_mine(), static_cast<int>(::getpid()), me);
   std::fflush(stdout);
   if (mode == "quick") return 0;
+  if (mode == "term") {
+    std::printf("rank %d: handler of SIGINT: %s\n", me, handler_owner(SIGINT).c_str());
+    std::printf("rank %d: handler of SIGTERM: %s\n", me, handler_owner(SIGTERM).c_str());
+    std::printf("rank %d: libfabric loaded: %s\n", me, libfabric_mapped() ? "yes" : "no");
+    std::fflush(stdout);
+    if (me == 1) ::raise(SIGTERM);
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return 0;
+  }
   if (mode == "die" && me == 1) ::raise(SIGKILL);
   if (mode == "die") {
     // Wait for the dead rank to be noticed: a receive from it fails.
