@@ -192,7 +192,7 @@ struct request_state {
   bool partitioned = false;
   std::uint64_t part_total = 0;
   // Flow control: the sequence number is taken when the message's first
-  // entry (`opening`) is admitted (see core/session_flow.cpp), not while it
+  // entry (`opening`) is admitted (see core/collect/send_side.hpp), not while it
   // waits for credit; offer_pending: it is out as an offer, unanswered.
   // `opening` points to that entry only while it lives: a pooled entry
   // is recycled once sent, and a later piece of the same message may get

@@ -269,26 +269,13 @@ class session_impl final : private wait_engine {
 
   // Send helpers.
   bool send_inline(gate& g, request_state& r, const void* buf, std::size_t len);  // gate lock held
-  std::uint32_t next_send_seq(gate& g, tag_t tag);            // gate lock held
-  void queue_piece(gate& g, request_state& r, chunk_entry& e);  // gate lock held
+  static bool expose_pull_hook(send_side& side, chunk_entry& e);                  // send_side::expose_pull
   void entry_progress(gate& g, chunk_entry& e);  // gate lock held
   void finish_send_if_done(request_state& r);
-  // Flow control (see "Credits" in core/protocol/wire.hpp; core/session_flow.cpp).
-  // Send side, gate lock held: take_credit charges an entry (a data entry
-  // whose bytes do not fit may become a rendezvous request) or answers
-  // false (it waits); admit_entry numbers an entry and queues it for the
-  // strategy; hold/unhold/rehold keep the held queue and its index.
-  bool take_credit(gate& g, chunk_entry& e);
-  void admit_entry(gate& g, request_state& r, chunk_entry& e);
-  void hold(gate& g, chunk_entry& e);
-  void unhold(gate& g, chunk_entry& e);
-  void rehold(gate& g, chunk_entry& e);
-  void admit_held(gate& g);
-  chunk_entry* first_held_match(gate& g, const gate::want& w);
-  void serve_wants(gate& g, chunk_entry* fresh);
-  void offer(gate& g, chunk_entry& e, gate::want& w);
-  void offer_taken(gate& g, chunk_entry& e);
-  void release_through(gate& g, chunk_entry& last);
+  // Flow control (see "Credits" in core/protocol/wire.hpp): the send side
+  // is the gate's send_side (core/collect/send_side.hpp); the session
+  // completes what it withdraws and fails a gate that breaks the protocol
+  // (core/session_flow.cpp).
   // A send the receiver has seen nothing of (it waits for credit) is
   // withdrawn and completes as cancelled; false if it is not one.
   bool withdraw_held(gate& g, request_state& r);

@@ -5,10 +5,6 @@
 
 namespace nmad {
 
-std::uint32_t session_impl::next_send_seq(gate& g, tag_t tag) {
-  return g.send_seq.get(tag & _ordering_mask)++;
-}
-
 // Where the receiver can read our memory, it pulls a rendezvous' bytes as
 // soon as it matches (we only learn it is done): the transfer then needs
 // nothing from this process, which may be computing meanwhile.
@@ -33,48 +29,11 @@ static bool expose_for_pull(gate& g, chunk_entry& e) {
   return true;
 }
 
-// Queues an entry of r: the first one (it opens the message and carries
-// its credit) waits on the held queue while anything waits there or the
-// credit does not cover it; a later piece waits while its message does.
-void session_impl::queue_piece(gate& g, request_state& r, chunk_entry& e) {
-  e.req = &r;
-  if (!r.opened) {
-    r.opened = true;
-    r.opening = &e;
-    e.flags |= chunk_flag::opens;
-  }
-  r.pending_chunks++;
-  e.queue_order = g.next_queue_order++;
-  if (g.flow_control) {
-    const bool waits = &e == r.opening
-                           ? !g.held.empty() || !g.offered.empty() || !take_credit(g, e)
-                           : r.seq_pending || r.offer_pending || !take_credit(g, e);
-    if (waits) {
-      hold(g, e);
-      return;
-    }
-  }
-  admit_entry(g, r, e);
-}
-
-// Numbers an admitted entry (the message takes its sequence number with
-// its first entry) and hands it to the strategy. Gate lock held.
-void session_impl::admit_entry(gate& g, request_state& r, chunk_entry& e) {
-  if (&e == r.opening) {
-    r.first_piece.seq = next_send_seq(g, r.first_piece.tag);
-    r.seq_pending = false;
-  }
-  e.seq = r.first_piece.seq;
-  if (e.kind == chunk_kind::rdv_req) {
-    e.cookie = g.next_cookie++;
-    g.rdv_requests.add();
-    e.rdv_left = e.len;
-    g.rdv_out[e.cookie] = &e;
-    if (receiver_pulls(g, e) && expose_for_pull(g, e)) e.flags |= chunk_flag::pullable;
-  }
-  e.queued_round = _rounds.load(std::memory_order_relaxed);
-  g.collect.push_back(e);
-  g.strat->on_submit(g.collect, e);
+// The send side's expose_pull hook (see session_setup): a rendezvous
+// request whose bytes the receiver may read itself.
+bool session_impl::expose_pull_hook(send_side& side, chunk_entry& e) {
+  gate& g = static_cast<gate&>(side);
+  return receiver_pulls(g, e) && expose_for_pull(g, e);
 }
 
 static bool start_request(session_impl& s, request_state& r, request_state::kind k) {
@@ -153,7 +112,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
     r.bg_counted = true;
     _waiter.work_started();
   }
-  queue_piece(g, r, e);
+  g.queue_piece(r, e);
   if (trace::enabled()) trace::emit(trace::event::send_submit, dest, 0, tag, e.seq, len);
   gl.unlock();
   if (offload) {
@@ -205,10 +164,8 @@ task_result session_impl::offload_task(void* arg) {
 bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::size_t len) {
   track& t = g.tracks[0];
   if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
-      !g.held.empty() || !g.offered.empty() || !t.connected.load(std::memory_order_acquire))
-    return false;
-  const std::uint64_t cost = len + wire::own_credit(chunk_kind::data, len);  // chunk_credit of a whole message (it opens it)
-  if (g.tx_spent + cost > g.tx_limit) return false;       // the general path: it waits for credit
+      !g.inline_admits(len) || !t.connected.load(std::memory_order_acquire))
+    return false;  // (credit short: the general path, where the message waits for it)
   std::lock_guard tl(t.lock);
   if (t.retry) return false;
   driver_slot& slot = *t.slot;
@@ -218,7 +175,8 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
     slot.lock.unlock();
     return false;
   }
-  std::uint32_t& seq = g.send_seq.get(r.first_piece.tag & _ordering_mask);
+  // The number is read here and taken only once the driver took the message.
+  std::uint32_t& seq = g.seq_counter(r.first_piece.tag);
   const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
   const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
   const trace::stamp posted = trace::enabled() ? trace::stamp_now() : trace::stamp{};
@@ -227,7 +185,7 @@ bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::
   if (res != post_result::posted) return false;  // failed: the general path reports it
   if (trace::enabled()) trace::emit_stamped(posted, trace::event::send_inline, g.rank, 0, h.tag, h.seq, len);
   ++seq;
-  g.tx_spent += cost;
+  g.charge_inline(len);
   t.inline_round = _rounds.load(std::memory_order_relaxed);
   // (The session's totals add the tracks' counters in: see stats().)
   t.stats.inline_sends.add();
@@ -281,7 +239,7 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
   if (r.finished()) return r.error;  // failed peer
   // The previous piece is not the last one: queue it now.
   if (r.held_piece) {
-    queue_piece(g, r, *r.held_piece);
+    g.queue_piece(r, *r.held_piece);
     r.held_piece = nullptr;
   }
   chunk_entry* e = g.entry_pool.get();
@@ -330,7 +288,7 @@ errc session_impl::pack_seal(request_state& r) {
       e->msg_len = r.packed_bytes;
       r.held_piece = nullptr;
       r.sealed = true;
-      queue_piece(g, r, *e);
+      g.queue_piece(r, *e);
       g.strat->flush();  // the message is whole: nothing of it may be held
       gl.unlock();
       schedule(g);
@@ -377,7 +335,7 @@ errc session_impl::psend_piece(request_state& r, std::uint64_t offset, const voi
   r.packed_bytes += len;
   const bool whole = r.packed_bytes == r.part_total;
   if (whole) r.sealed = true;
-  queue_piece(g, r, *e);
+  g.queue_piece(r, *e);
   if (whole) g.strat->flush();
   gl.unlock();
   schedule(g);
@@ -427,7 +385,7 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
     return;
   }
   chunk_entry& e = *it->second;
-  if (e.flags & chunk_flag::offer) offer_taken(g, e);  // asked for: its receive took it
+  if (e.flags & chunk_flag::offer) g.on_offer_taken(e);  // asked for: its receive took it
   if (h.offset < e.offset || h.offset + h.len > e.offset + e.len || h.len > e.rdv_left ||
       h.rail >= g.tracks.size()) {
     protocol_violation(g, "ready-to-receive outside its rendezvous range");

@@ -176,6 +176,9 @@ session_impl::session_impl(const session_options& opts)
   for (int r = 0; r < _size; ++r) {
     auto g = std::make_unique<gate>();
     g->owner = this;
+    g->rounds = &_rounds;
+    g->ordering_mask = _ordering_mask;
+    g->expose_pull = &session_impl::expose_pull_hook;
     g->rank = r;
     g->lock.enable(_threaded);
     g->strat = _strategy_source->create();

@@ -161,18 +161,20 @@ namespace {
 // A job in which some ranks die (_exit(3), no MPI_Finalize) while the others
 // are blocked on them. The launcher gives survivors 30 s before ending them,
 // so a survivor that waits for the dead instead of failing keeps the job
-// well past the 15 s bound checked here; the 150 s launcher timeout turns a
-// real hang into a failure rather than a stuck test. Checks the dead ranks'
+// past the 25 s bound checked here (one that fails at once ends in
+// seconds; built with ThreadSanitizer, next to another test run, 17-19 s);
+// the 150 s launcher timeout turns a real hang into a failure rather than
+// a stuck test. Checks the dead ranks'
 // status, the launcher's report naming them, and every survivor's PASS.
 nmad_test::run_result run_with_deaths(const std::string& prog, int nprocs, std::initializer_list<int> dead,
                                       std::vector<std::pair<std::string, std::string>> env) {
   env.emplace_back("NMAD_RUN_KILL_GRACE", "30");
   auto r = run_mpi(prog, nprocs, env);
   const int survivors = nprocs - static_cast<int>(dead.size());
-  if (r.timed_out || r.seconds >= 15 || count(r.out, "PASS " + prog + " rank") != survivors)
+  if (r.timed_out || r.seconds >= 25 || count(r.out, "PASS " + prog + " rank") != survivors)
     MESSAGE(prog << " took " << r.seconds << " s\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK_FALSE(r.timed_out);
-  CHECK(r.seconds < 15);
+  CHECK(r.seconds < 25);
   CHECK(r.status == 3);  // the dead ranks' status (the worst)
   for (int d : dead) CHECK(contains(r.err, "rank " + std::to_string(d) + " (pid"));
   CHECK(count(r.out, "PASS " + prog + " rank") == survivors);

@@ -88,7 +88,7 @@ struct chunk_entry {
                                   // done only once the receiver's rtr came
   std::uint32_t queued_round = 0; // the engine's progress round when queued (age)
   // Flow control (sender): the entry's place in its gate's queue order, and
-  // its kind while it is offered as a rendezvous request (session_flow.cpp).
+  // its kind while it is offered as a rendezvous request (send_side.hpp).
   std::uint64_t queue_order = 0;
   chunk_kind held_kind = chunk_kind::data;
 
