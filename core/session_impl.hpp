@@ -49,43 +49,12 @@
 #include "core/progress/progress_thread.hpp"
 #include "core/progress/waiter.hpp"
 #include "core/transfer/driver.hpp"
+#include "core/transfer/driver_slot.hpp"
+#include "core/transfer/scheduler.hpp"
 
 namespace nmad {
 
 class session_impl;
-
-// The gates of one driver by connection id (ids are small and dense).
-class conn_table {
- public:
-  gate* find(connection_id c) const { return c < _by_id.size() ? _by_id[c] : nullptr; }
-  void set(connection_id c, gate* g) {
-    if (c == invalid_connection) return;
-    if (c >= _by_id.size()) _by_id.resize(static_cast<std::size_t>(c) + 1, nullptr);
-    _by_id[c] = g;
-  }
-  void erase(connection_id c) {
-    if (c < _by_id.size()) _by_id[c] = nullptr;
-  }
-
- private:
-  std::vector<gate*> _by_id;
-};
-
-// One opened driver plus the adapter that routes its events to the engine.
-struct driver_slot final : driver_events {
-  session_impl* engine = nullptr;
-  std::unique_ptr<driver> drv;
-  int instance = 0;  // how many slots of the same driver come before it (tcp+tcp)
-  driver_caps caps;  // drv->caps() with the sampled profile's figures, if any (tracks point here)
-  conn_table gates;  // established connections (under `lock`)
-  engine_mutex lock; // the driver's poll lock (see LOCK ORDER)
-
-  void on_connected(connection_id conn, int peer_rank) override;
-  void on_packet(connection_id conn, std::span<const std::byte> packet) override;
-  void on_send_done(void* token) override;
-  void on_recv_data_done(void* token, std::size_t received) override;
-  void on_connection_failed(connection_id conn, std::string_view reason) override;
-};
 
 // A rendezvous entry offered for pulling (chunk_flag::pullable) leaves the
 // gate's rdv_out: nobody reads its bytes any more, its exposure ends (see
@@ -96,7 +65,7 @@ inline void end_exposure(gate& g, chunk_entry& e) {
   g.tracks[0].slot->drv->unexpose(e.ptr, e.len);
 }
 
-class session_impl final : private wait_engine {
+class session_impl final : private wait_engine, private scheduler::host {
  public:
   explicit session_impl(const session_options& opts);
   ~session_impl();
@@ -204,7 +173,7 @@ class session_impl final : private wait_engine {
   // Driver events (called from driver_slot, its poll lock held).
   void connected(driver_slot& slot, connection_id conn, int peer_rank);
   void packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes);
-  void send_done(packet_wrapper* pw);
+  void send_done(packet_wrapper* pw) { _sched.send_done(pw); }  // from driver_slot::on_send_done
   void recv_data_done(rdv_recv* rr, std::size_t received);
   void connection_failed(driver_slot& slot, connection_id conn, std::string_view reason);
 
@@ -239,33 +208,14 @@ class session_impl final : private wait_engine {
   arm_result arm_drivers(std::vector<pollfd>& fds, int& timeout_ms) override;
   void disarm_drivers(std::span<const pollfd> fds) override;
   bool has_unsent() override;
-  void schedule(gate& g);
+  // The NIC-driven scheduler (core/transfer/scheduler.hpp): fills g's tracks.
+  void schedule(gate& g) { _sched.schedule(g); }
   // Copy offload: leaves g's scheduling (the packet's copy) to the
   // progress thread, as a progress task; any thread's round may run it.
   void offload_schedule(gate& g);  // no lock held
   static task_result offload_task(void* g);
-  // What a strategy is told about track t.
-  // (Track lock held; other_track_view: no lock of that track, its figures are hints.)
-  track_view view_of(track& t) const {
-    const unsigned round = _rounds.load(std::memory_order_relaxed);
-    return {t.rail, t.caps, t.outstanding, t.inline_round == round, t.slot->drv.get(), t.conn,
-            t.bytes_in_flight, t.incoming.load(std::memory_order_relaxed), t.window, true, round};
-  }
-  track_view other_track_view(track& t) const {
-    return {t.rail, t.caps, t.outstanding_hint.load(std::memory_order_relaxed), false, nullptr, t.conn,
-            t.bytes_hint.load(std::memory_order_relaxed), t.incoming.load(std::memory_order_relaxed), t.window,
-            t.connected.load(std::memory_order_acquire), _rounds.load(std::memory_order_relaxed)};
-  }
-  // Gate and track locks held; returns whether t has something outstanding.
-  bool schedule_track(gate& g, track& t, bool force = false);
-  packet_wrapper* next_wrapper(gate& g, track& t, bool force);
-  void note_starved(gate& g, track& t);    // statistics; gate and track locks held
-  static std::int64_t steady_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  packet_wrapper* get_wrapper(gate& g, track& t);
-  void put_wrapper(packet_wrapper* pw);
+  track_view view_of(track& t) const { return _sched.view_of(t); }
+  void put_wrapper(packet_wrapper* pw) { scheduler::put_wrapper(pw); }
 
   // Send helpers.
   bool send_inline(gate& g, request_state& r, const void* buf, std::size_t len);  // gate lock held
@@ -342,6 +292,11 @@ class session_impl final : private wait_engine {
   // wrappers, closing its connections if `close`) runs at the thread's
   // next lock-free point. Any lock may be held.
   void fail_gate(gate& g, std::string reason, bool close = false);
+  // scheduler::host
+  void driver_busy(gate& g) override { defer_schedule(g); }
+  void posted() override { _waiter.kick(); }
+  void send_refused(gate& g, std::string reason) override { fail_gate(g, std::move(reason)); }
+  void entry_sent(gate& g, chunk_entry& e) override { entry_progress(g, e); }
   void clean_up_failed(gate& g, bool close);  // no lock held
   bool gate_busy(gate& g);                    // flush pending? (no lock held)
   void count(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
@@ -420,7 +375,6 @@ class session_impl final : private wait_engine {
   std::string _strategy_name;
   std::shared_ptr<const strategy_source> _strategy_source;  // creates each gate's instance
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
-  std::size_t _copy_threshold = 256;
   bool _print_stats = false;  // NMAD_STATS=1
   std::chrono::milliseconds _finalize_timeout{30000};  // NMAD_FINALIZE_TIMEOUT_MS, read at start-up
   // NMAD_TRACE: this session records events (core/common/trace.hpp); stops
@@ -459,6 +413,7 @@ class session_impl final : private wait_engine {
   std::atomic<bool> _finalizing{false};
   progress_engine _tasks;  // progress tasks, run by progress_now
   std::atomic<unsigned> _rounds{0};  // progress rounds (quiet drivers are polled every 64th)
+  scheduler _sched{*this, _rounds};  // after _rounds (it reads it)
   bool _connecting = false;  // connect_all: every driver is polled every round
   bool _multirail = false;   // NMAD_DRIVERS=a+b: one track per listed driver
   std::unique_ptr<progress_thread> _progress_thread;  // NMAD_PROGRESS (stopped first at shutdown)

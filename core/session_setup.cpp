@@ -134,7 +134,7 @@ session_impl::session_impl(const session_options& opts)
     for (const std::string& w : unknown_knobs) log_write(log_level::warn, "config", w);
   _trace.on = trace::start(t.trace, _rank, _size);  // a bad file name fails here, before connecting
   _ordering_mask = opts.ordering_mask;
-  _copy_threshold = t.copy_threshold;
+  _sched.set_copy_threshold(t.copy_threshold);
   _unexpected_max = t.unexpected_max;
   _print_stats = t.stats;
   _finalize_timeout = t.finalize_timeout;
