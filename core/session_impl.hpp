@@ -183,7 +183,6 @@ class session_impl final : private wait_engine, private scheduler::host {
   static std::string address_key(const driver_slot& s, int rank);
   static std::string host_key(int rank);
   static std::string host_identity();
-  driver_slot* choose_slot(int peer);
   std::vector<driver_slot*> reaching_slots(int peer);  // multi-rail: every one, in order
   void connect_all(std::chrono::milliseconds timeout);
   // NMAD_PROFILE: fills every slot's caps from the drivers' (sampled) profiles.

@@ -406,7 +406,7 @@ void session_impl::open_drivers(const session_options& opts) {
     return;
   }
   // auto: every driver that opens here; per peer, the lowest-latency one
-  // that can reach it (decided in choose_slot).
+  // that can reach it (reaching_slots, first).
   for (const auto& d : network_drivers()) {
     if (d.on_request) continue;
     try {
@@ -493,7 +493,6 @@ std::vector<driver_slot*> session_impl::reaching_slots(int peer) {
   return out;
 }
 
-driver_slot* session_impl::choose_slot(int peer) { return reaching_slots(peer).front(); }
 
 void session_impl::connect_all(std::chrono::milliseconds timeout) {
   engine_scope scope(*this);

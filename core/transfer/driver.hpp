@@ -66,7 +66,6 @@ struct driver_caps {
   double latency_us = 0;             // one-way small-packet latency estimate
   double bandwidth_mbps = 0;         // large-transfer bandwidth (MB/s)
   double overhead_us = 0;            // per-operation CPU overhead estimate
-  std::vector<unsigned> near_cpus;   // CPUs close to the device (hwloc)
 };
 
 // The engine's side of a driver: called only from inside driver::poll().
