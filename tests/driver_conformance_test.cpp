@@ -244,6 +244,12 @@ TEST_CASE("registry: an explicit list that find_driver searches") {
   CHECK(nmad::driver_registry().size() == all.size());
   CHECK(nmad::find_driver("tcp") == tcp);
   CHECK(!nmad::register_driver(*tcp));
+  // A driver built against another version of the interface is refused.
+  nmad::driver_descriptor other{"tcp-next", "tcp, built for a later interface", tcp->create};
+  other.abi_version = nmad::kDriverAbiVersion + 1;
+  CHECK(!nmad::register_driver(other));
+  CHECK(nmad::find_driver("tcp-next") == nullptr);
+  CHECK(nmad::driver_registry().size() == all.size());
 }
 
 TEST_CASE("caps are sane, and gather_scatter/zero_copy_data are honest") {

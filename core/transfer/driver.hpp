@@ -251,6 +251,12 @@ class driver {
 // fixed capacity, so a span or pointer it handed out stays valid for the
 // life of the process. All three functions are thread-safe; a driver
 // registered while a session opens may or may not be seen by that session.
+// The version of the driver interface (driver, driver_caps, driver_events,
+// driver_config, driver_descriptor): raised whenever one of them changes
+// in layout or meaning. A descriptor carries the version its driver was
+// compiled against; register_driver refuses any other.
+constexpr std::uint32_t kDriverAbiVersion = 1;
+
 struct driver_descriptor {
   std::string_view name;         // static storage (a literal): kept as is
   std::string_view description;
@@ -263,9 +269,12 @@ struct driver_descriptor {
   // per-peer choice leaves it out (the ofi driver: libfabric would be
   // started in every job for paths the built-in drivers already serve).
   bool on_request = false;
+  // Left to its default: the version this driver was compiled against.
+  std::uint32_t abi_version = kDriverAbiVersion;
 };
 // Adds `d` in registration order. False (and nothing added) when a driver
-// of that name is registered already or the table is full (see the log).
+// of that name is registered already, it was compiled against another
+// version of the interface, or the table is full (see the log).
 bool register_driver(const driver_descriptor& d);
 // Every registered driver, in registration order.
 std::span<const driver_descriptor> driver_registry();

@@ -33,6 +33,12 @@ bool register_driver(const driver_descriptor& d) {
   const std::size_t n = t.count.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < n; ++i)
     if (t.entries[i].name == d.name) return false;
+  if (d.abi_version != kDriverAbiVersion) {
+    log_write(log_level::error, "registry",
+              "driver '" + std::string(d.name) + "' not registered: built for driver interface version " +
+                  std::to_string(d.abi_version) + ", this library has version " + std::to_string(kDriverAbiVersion));
+    return false;
+  }
   if (n == kMaxDrivers || d.name.empty() || d.create == nullptr) {
     log_write(log_level::error, "registry",
               "driver '" + std::string(d.name) + "' not registered: " +
