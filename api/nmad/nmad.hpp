@@ -25,9 +25,10 @@
 // completes or is destroyed (destroying a pending request cancels it, see
 // ~request). At thread_level::multiple (the default) every call is
 // thread-safe; below it the application promises what the level says (as
-// MPI's thread levels). Completion callbacks run with the session lock
-// held, on the thread that progressed the request: they may start new
-// requests, but must not wait.
+// MPI's thread levels). Completion callbacks run on the thread that
+// progressed the request, outside the engine's locks: they may start new
+// requests and wait, but not restart their own request (see
+// request::on_complete).
 //
 // Waiting: every blocking call (wait, wait_any, probe, wait_until, an
 // express unpack, pack end) follows the session's wait policy: busy
@@ -358,8 +359,8 @@ class session {
   // drivers' locks: not from a progress task or completion callback.
   int progress_all_drivers();
   // Progress tasks: fn(arg) runs on every round of progress (from any
-  // thread that progresses, with the session lock held, so it may start
-  // requests but must not wait); it returns the amount of work it did
+  // thread that progresses, under the progress engine's task lock, one
+  // task at a time: it may start requests but must not wait); it returns the amount of work it did
   // (0 = nothing). For layers above the engine (e.g. non-blocking
   // collectives) that must advance without their owner calling them.
   // Returns an id for remove_progress_task.

@@ -11,7 +11,8 @@
 // of pending entries is what a strategy optimises.
 //
 // Contract for build_packet():
-//   * called with the session lock held; must not block or call the engine;
+//   * called with the gate's lock held (and the track's); must not block or
+//     call the engine;
 //   * may only touch `queue` and `out` (entries belong to the engine: a
 //     strategy never frees, copies or keeps pointers to them across calls);
 //   * returns true exactly when it added something. Adding nothing while

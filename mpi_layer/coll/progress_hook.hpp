@@ -14,8 +14,9 @@
 // Calling advance() from the owner at the same time is safe (the executor's
 // try-lock: one thread advances it at a time, others return at once).
 //
-// Thread safety: add() may be called from any thread that does not hold the
-// session's lock. The task runs with the session lock held (engine rule); a
+// Thread safety: add() may be called from any thread (it takes the hook's
+// own short lock, which the task does not hold while it advances
+// schedules). The task runs under the engine's task lock (engine rule); a
 // nested progress round (the task advancing a schedule makes the engine
 // progress, which runs the task again) returns at once.
 // Lifetime: destroy the hook before the session; the destructor unregisters

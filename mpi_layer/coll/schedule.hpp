@@ -179,7 +179,8 @@ class schedule {
   // with the other local steps), e.g. unpacking a received temporary into a
   // non-contiguous user buffer at the end of a collective. fn runs on
   // whichever thread advances the executor (possibly an engine progress
-  // task holding the session lock): it must not block or call the engine.
+  // task, under the engine's task lock): it must not block or call the
+  // engine.
   void call(std::function<void()> fn);
   // A schedule-owned buffer (stable address, lives as long as the schedule).
   std::byte* temp(std::size_t bytes);
