@@ -64,30 +64,30 @@ class scheduler {
   // track has room again, the entries it carried may be done.
   void send_done(packet_wrapper* pw);
 
-  // What a strategy is told about track t (track lock held), and about a
-  // track of the gate it is not building for (no lock: figures are hints).
+  // What a strategy is told about track t (track lock held).
   track_view view_of(track& t) const {
     const unsigned round = _rounds.load(std::memory_order_relaxed);
     return {t.rail, t.caps, t.outstanding, t.inline_round == round, t.slot->drv.get(), t.conn,
             t.bytes_in_flight, t.incoming.load(std::memory_order_relaxed), t.window, true, round};
   }
+  // A packet wrapper back to its gate's pool (that gate's lock held).
+  static void put_wrapper(packet_wrapper* pw) { pw->owner->wrapper_pool.put(pw); }
+
+ private:
+  // A track of the gate the strategy is not building for (no lock: hints).
   track_view other_track_view(track& t) const {
     return {t.rail, t.caps, t.outstanding_hint.load(std::memory_order_relaxed), false, nullptr, t.conn,
             t.bytes_hint.load(std::memory_order_relaxed), t.incoming.load(std::memory_order_relaxed), t.window,
             t.connected.load(std::memory_order_acquire), _rounds.load(std::memory_order_relaxed)};
   }
 
-  // Packet wrappers from g's pool, sized for t's driver (gate lock held);
-  // back to their gate's pool (that gate's lock held).
+  // A packet wrapper from g's pool, sized for t's driver (gate lock held).
   packet_wrapper* get_wrapper(gate& g, track& t);
-  static void put_wrapper(packet_wrapper* pw) { pw->owner->wrapper_pool.put(pw); }
-
   // Statistics: a track with nothing posted while its gate has work for it
   // is idle for want of a packet; the time is added up when it posts again
   // or the work is gone. Gate and track locks held.
   static void note_starved(gate& g, track& t);
 
- private:
   // Gate and track locks and the track's driver lock held; whether t has
   // something outstanding afterwards.
   bool schedule_track(gate& g, track& t, bool force);
