@@ -69,6 +69,10 @@ class gate : public send_side {
   std::string fail_reason;    // written once, before `failed` turns true
   bool fail_queued = false;   // fail_gate ran (session's pending lock)
   bool cleaned_up = false;    // clean_up_failed ran (matching lock)
+  // The failure the peer gave as the reason it ends its connections (a
+  // failure_notice: a rank, or -1), and whether ours to it left.
+  std::atomic<int> cause_reported{-1};
+  std::atomic<bool> notice_sent{false};
 
   std::size_t rdv_threshold = 1;  // messages this long and up: rendezvous (set-up)
 

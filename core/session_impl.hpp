@@ -309,6 +309,13 @@ class session_impl final : private wait_engine, private scheduler::host {
   // (a peer that gave up a collective because a third one died, then
   // closed its connections, did not fail first). _pending_lock not held.
   std::string failure_text(const gate& g);
+  // " (after rank N failed, as rank M reported)" if g's peer sent a
+  // failure_notice, else empty.
+  std::string reported_cause(const gate& g) const;
+  // Before ending its connections after a failure: tells every live
+  // connected peer which failure it was (failure_notice), and waits a
+  // little for the notices to leave.
+  void send_failure_notices();
 
   // Engine scopes open on this thread. Thread-locals on the message path
   // use the initial-exec model: a plain %fs-relative access instead of a

@@ -446,7 +446,7 @@ void session_impl::fail_gate(gate& g, std::string reason, bool close) {
     g.fail_reason = reason;
     if (_first_failed < 0) {
       _first_failed = g.rank;
-      _first_failure = peer_name(g) + " failed: " + reason;
+      _first_failure = peer_name(g) + " failed: " + reason + reported_cause(g);
     }
     _failures.push_back({&g, close});
     _pending_any.store(true, std::memory_order_release);
@@ -460,8 +460,21 @@ void session_impl::fail_gate(gate& g, std::string reason, bool close) {
 std::string session_impl::failure_text(const gate& g) {
   std::string text = peer_name(g) + " failed: " + g.fail_reason;
   std::lock_guard pl(_pending_lock);
-  if (_first_failed >= 0 && _first_failed != g.rank) text += " (after " + _first_failure + ")";
+  // The first failure seen here, unless g's is the one it was caused by
+  // (a peer that closed because g's peer died, as it reported).
+  if (_first_failed >= 0 && _first_failed != g.rank) {
+    if (_gates[_first_failed]->cause_reported.load(std::memory_order_acquire) != g.rank)
+      text += " (after " + _first_failure + ")";
+  } else {
+    text += reported_cause(g);
+  }
   return text;
+}
+
+std::string session_impl::reported_cause(const gate& g) const {
+  const int cause = g.cause_reported.load(std::memory_order_acquire);
+  if (cause < 0) return {};
+  return " (after " + peer_name(*_gates[cause]) + " failed, as " + peer_name(g) + " reported)";
 }
 
 void session_impl::clean_up_failed(gate& g, bool close) {

@@ -123,6 +123,14 @@ void session_impl::handle_chunk(gate& g, const wire::chunk_header& h, std::span<
     handle_offer_ack(g, h);
     return;
   }
+  if (static_cast<chunk_kind>(h.kind) == chunk_kind::failure_notice) {
+    if (h.tag >= static_cast<std::uint64_t>(_size) || static_cast<int>(h.tag) == g.rank || static_cast<int>(h.tag) == _rank) {
+      protocol_violation(g, "failure notice names rank " + std::to_string(h.tag));
+      return;
+    }
+    g.cause_reported.store(static_cast<int>(h.tag), std::memory_order_release);
+    return;
+  }
   bool created = false;
   message_state* m = find_message(g, h, payload, created);
   if (!m) {  // parked (early), the gate failed, or an offer declined

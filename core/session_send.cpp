@@ -353,6 +353,10 @@ void session_impl::entry_progress(gate& g, chunk_entry& e) {
     case chunk_kind::offer_ack:
       g.entry_pool.put(&e);
       return;
+    case chunk_kind::failure_notice:
+      g.notice_sent.store(true, std::memory_order_release);
+      g.entry_pool.put(&e);
+      return;
     case chunk_kind::data:
       if (e.len > 0) return;
       break;

@@ -572,6 +572,7 @@ void session_impl::shutdown() {
   engine_scope scope(*this);
   bool any_failed = false;
   for (auto& g : _gates) any_failed |= g->failed;
+  if (any_failed) send_failure_notices();
   _finalizing = true;
   try {
     // Nobody closes a connection a peer might still read from.
@@ -586,6 +587,51 @@ void session_impl::shutdown() {
   std::lock_guard ml(_match_lock);
   if (_match.any_posted())
     log_write(log_level::warn, "session", "finalize with receives still posted");
+}
+
+void session_impl::send_failure_notices() {
+  int cause;
+  {
+    std::lock_guard pl(_pending_lock);
+    cause = _first_failed;
+  }
+  // The failure this process saw first, or the one a peer reported (this
+  // process may have seen only the close it caused).
+  if (cause >= 0 && _gates[cause]->cause_reported.load(std::memory_order_acquire) >= 0)
+    cause = _gates[cause]->cause_reported.load(std::memory_order_acquire);
+  if (cause < 0) return;
+  std::vector<gate*> told;
+  for (auto& gp : _gates) {
+    gate& g = *gp;
+    if (g.rank == _rank || g.rank == cause || g.failed.load(std::memory_order_acquire)) continue;
+    bool connected = false;
+    for (const track& t : g.tracks) connected |= t.connected.load(std::memory_order_acquire);
+    if (!connected) continue;  // a peer never reached does not see us close
+    {
+      std::lock_guard gl(g.lock);
+      chunk_entry* e = g.entry_pool.get();
+      *e = chunk_entry{};
+      e->pooled = true;
+      e->kind = chunk_kind::failure_notice;
+      e->priority = 2;
+      e->tag = static_cast<std::uint64_t>(cause);
+      e->msg_len = chunk_entry::unknown_length;
+      g.collect.push_front(*e);
+    }
+    schedule(g);
+    told.push_back(&g);
+  }
+  if (told.empty()) return;
+  // A notice is one small packet: it leaves at once unless the peer is gone
+  // or its connection is full of data it no longer reads.
+  const auto deadline = std::chrono::steady_clock::now() + std::min(_finalize_timeout, std::chrono::milliseconds(1000));
+  _waiter.wait([&] {
+    engine_scope scope(*this);
+    bool left = true;
+    for (gate* g : told)
+      if (!g->notice_sent.load(std::memory_order_acquire) && !g->failed.load(std::memory_order_acquire)) left = false;
+    return left || std::chrono::steady_clock::now() > deadline;
+  });
 }
 
 session_impl::~session_impl() {

@@ -222,6 +222,17 @@ TEST_CASE("mpi proc_failed_anysource: any-source Recv/Probe/Mprobe fail once eve
   }
 }
 
+// Rank 0 never talks with rank 2; it may see only rank 1 end because
+// rank 2 died (over tcp it may have no connection to rank 2 at all): rank
+// 1's failure notice lets it name the death. The program checks the name.
+TEST_CASE("mpi proc_failed_relay: a rank that ends because another died makes its peers name the death") {
+  for (const char* driver : {"", "tcp"}) {
+    CAPTURE(driver);
+    auto r = run_with_deaths("proc_failed_relay", 3, {2}, driver_env(driver));
+    CHECK(contains(r.out, "rank 0: receive from rank 1 failed: MPI_ERR_PROC_FAILED: a peer process failed (rank 1 failed: "));
+  }
+}
+
 TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Barrier gives the survivors an error, never a hang") {
   for (const char* coll : {"allreduce", "bcast", "barrier"})
     for (const char* driver : {"", "tcp"})

@@ -131,3 +131,21 @@ TEST_CASE("protocol error: a receive whose rendezvous data was asked for fails w
   CHECK(r.error() == errc::peer_failed);
   CHECK(names(r, "ready-to-receive for unknown cookie 4660"));
 }
+
+TEST_CASE("protocol error: a failure notice that names no third rank fails its gate") {
+  // In a 1-process session the only peer is this process: a notice naming
+  // it, or a rank beyond the job, cannot be true.
+  for (std::uint64_t named : {std::uint64_t{0}, std::uint64_t{5}, ~std::uint64_t{0}}) {
+    CAPTURE(named);
+    auto s = make();
+    rounds(*s);
+    std::vector<unsigned char> buf(16);
+    request r;
+    REQUIRE(s->irecv(0, 1, buf.data(), buf.size(), r) == errc::ok);
+    g_inj.queue.push_back(packet(chunk_kind::failure_notice, 0, named, 0, 0, 0, chunk_entry::unknown_length));
+    rounds(*s);
+    REQUIRE(r.completed());
+    CHECK(r.error() == errc::peer_failed);
+    CHECK(names(r, "failure notice names rank " + std::to_string(named)));
+  }
+}

@@ -234,7 +234,7 @@ TEST_CASE("credits: a credit chunk round-trips; a data entry and its chunks cost
   CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, 0, 0) == 0);
   CHECK(wire::chunk_credit(chunk_kind::rdv_req, 0, chunk_flag::offer, 8) == 0);
   for (chunk_kind k : {chunk_kind::rtr, chunk_kind::cancel_req, chunk_kind::cancel_ack, chunk_kind::credit,
-                       chunk_kind::want, chunk_kind::offer_ack})
+                       chunk_kind::want, chunk_kind::offer_ack, chunk_kind::failure_notice})
     CHECK(wire::chunk_credit(k, 0, chunk_flag::opens, 0) == 0);
   // A small message (eager, announced at most small_message_max bytes)
   // costs small_message_credit in all, payload included; one byte more and
@@ -278,8 +278,8 @@ TEST_CASE("packet builder: a small message is never split over packets (its cred
   }
 }
 
-TEST_CASE("flow control chunks: want and offer_ack round-trip; a payload on them is refused") {
-  for (chunk_kind k : {chunk_kind::want, chunk_kind::offer_ack}) {
+TEST_CASE("control chunks: want, offer_ack and failure_notice round-trip; a payload on them is refused") {
+  for (chunk_kind k : {chunk_kind::want, chunk_kind::offer_ack, chunk_kind::failure_notice}) {
     std::vector<std::byte> pkt(sizeof(wire::packet_header) + sizeof(wire::chunk_header));
     wire::packet_header ph{wire::packet_magic, wire::protocol_version, 1, static_cast<std::uint32_t>(pkt.size()), 0};
     wire::chunk_header ch{};

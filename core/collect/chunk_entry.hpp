@@ -29,6 +29,9 @@ enum class chunk_kind : std::uint8_t {
   want = 7,        // receiver: "a receive (cookie2: its stamp) of tag/mask (cookie) waits:
                    // offer me the first message it matches that you hold for credit"
   offer_ack = 8,   // receiver: answer to an offer (cookie: the offer's sender cookie)
+  failure_notice = 9,  // "I end my connections because rank <tag> failed" (sent by a
+                       // process that saw a failure, before it closes: the peer then
+                       // names the failure, not the close it caused)
 };
 
 namespace chunk_flag {

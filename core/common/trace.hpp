@@ -97,6 +97,9 @@ inline const char* chunk_kind_name(unsigned k) {
     case 4: return "cancel_req";
     case 5: return "cancel_ack";
     case 6: return "credit";
+    case 7: return "want";
+    case 8: return "offer_ack";
+    case 9: return "failure_notice";
     default: return "?";
   }
 }

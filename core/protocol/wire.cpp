@@ -58,6 +58,7 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
     case chunk_kind::credit:
     case chunk_kind::want:
     case chunk_kind::offer_ack:
+    case chunk_kind::failure_notice:
       if (c.payload != 0) { error = "control chunk with payload"; return false; }
       // An empty rendezvous is legal: it is an empty synchronous send
       // asking to be told when it matched (answered by an empty rtr).

@@ -23,7 +23,7 @@
 namespace nmad::wire {
 
 constexpr std::uint32_t packet_magic = 0x4e4d4144;  // "NMAD"
-constexpr std::uint16_t protocol_version = 2;
+constexpr std::uint16_t protocol_version = 3;  // 3: failure_notice
 
 struct packet_header {
   std::uint32_t magic;

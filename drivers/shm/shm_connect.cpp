@@ -170,12 +170,12 @@ int shm_driver::progress_offer(conn& c) {
         return 1;
       }
     }
-    if (::kill(c.peer_pid, 0) != 0 && errno == ESRCH) fail(c, "peer process is gone");
+    if (peer_gone(c)) fail(c, "peer process is gone");
     return 0;
   }
   const std::uint32_t answer = c.hdr->state.load(std::memory_order_acquire);
   if (answer == 0) {
-    if (::kill(c.peer_pid, 0) != 0 && errno == ESRCH) fail(c, "peer process is gone");
+    if (peer_gone(c)) fail(c, "peer process is gone");
     return 0;
   }
   c.slot = -1;  // the peer freed it
@@ -244,24 +244,27 @@ void shm_driver::wireup_complete() {
   if (!_wake_name.empty()) ::unlink(("/dev/shm" + _wake_name).c_str());
 }
 
+bool shm_driver::peer_gone(const conn& c) const {
+  if (c.pidfd.fd >= 0) {
+    pollfd p{c.pidfd.fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+  }
+  return c.peer_pid > 0 && ::kill(c.peer_pid, 0) != 0 && errno == ESRCH;
+}
+
+void shm_driver::peer_closed(conn& c) {
+  for (conn* o : _ids)
+    if (o != &c && (o->st == state::established || o->st == state::offering) && o->peer_pid > 0 && peer_gone(*o))
+      fail(*o, "peer process died");
+  if (c.st == state::established) read_records(c);  // what the peer wrote before closing
+  c.closed_by_peer = true;
+  fail(c, "peer closed the connection");
+}
+
 void shm_driver::check_liveness(conn& c, steady::time_point now, bool force) {
   if (!force && now < c.next_liveness) return;
   c.next_liveness = now + kLivenessPeriod;
-  if (c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) {
-    // A peer often closes because a third process died (it gave up a
-    // collective with it and ended): look at every other peer first, so
-    // that a death is reported before the close it caused (the engine
-    // names the first failure it saw).
-    for (conn* o : _ids)
-      if (o != &c && o->st == state::established && ::kill(o->peer_pid, 0) != 0 && errno == ESRCH) {
-        fail(*o, "peer process died");
-        settle(*o);
-      }
-    // Drain what the peer wrote before closing, then fail.
-    read_records(c);
-    fail(c, "peer closed the connection");
-  } else if (::kill(c.peer_pid, 0) != 0 && errno == ESRCH) {
-    fail(c, "peer process died");
-  }
+  if (c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) peer_closed(c);
+  else if (peer_gone(c)) fail(c, "peer process died");
 }
 }  // namespace nmad::shm_impl

@@ -163,12 +163,13 @@ void shm_driver::map_pair(conn& c, void* base) {
 
 void shm_driver::fail(conn& c, std::string reason) {
   if (c.st == state::failed || c.st == state::closed) return;
+  const bool was_offering = c.st == state::offering;
   c.st = state::failed;
   c.fail_reason = std::move(reason);
   if (c.visible)
     log_write(log_level::warn, "shm", "connection to rank " + std::to_string(c.peer_rank) + " failed: " + c.fail_reason);
   if (c.hdr) c.hdr->closed[c.connector ? 1 : 0].store(1, std::memory_order_release);
-  if (c.st != state::offering) wake_peer(c);
+  if (!was_offering) wake_peer(c);
   if (!c.seg_name.empty()) {
     ::shm_unlink(c.seg_name.c_str());
     c.seg_name.clear();
@@ -292,7 +293,7 @@ post_result shm_driver::post_get(connection_id id, std::uint64_t remote_addr, st
   if (!c || c->st != state::established) return post_result::failed;
   if (!c->cma) return post_result::failed;  // the sender pushes instead
   if (c->hdr->closed[c->connector ? 0 : 1].load(std::memory_order_acquire)) {
-    fail(*c, "peer closed the connection");  // never copy from a peer known to be gone
+    peer_closed(*c);  // never copy from a peer known to be gone
     return post_result::failed;
   }
   const std::size_t len = total_len(dst);
@@ -425,7 +426,7 @@ int shm_driver::flush(conn& c) {
         continue;
       }
       if (!op.copied && c.cma && c.hdr->closed[c.connector ? 0 : 1].load(std::memory_order_acquire)) {
-        fail(c, "peer closed the connection");  // never copy towards a peer known to be gone
+        peer_closed(c);  // never copy towards a peer known to be gone
         return work + 1;
       }
       if (!op.copied && c.cma) {
@@ -508,6 +509,9 @@ int shm_driver::settle(conn& c) {
   // A broken connection, or a connect() that never got through, is
   // reported once.
   if (c.st == state::failed && !c.failure_reported && (c.visible || c.connector)) {
+    if (c.closed_by_peer)  // the deaths found with it first (peer_closed)
+      for (conn* o : _ids)
+        if (o != &c && o->st == state::failed && !o->closed_by_peer) work += settle(*o);
     c.failure_reported = true;
     _cfg.events->on_connection_failed(c.id, c.fail_reason);
     ++work;

@@ -276,6 +276,7 @@ class shm_driver final : public driver {
     state st = state::offering;
     bool visible = false;  // on_connected was reported
     bool failure_reported = false;
+    bool closed_by_peer = false;  // failed because the peer closed (reported after other deaths)
     std::string fail_reason;
     mapping seg;
     pair_header* hdr = nullptr;
@@ -308,6 +309,16 @@ class shm_driver final : public driver {
   int flush(conn& c);
   bool write_record(conn& c, std::uint16_t kind, std::span<const std::byte> payload);
   void check_liveness(conn& c, steady::time_point now, bool force = false);
+  // Whether c's peer process has ended: its pidfd is readable (also while
+  // the ended process waits for its parent to reap it, which kill(pid, 0)
+  // does not tell), or, without one, kill(pid, 0) finds no process.
+  bool peer_gone(const conn& c) const;
+  // c's peer closed: fails every other connection whose peer has ended
+  // (a peer often closes because a third process died: it gave up a
+  // collective with it and ended), drains what c's peer wrote, then fails
+  // c. settle() reports such a failure after every other one, so the
+  // engine, which names the first failure it saw, names the death.
+  void peer_closed(conn& c);
   int settle(conn& c);
   void queue_record(conn& c, std::uint16_t kind, std::vector<std::byte> payload);
   bool attach_peer(conn& c, const char* doorbell_name);

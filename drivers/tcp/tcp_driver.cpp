@@ -325,6 +325,7 @@ int tcp_driver::poll() {
     short ev = 0;
     if (c->fd >= 0) {
       ev = c->st == state::connecting ? POLLOUT : POLLIN;
+      if (c->st == state::established) ev |= POLLRDHUP;
       if (c->wants_write()) ev |= POLLOUT;
     }
     handshaking |= c->st == state::connecting || c->st == state::await_ack ||
@@ -338,6 +339,9 @@ int tcp_driver::poll() {
   work += accepted ? 1 : 0;
   if (had_pending || accepted) work += progress_pending();
   const steady::time_point now = handshaking ? steady::now() : steady::time_point{};
+  for (std::size_t i = 0; i < pids_.size(); ++i)  // all of them before any report_later()
+    if (conn* c = find(pids_[i]); c && c->st == state::established)
+      c->hangup = (pfds_[i + 2].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
   for (std::size_t i = 0; i < pids_.size(); ++i) {
     conn* c = find(pids_[i]);
     if (!c) continue;  // closed by a callback
@@ -347,6 +351,10 @@ int tcp_driver::poll() {
          c->st == state::await_hello))
       fail(*c, c->incoming ? "no complete hello in time"
                            : "handshake timed out (peer does not answer)");
+    if (report_later(*c)) {
+      ++work;  // not idle: the report is due within a few polls
+      continue;
+    }
     work += settle(*c);
   }
   --depth_;
@@ -386,6 +394,19 @@ arm_result tcp_driver::arm_wakeup(std::vector<pollfd>& fds, int& timeout_ms) {
   }
   if (handshaking) limit_sleep(timeout_ms, 10);
   return arm_result::armed;
+}
+
+// Whether c's failure, an orderly close by its peer, waits for another
+// connection whose peer hung up too to be read to its end (and fail first).
+// Bounded: a peer that half-closed and still reads does not delay it long.
+bool tcp_driver::report_later(conn& c) {
+  if (c.st != state::failed || !c.closed_by_peer || c.report_deferred >= kMaxReportDeferrals) return false;
+  for (auto& [id, o] : conns_)
+    if (o.get() != &c && o->st == state::established && o->hangup) {
+      ++c.report_deferred;
+      return true;
+    }
+  return false;
 }
 
 int tcp_driver::progress(conn& c, short revents) {
@@ -485,6 +506,7 @@ int tcp_driver::read_frames(conn& c) {
     }
     ssize_t r = ::readv(c.fd, v, n);
     if (r == 0) {
+      c.closed_by_peer = true;
       fail(c, "peer closed the connection");
       break;
     }

@@ -42,6 +42,8 @@ constexpr std::size_t kMaxIov = 64;
 constexpr std::size_t kMaxSendsInFlight = 32;
 constexpr int kMaxWriteIov = 256;
 constexpr int kMaxReadsPerPoll = 64;
+// Polls an orderly close's report may wait for other hung-up connections.
+constexpr int kMaxReportDeferrals = 256;
 constexpr int kDefaultSockbuf = 256 * 1024;
 constexpr std::size_t kDefaultFragment = 512 * 1024;
 constexpr std::size_t kMinFragment = 4096;
@@ -260,6 +262,14 @@ struct conn {
   std::string peer_addr;
   steady::time_point deadline;
   std::string fail_reason;
+  // The peer closed in order (end of stream): its failure is reported after
+  // those of connections whose peers hung up too (a peer often closes
+  // because a third process died; the engine names the first failure it
+  // sees, which should be the death). `hangup`: the last poll saw the
+  // peer's end hang up, the stream not read to its end yet.
+  bool closed_by_peer = false;
+  bool hangup = false;
+  int report_deferred = 0;  // polls the report waited for those
 
   // Handshake bytes in and out.
   std::vector<char> hs_in;
@@ -365,6 +375,7 @@ class tcp_driver final : public driver {
   void start_body(conn& c);
   void finish_body(conn& c);
   int settle(conn& c);
+  bool report_later(conn& c);
   bool read_exact(conn& c);
   void become_established(conn& c);
 

@@ -45,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto kind = static_cast<chunk_kind>(h.kind);
     require(kind == chunk_kind::data || kind == chunk_kind::rdv_req || kind == chunk_kind::rtr ||
             kind == chunk_kind::cancel_req || kind == chunk_kind::cancel_ack ||
-            kind == chunk_kind::credit || kind == chunk_kind::want || kind == chunk_kind::offer_ack);
+            kind == chunk_kind::credit || kind == chunk_kind::want || kind == chunk_kind::offer_ack ||
+            kind == chunk_kind::failure_notice);
     if (kind == chunk_kind::data) require(h.len == h.payload);
     else require(h.payload == 0);
     require(h.offset + h.len >= h.offset);

@@ -137,6 +137,11 @@ std::vector<std::pair<std::string, bytes>> packets() {
   cack.kind = chunk_kind::cancel_ack;
   cack.flags = chunk_flag::cancel_ok;
   v.push_back({"cancel-ack", packet({cack})});
+  chunk notice;
+  notice.kind = chunk_kind::failure_notice;
+  notice.tag = 1;
+  notice.msg_len = chunk_entry::unknown_length;
+  v.push_back({"failure-notice", packet({notice})});
   v.push_back({"mixed", packet({data(7, 0, 0, 4, 4, true), rdv, data(7, 1, 0, 12, 12, true)})});
   v.push_back({"short", short_packet(1, 0, 8)});
   v.push_back({"short-empty", short_packet(2, 0, 0)});
