@@ -40,7 +40,10 @@ TEST_CASE("mpi completion: Waitall/any/some, Testall/any/some, Request_get_statu
 
 TEST_CASE("mpi completion_progress: one test call reports whatever can complete without another process") {
   expect_pass("completion_progress", {1, 2, 3, 4});
-  expect_pass_all_drivers("completion_progress", {1, 3});
+  expect_pass("completion_progress", {1, 3}, {{"NMAD_DRIVER", "shm"}});
+  // Over tcp a message to this process crosses the kernel's loopback, which
+  // a loaded machine may deliver later: a few calls are allowed for those.
+  expect_pass("completion_progress", {1, 3}, {{"NMAD_DRIVER", "tcp"}, {"MPITEST_SELF_ASYNC", "1"}});
   // With a progress thread polling the drivers concurrently.
   expect_pass("completion_progress", {1, 3}, {{"NMAD_PROGRESS", "thread"}});
 }
