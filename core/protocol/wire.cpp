@@ -69,7 +69,7 @@ bool packet_reader::next(chunk_view& out, std::string& error) {
   }
   if (c.offset + c.len < c.offset) { error = "chunk range overflows"; return false; }
   // (Only data and rendezvous requests have a range inside a message.)
-  if ((kind == chunk_kind::data || kind == chunk_kind::rdv_req) && c.msg_len != chunk_entry::unknown_length &&
+  if ((kind == chunk_kind::data || kind == chunk_kind::rdv_req) && c.msg_len != unknown_msg_length &&
       c.offset + c.len > c.msg_len) {
     error = "chunk range beyond its message length";
     return false;

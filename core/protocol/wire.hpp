@@ -18,7 +18,7 @@
 #include <span>
 #include <string>
 
-#include "core/collect/chunk_entry.hpp"
+#include "core/protocol/vocabulary.hpp"
 
 namespace nmad::wire {
 
@@ -46,7 +46,7 @@ struct chunk_header {
                            // pullable: the sender driver's key (driver::expose)
   std::uint64_t offset;    // absolute offset in the message
   std::uint64_t len;       // range length (data: == payload)
-  std::uint64_t msg_len;   // total length or chunk_entry::unknown_length
+  std::uint64_t msg_len;   // total length or unknown_msg_length
   std::uint64_t cookie;    // rdv_req/rtr: sender's cookie
   std::uint64_t cookie2;   // rtr: receiver's data cookie
 };
