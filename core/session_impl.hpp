@@ -217,7 +217,6 @@ class session_impl final : private wait_engine, private scheduler::host {
   void put_wrapper(packet_wrapper* pw) { scheduler::put_wrapper(pw); }
 
   // Send helpers.
-  bool send_inline(gate& g, request_state& r, const void* buf, std::size_t len);  // gate lock held
   static bool expose_pull_hook(send_side& side, chunk_entry& e);                  // send_side::expose_pull
   void entry_progress(gate& g, chunk_entry& e);  // gate lock held
   void finish_send_if_done(request_state& r);

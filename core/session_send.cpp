@@ -83,7 +83,7 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   const bool offload = _copy_offload_min && !sync && len >= _copy_offload_min && len < g.rdv_threshold &&
                        dest != _rank && _waiter.counts_work();
   std::unique_lock gl(g.lock);
-  if (!offload && !sync && len < g.rdv_threshold && send_inline(g, r, buf, len)) {
+  if (!offload && !sync && len < g.rdv_threshold && _sched.send_inline(g, r.first_piece.tag, buf, len)) {
     gl.unlock();
     complete(r);
     return errc::ok;
@@ -151,46 +151,6 @@ task_result session_impl::offload_task(void* arg) {
   }
   s.schedule(g);
   return {1, true};
-}
-
-// The small-message path. When nothing of this gate waits in its collect
-// list or for its track, a whole small message goes straight to the
-// driver in the compact form (short_header + payload, copied once, by the
-// driver) and the send is complete on return: no chunk entry, packet
-// wrapper, strategy or completion round. Anything queued means the
-// strategy path keeps the order and may aggregate: no inline send then.
-// The caller completes the request (after unlocking) when this answers true.
-// A driver another thread holds is not waited for: the general path then.
-bool session_impl::send_inline(gate& g, request_state& r, const void* buf, std::size_t len) {
-  track& t = g.tracks[0];
-  if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
-      !g.inline_admits(len) || !t.connected.load(std::memory_order_acquire))
-    return false;  // (credit short: the general path, where the message waits for it)
-  std::lock_guard tl(t.lock);
-  if (t.retry) return false;
-  driver_slot& slot = *t.slot;
-  if (!slot.lock.try_lock()) return false;
-  // (The strategy may ask the driver about its backlog: under its lock.)
-  if (!g.strat->allow_inline(view_of(t))) {
-    slot.lock.unlock();
-    return false;
-  }
-  // The number is read here and taken only once the driver took the message.
-  std::uint32_t& seq = g.seq_counter(r.first_piece.tag);
-  const wire::short_header h{wire::short_magic, seq, r.first_piece.tag};
-  const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
-  const trace::stamp posted = trace::enabled() ? trace::stamp_now() : trace::stamp{};
-  const post_result res = slot.drv->send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
-  slot.lock.unlock();
-  if (res != post_result::posted) return false;  // failed: the general path reports it
-  if (trace::enabled()) trace::emit_stamped(posted, trace::event::send_inline, g.rank, 0, h.tag, h.seq, len);
-  ++seq;
-  g.charge_inline(len);
-  t.inline_round = _rounds.load(std::memory_order_relaxed);
-  // (The session's totals add the tracks' counters in: see stats().)
-  t.stats.inline_sends.add();
-  t.stats.inline_bytes.add(sizeof h + len);
-  return true;
 }
 
 errc session_impl::pack_begin(int dest, tag_t tag, request_state& r, std::uint8_t priority) {

@@ -55,7 +55,7 @@ static_assert(sizeof(chunk_header) == 64);
 // The compact form of the commonest packet: one whole message of eager
 // bytes (offset 0, last piece, length = the rest of the packet). 16 bytes
 // of header instead of 80; the receiver decodes it in place. Sent only by
-// the engine's inline path (see session_impl::send_inline).
+// the engine's inline path (see scheduler::send_inline).
 //
 //   short_header | payload
 constexpr std::uint32_t short_magic = 0x534d414e;  // "NAMS": differs from packet_magic
@@ -66,6 +66,9 @@ struct short_header {
   std::uint64_t tag;
 };
 static_assert(sizeof(short_header) == 16);
+
+// The compact form's header of message (tag, seq).
+inline short_header short_form(std::uint64_t tag, std::uint32_t seq) { return {short_magic, seq, tag}; }
 
 // Whether `packet` is in the compact form (then h holds its header).
 inline bool is_short(std::span<const std::byte> packet, short_header& h) {

@@ -82,7 +82,7 @@ struct rdv_range {
 //                     rendezvous range; may shorten `len` (the rest comes back
 //                     in the next call). Default: ranges of 256 KiB and up cut in
 //                     equal pieces over the connected tracks, in turn.
-//   allow_inline      may a small message skip the queue (session_impl::send_inline)?
+//   allow_inline      may a small message skip the queue (scheduler::send_inline)?
 //   flush             send what is held now (the end of a packed message).
 class strategy {
  public:
@@ -99,7 +99,7 @@ class strategy {
   virtual void on_submit(collect_list& queue, chunk_entry& e) {}
   virtual std::uint32_t choose_rdv_track(const rdv_range& r, std::span<const track_view> tracks,
                                          std::uint64_t& len);
-  // The inline path (session_impl::send_inline): whether a small message
+  // The inline path (scheduler::send_inline): whether a small message
   // may skip the collect list and go straight to the driver, when nothing
   // is queued for the gate. Default: yes, there is nothing to aggregate or
   // reorder it with. A strategy that aggregates answers no while the track

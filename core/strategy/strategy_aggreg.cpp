@@ -12,9 +12,7 @@ class strategy_aggreg final : public strategy {
   std::string_view name() const override { return "aggreg"; }
   // Inline only on a quiet track: once a packet is on its way, later sends
   // wait in the collect list and leave together.
-  bool allow_inline(const track_view& t) const override {
-    return t.outstanding == 0 && !t.just_sent && !t.backlog();
-  }
+  bool allow_inline(const track_view& t) const override { return tactics::quiet_track(t); }
   bool build_packet(collect_list& queue, packet_builder& out) override { return tactics::aggregate(queue, out); }
 };
 

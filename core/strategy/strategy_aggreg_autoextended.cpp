@@ -17,9 +17,7 @@ class strategy_aggreg_autoextended final : public strategy {
   static constexpr std::uint64_t kLimit = 16 * 1024;   // close the aggregate here
 
   std::string_view name() const override { return "aggreg_autoextended"; }
-  bool allow_inline(const track_view& t) const override {
-    return t.outstanding == 0 && !t.just_sent && !t.backlog();
-  }
+  bool allow_inline(const track_view& t) const override { return tactics::quiet_track(t); }
   void on_submit(collect_list&, chunk_entry& e) override {
     if (e.hints & chunk_hint::express) _flush = true;
   }

@@ -12,9 +12,7 @@ namespace {
 class strategy_prio final : public strategy {
  public:
   std::string_view name() const override { return "prio"; }
-  bool allow_inline(const track_view& t) const override {
-    return t.outstanding == 0 && !t.just_sent && !t.backlog();
-  }
+  bool allow_inline(const track_view& t) const override { return tactics::quiet_track(t); }
   // A chunk above priority 0 was queued: the picks look at the whole
   // queue (however deep the bulk in front of it) until none is left;
   // otherwise at its first 64 entries.

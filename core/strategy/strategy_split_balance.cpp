@@ -12,9 +12,7 @@ namespace {
 class strategy_split_balance final : public strategy {
  public:
   std::string_view name() const override { return "split_balance"; }
-  bool allow_inline(const track_view& t) const override {
-    return t.outstanding == 0 && !t.just_sent && !t.backlog();
-  }
+  bool allow_inline(const track_view& t) const override { return tactics::quiet_track(t); }
   bool build_packet(collect_list& queue, packet_builder& out) override { return tactics::aggregate(queue, out); }
   bool build_packet(collect_list& queue, packet_builder& out, const track_view& t,
                     std::span<const track_view> tracks) override {

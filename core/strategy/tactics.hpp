@@ -19,6 +19,12 @@ namespace nmad::tactics {
 // message's flow: it must not overtake the rendezvous it cancels.)
 bool is_control(const chunk_entry& e);
 
+// Inline sends on a quiet track only (strategy::allow_inline of the
+// aggregating strategies): nothing posted on it, nothing sent inline in
+// this progress round, no backlog in the driver. Once a packet is on its
+// way, later sends wait in the collect list and leave together.
+inline bool quiet_track(const track_view& t) { return t.outstanding == 0 && !t.just_sent && !t.backlog(); }
+
 // The oldest chunk, whole or the prefix of it that fits.
 bool take_oldest(collect_list& q, packet_builder& out);
 

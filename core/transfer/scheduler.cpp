@@ -213,4 +213,39 @@ void scheduler::send_done(packet_wrapper* pw) {
   schedule(g);  // the track has room again: this is where strategies act
 }
 
+// Anything queued means the strategy path keeps the order and may
+// aggregate: no inline send then. A driver another thread holds is not
+// waited for.
+bool scheduler::send_inline(gate& g, std::uint64_t tag, const void* buf, std::size_t len) {
+  track& t = g.tracks[0];
+  if (len + sizeof(wire::short_header) > t.max_inline || !g.collect.empty() || !g.data_out.empty() ||
+      !g.inline_admits(len) || !t.connected.load(std::memory_order_acquire))
+    return false;  // (credit short: the general path, where the message waits for it)
+  std::lock_guard tl(t.lock);
+  if (t.retry) return false;
+  driver_slot& slot = *t.slot;
+  if (!slot.lock.try_lock()) return false;
+  // (The strategy may ask the driver about its backlog: under its lock.)
+  if (!g.strat->allow_inline(view_of(t))) {
+    slot.lock.unlock();
+    return false;
+  }
+  // The number is read here and taken only once the driver took the message.
+  std::uint32_t& seq = g.seq_counter(tag);
+  const wire::short_header h = wire::short_form(tag, seq);
+  const iovec iov[2] = {{const_cast<wire::short_header*>(&h), sizeof h}, {const_cast<void*>(buf), len}};
+  const trace::stamp posted = trace::enabled() ? trace::stamp_now() : trace::stamp{};
+  const post_result res = slot.drv->send_inline(t.conn, std::span<const iovec>(iov, len ? 2 : 1));
+  slot.lock.unlock();
+  if (res != post_result::posted) return false;  // failed: the general path reports it
+  if (trace::enabled()) trace::emit_stamped(posted, trace::event::send_inline, g.rank, 0, h.tag, h.seq, len);
+  ++seq;
+  g.charge_inline(len);
+  t.inline_round = _rounds.load(std::memory_order_relaxed);
+  // (The session's totals add the tracks' counters in: see stats().)
+  t.stats.inline_sends.add();
+  t.stats.inline_bytes.add(sizeof h + len);
+  return true;
+}
+
 }  // namespace nmad

@@ -64,6 +64,18 @@ class scheduler {
   // track has room again, the entries it carried may be done.
   void send_done(packet_wrapper* pw);
 
+  // The fast case, for a whole small message (tag, buf, len) when nothing
+  // of g waits in its collect list or for its first track: the message
+  // goes straight to the driver in the compact form (wire::short_form +
+  // payload, copied once, by the driver), without chunk entry, packet
+  // wrapper or completion round. It takes its sequence number and credit
+  // from g's send side like any other send, and g's strategy allows or
+  // refuses it (allow_inline). True: the driver took it (the send is
+  // complete); false: the caller queues it the general way (credit short,
+  // anything queued, a driver another thread holds, a refusal). Gate lock
+  // held.
+  bool send_inline(gate& g, std::uint64_t tag, const void* buf, std::size_t len);
+
   // What a strategy is told about track t (track lock held).
   track_view view_of(track& t) const {
     const unsigned round = _rounds.load(std::memory_order_relaxed);
