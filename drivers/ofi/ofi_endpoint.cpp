@@ -76,16 +76,13 @@ void ofi_driver::open(const driver_config& config) {
     throw std::runtime_error("ofi driver: rank " + std::to_string(config.rank) + " out of range for job size " +
                              std::to_string(config.size));
   _cfg = config;
-  // The knobs and their ranges: core/common/config_knobs.cpp.
-  _connect_timeout = config::milliseconds("NMAD_OFI_CONNECT_TIMEOUT_MS");
-  _cache_max = static_cast<std::size_t>(config::integer("NMAD_OFI_MR_CACHE"));
-  const std::string rma_mode = config::word("NMAD_OFI_RMA");
+  const tunables tun = read_tunables();
+  _connect_timeout = tun.connect_timeout;
+  _cache_max = tun.mr_cache;
+  const std::string& rma_mode = tun.rma;
   std::string forced = _forced, forced_by = "forced";
-  if (forced.empty()) {
-    if (config::is_set("NMAD_OFI_PROVIDER")) forced = config::text("NMAD_OFI_PROVIDER"), forced_by = "NMAD_OFI_PROVIDER";
-    else if (const char* f = std::getenv("FI_PROVIDER"); f && *f) forced = f, forced_by = "FI_PROVIDER";
-  }
-  std::string domain = config::text("NMAD_OFI_DOMAIN");
+  if (forced.empty()) forced = tun.provider, forced_by = tun.provider_source;
+  const std::string& domain = tun.domain;
 
   info_ptr hints = make_hints(forced);
   fi_info* raw = nullptr;

@@ -81,6 +81,19 @@ inline std::uint64_t data_tag(std::uint32_t peer_id, std::uint64_t cookie) {
   return kDataBit | std::uint64_t{peer_id} << 32 | (cookie & 0xffffffffu);
 }
 
+// The driver's knobs, read in one place (ranges and defaults:
+// core/common/config_knobs.cpp). `provider` is the provider a user forced
+// (NMAD_OFI_PROVIDER, else libfabric's own FI_PROVIDER), `provider_source`
+// which of the two said so; empty: the preference order below.
+struct tunables {
+  std::chrono::milliseconds connect_timeout{5000};  // NMAD_OFI_CONNECT_TIMEOUT_MS
+  std::size_t mr_cache = 64;                        // NMAD_OFI_MR_CACHE
+  std::string rma;                                  // NMAD_OFI_RMA: auto, on, off
+  std::string provider, provider_source;
+  std::string domain;                               // NMAD_OFI_DOMAIN
+};
+tunables read_tunables();
+
 inline const char* const kPreference[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "shm"};
 
 // ---- control messages ---------------------------------------------------------

@@ -7,6 +7,22 @@
 
 namespace nmad::ofi_detail {
 
+tunables read_tunables() {
+  tunables t;
+  t.connect_timeout = config::milliseconds("NMAD_OFI_CONNECT_TIMEOUT_MS");
+  t.mr_cache = static_cast<std::size_t>(config::integer("NMAD_OFI_MR_CACHE"));
+  t.rma = config::word("NMAD_OFI_RMA");
+  if (config::is_set("NMAD_OFI_PROVIDER")) {
+    t.provider = config::text("NMAD_OFI_PROVIDER");
+    t.provider_source = "NMAD_OFI_PROVIDER";
+  } else if (const char* f = std::getenv("FI_PROVIDER"); f && *f) {
+    t.provider = f;
+    t.provider_source = "FI_PROVIDER";
+  }
+  t.domain = config::text("NMAD_OFI_DOMAIN");
+  return t;
+}
+
 // What the driver asks of a provider.
 info_ptr make_hints(const std::string& provider) {
   info_ptr h(ofi_library::require().dupinfo(nullptr));
@@ -67,7 +83,7 @@ using ofi_detail::candidates;
 
 std::vector<ofi_provider_status> ofi_probe_providers() {
   std::vector<ofi_provider_status> out;
-  const std::string domain = config::text("NMAD_OFI_DOMAIN");
+  const std::string domain = ofi_detail::read_tunables().domain;
   info_ptr hints = make_hints("");
   fi_info* raw = nullptr;
   const int ret = ofi_library::getinfo(hints.get(), &raw);
