@@ -146,6 +146,15 @@ bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
 std::string session::local_address(std::string_view driver) const { return _impl->local_address(driver); }
 std::string session::driver_name() const { return _impl->driver_name(); }
 
+errc session::isendv(int dest, tag_t tag, std::span<const send_piece> pieces, request& req) {
+  request_state& r = state_of(req);
+  errc e = _impl->pack_begin(dest, tag, r);
+  for (const send_piece& p : pieces)
+    if (e == errc::ok && p.len > 0) e = _impl->pack_piece(r, p.buf, p.len, p.mode);
+  const errc sealed = _impl->pack_seal(r);  // (ends the message whatever happened)
+  return e == errc::ok ? sealed : e;
+}
+
 // ---- pack / unpack ---------------------------------------------------------------
 
 pack_connection::pack_connection(session& s, int dest, tag_t tag) : _session(s) {

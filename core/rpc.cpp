@@ -3,7 +3,7 @@
 //   [request_wire: express] [header: express] [body: cheaper]
 // and its answer one packed message on the answer tag of the call number,
 //   [answer_wire: express] [header: express] [body: cheaper].
-// Both are sealed without waiting (session_impl::pack_seal): the sender
+// Both are sent without waiting (session::isendv, pieces with their pack modes): the sender
 // goes on serving and calling while the engine moves the bytes, so two
 // ranks calling each other with rendezvous bodies do not wait on each
 // other.
@@ -14,8 +14,6 @@
 #include <exception>
 
 #include "core/common/log.hpp"
-#include "core/request.hpp"
-#include "core/session_impl.hpp"
 
 namespace nmad::rpc {
 namespace {
@@ -154,14 +152,10 @@ errc endpoint::call_async(int dest, service_id id, std::span<const std::byte> he
   const request_wire w{request_magic, id, c._number, header.size(), body.size()};
   std::memcpy(c._wire, &w, sizeof w);
   c._done = false;
-  session_impl& impl = _s.impl();
-  request_state& r = state_of(c._send);
-  errc e = impl.pack_begin(dest, _base, r);
-  if (e == errc::ok) e = impl.pack_piece(r, c._wire, sizeof w, pack_mode::express);
-  if (e == errc::ok && !header.empty()) e = impl.pack_piece(r, header.data(), header.size(), pack_mode::express);
-  if (e == errc::ok && !body.empty()) e = impl.pack_piece(r, body.data(), body.size(), pack_mode::cheaper);
-  const errc sealed = impl.pack_seal(r);
-  if (e == errc::ok) e = sealed;
+  const send_piece pieces[] = {{c._wire, sizeof w, pack_mode::express},
+                               {header.data(), header.size(), pack_mode::express},
+                               {body.data(), body.size(), pack_mode::cheaper}};
+  const errc e = _s.isendv(dest, _base, pieces, c._send);
   if (e != errc::ok && c._send.completed()) {
     finish(c, e, rpc::status::not_answered,
            what + ": " + (c._send.error_message().empty() ? std::string(to_string(e)) : c._send.error_message()));
@@ -329,15 +323,14 @@ int endpoint::serve_one(int source) {
   std::uint64_t body_len = 0;
   for (const auto& v : a->rep._views) body_len += v.size();
   a->wire = answer_wire{answer_magic, static_cast<std::uint32_t>(st), a->rep._header.size(), body_len, 0};
-  session_impl& impl = _s.impl();
-  request_state& r = state_of(a->req);
-  errc se = impl.pack_begin(source, answer_tag(w.number), r);
-  if (se == errc::ok) se = impl.pack_piece(r, &a->wire, sizeof a->wire, pack_mode::express);
-  if (se == errc::ok && !a->rep._header.empty())
-    se = impl.pack_piece(r, a->rep._header.data(), a->rep._header.size(), pack_mode::express);
-  for (const auto& v : a->rep._views)
-    if (se == errc::ok && !v.empty()) se = impl.pack_piece(r, v.data(), v.size(), pack_mode::cheaper);
-  impl.pack_seal(r);
+  std::vector<send_piece> pieces;
+  pieces.reserve(2 + a->rep._views.size());
+  pieces.push_back({&a->wire, sizeof a->wire, pack_mode::express});
+  pieces.push_back({a->rep._header.data(), a->rep._header.size(), pack_mode::express});
+  for (const auto& v : a->rep._views) pieces.push_back({v.data(), v.size(), pack_mode::cheaper});
+  // (A failed answer completes a->req with its error; the caller's side
+  // reports it as a failure of the call.)
+  _s.isendv(source, answer_tag(w.number), pieces, a->req);
   ++_served;
   _answers.push_back(std::move(a));
   return 1;

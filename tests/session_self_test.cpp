@@ -296,6 +296,51 @@ TEST_CASE("self: pack/unpack round trip, express piece readable at once") {
   CHECK(u.source() == 0);
 }
 
+TEST_CASE("self: isendv sends one message of several pieces without waiting; errors as isend") {
+  auto s = make("aggreg");
+  std::uint32_t n = 100000;  // the body goes by rendezvous
+  auto body = pattern(n, 4);
+  auto tail = pattern(5, 6);
+  const send_piece pieces[] = {{&n, sizeof n, pack_mode::express},
+                               {nullptr, 0, pack_mode::express},  // empty: nothing
+                               {body.data(), n, pack_mode::cheaper},
+                               {tail.data(), tail.size(), pack_mode::cheaper}};
+  request sent;
+  REQUIRE(s->isendv(0, 78, pieces, sent) == errc::ok);
+  // Received as one message, piece by piece...
+  {
+    unpack_connection u(*s, 0, 78);
+    std::uint32_t got_n = 0;
+    CHECK(u.unpack(&got_n, sizeof got_n, pack_mode::express) == errc::ok);
+    CHECK(got_n == n);
+    std::vector<unsigned char> got(got_n), got_tail(5);
+    CHECK(u.unpack(got.data(), got_n, pack_mode::cheaper) == errc::ok);
+    CHECK(u.unpack(got_tail.data(), got_tail.size(), pack_mode::cheaper) == errc::ok);
+    CHECK(u.end() == errc::ok);
+    CHECK(got == body);
+    CHECK(got_tail == tail);
+  }
+  s->wait(sent);
+  CHECK(sent.error() == errc::ok);
+  // ... or whole, by irecv of the total length.
+  request again, in;
+  REQUIRE(s->isendv(0, 79, pieces, again) == errc::ok);
+  std::vector<unsigned char> whole(sizeof n + n + 5);
+  REQUIRE(s->irecv(0, 79, whole.data(), whole.size(), in) == errc::ok);
+  s->wait(in);
+  s->wait(again);
+  CHECK(in.error() == errc::ok);
+  CHECK(in.status().length == whole.size());
+  CHECK(std::memcmp(whole.data(), &n, sizeof n) == 0);
+  CHECK(std::equal(body.begin(), body.end(), whole.begin() + sizeof n));
+  CHECK(std::equal(tail.begin(), tail.end(), whole.begin() + sizeof n + n));
+  // A rank out of range: refused with a message, the request completed.
+  request bad;
+  CHECK(s->isendv(5, 80, pieces, bad) == errc::invalid_argument);
+  CHECK(bad.completed());
+  CHECK(bad.error_message().find("out of range") != std::string::npos);
+}
+
 // The message's first entry is sent and recycled between two pack() calls:
 // a later piece that gets the same pooled entry must not open the message
 // again (it once took a new sequence number, and the receiver waited for

@@ -208,6 +208,19 @@ struct session_options {
   long copy_offload = -1;
 };
 
+// How a piece of a packed message travels (pack_connection, isendv; see
+// "Pack / unpack" below): express pieces may overtake, and are in the
+// receiver's memory when its unpack() returns; cheaper ones may be delayed,
+// reordered or aggregated.
+enum class pack_mode { express, cheaper };
+
+// One piece of a message sent with session::isendv.
+struct send_piece {
+  const void* buf;
+  std::size_t len;
+  pack_mode mode = pack_mode::cheaper;
+};
+
 class session {
  public:
   // Joins the job described by the environment (see core/bootstrap). Throws
@@ -241,6 +254,14 @@ class session {
   // The same with options (a priority for the strategy).
   errc isend(int dest, tag_t tag, const void* buf, std::size_t len,
              request& req, const send_options& opts);
+  // One message made of several pieces, gathered from their buffers and
+  // sent without waiting, each with its pack_mode (as pack_connection::pack
+  // does, but the caller does not wait: req completes once every piece
+  // has left, and the buffers must stay untouched until then). The
+  // receiver sees one message of the pieces' total length (irecv, or an
+  // unpack_connection piece by piece). Errors as isend; an error met after
+  // the first piece completes req with it (the result is that error too).
+  errc isendv(int dest, tag_t tag, std::span<const send_piece> pieces, request& req);
   // Starts receiving into buf (capacity len) a message from `source` (or
   // any_source) whose tag matches `tag` on the bits of `mask`.
   errc irecv(int source, tag_t tag, void* buf, std::size_t len, request& req,
@@ -401,10 +422,12 @@ class session {
   // The drivers the gates to other processes use ("shm", "tcp", "shm+tcp").
   std::string driver_name() const;
 
-  session_impl& impl() { return *_impl; }
 
  private:
   friend struct session_factory;
+  friend class pack_connection;
+  friend class unpack_connection;
+  session_impl& impl() { return *_impl; }
   explicit session(std::unique_ptr<session_impl> impl);
   std::unique_ptr<session_impl> _impl;
 };
@@ -423,7 +446,7 @@ class session {
 // cheaper piece only after end() (the engine may delay, reorder or
 // aggregate it). The unpack sequence must cover exactly the packed bytes;
 // otherwise end() reports errc::size_mismatch or errc::truncated.
-enum class pack_mode { express, cheaper };
+// (pack_mode is declared above, with send_piece.)
 
 class pack_connection {
  public:
