@@ -391,6 +391,7 @@ class session_impl final : private wait_engine, private scheduler::host {
     }
   } _trace;
   std::size_t _copy_offload_min = 0;          // NMAD_COPY_OFFLOAD (0: off), with a progress thread only
+  std::atomic<int> _flushing{0};             // flush_pending calls holding taken work
   std::atomic<int> _offloads_queued{0};       // offload tasks not run yet (sleepers must not sleep)
   int _local_processes = 1;  // processes of the job on this machine (this one included)
   int _job_cpus = 1;         // CPUs the job may use on this machine

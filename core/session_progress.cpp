@@ -121,6 +121,9 @@ int session_impl::progress_now(bool wait_busy_drivers) {
   // packet posted now is work: the next round may have to handle its
   // consequences, e.g. a send to this process itself).
   if (_pending_any.load(std::memory_order_acquire)) work += flush_pending();
+  // Work another thread took off the shared lists and has not finished
+  // (flush_pending): not an idle round.
+  if (work == 0 && _flushing.load(std::memory_order_acquire) > 0) work = 1;
   return work;
 }
 
@@ -167,12 +170,19 @@ int session_impl::flush_pending() {
     failures.swap(_failures);
     gates.swap(_pending_gates);
     _pending_any.store(false, std::memory_order_relaxed);
+    if (failures.empty() && gates.empty()) return 0;
+    // Taken off the shared lists but not done yet: another thread's round
+    // must not conclude meanwhile that nothing is left to do (a test call
+    // would report a request that this flush is about to complete as
+    // pending; see progress_now).
+    _flushing.fetch_add(1, std::memory_order_acq_rel);
   }
   for (const failure& f : failures) clean_up_failed(*f.g, f.close);
   for (gate* g : gates) {
     retry_asks(*g);
     schedule(*g);
   }
+  _flushing.fetch_sub(1, std::memory_order_acq_rel);
   return static_cast<int>(failures.size() + gates.size());
 }
 

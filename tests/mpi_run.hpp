@@ -32,8 +32,12 @@ inline void expect_pass(const std::string& prog, std::initializer_list<int> coun
   for (int n : counts) {
     CAPTURE(n);
     auto r = run_mpi(prog, n, env);
-    if (r.status != 0 || count(r.out, "PASS " + prog + " rank") != n)
-      MESSAGE(prog << " with " << n << " process(es):\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+    if (r.status != 0 || count(r.out, "PASS " + prog + " rank") != n) {
+      std::string with;
+      for (const auto& [k, v] : env) with += " " + k + "=" + v;
+      MESSAGE(prog << " with " << n << " process(es)" << (with.empty() ? "" : ", environment" + with)
+                   << ":\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+    }
     CHECK(r.status == 0);
     CHECK(count(r.out, "PASS " + prog + " rank") == n);
     CHECK_FALSE(contains(r.out, "FAIL"));
