@@ -87,12 +87,7 @@ post_result ofi_driver::send_packet(connection_id id, std::span<const iovec> iov
     return post_result::posted;
   }
   release(o);
-  if (transient(r)) {
-    ++_flow.transient_retries;
-    return post_result::retry;
-  }
-  fail(*c, fi_error(_prov, "fi_tsend (packet)", static_cast<int>(r)));
-  return post_result::failed;
+  return refused(*c, r, "fi_tsend (packet)");
 }
 
 post_result ofi_driver::inject_packet(connection_id id, std::span<const iovec> iov) {
@@ -117,11 +112,15 @@ post_result ofi_driver::inject_packet(connection_id id, std::span<const iovec> i
     c->rx_owed = 0;
     return post_result::posted;
   }
+  return refused(*c, r, "fi_tinject (packet)");
+}
+
+post_result ofi_driver::refused(conn& c, ssize_t r, const char* call) {
   if (transient(r)) {
     ++_flow.transient_retries;
     return post_result::retry;
   }
-  fail(*c, fi_error(_prov, "fi_tinject (packet)", static_cast<int>(r)));
+  fail(c, fi_error(_prov, call, static_cast<int>(r)));
   return post_result::failed;
 }
 
@@ -143,12 +142,7 @@ post_result ofi_driver::send_data(connection_id id, std::uint64_t cookie, std::s
     return post_result::posted;
   }
   release(o);
-  if (transient(r)) {
-    ++_flow.transient_retries;
-    return post_result::retry;
-  }
-  fail(*c, fi_error(_prov, "fi_tsend (data)", static_cast<int>(r)));
-  return post_result::failed;
+  return refused(*c, r, "fi_tsend (data)");
 }
 
 post_result ofi_driver::recv_data(connection_id id, std::uint64_t cookie, std::span<const iovec> iov,

@@ -399,6 +399,9 @@ class ofi_driver final : public driver {
   // nothing: a bye marks its connection gone, everything else is released.
   void drain_quietly();
   void settle_quietly(op* o, const fi_cq_tagged_entry* e);
+  // A send the provider did not take (r != 0): retry for a full queue
+  // (FI_EAGAIN, FI_ENOMEM), else c fails naming the call.
+  post_result refused(conn& c, ssize_t r, const char* call);
   void fail(conn& c, std::string reason);
   void complete(const fi_cq_tagged_entry& e);
   void complete_error(const fi_cq_err_entry& e);
