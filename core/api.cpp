@@ -1,6 +1,7 @@
 // The public nmad:: API: thin wrappers over session_impl.
 #include <stdexcept>
 
+#include "api/nmad/layer.hpp"
 #include "api/nmad/nmad.hpp"
 #include "core/session_factory.hpp"
 #include "core/session_impl.hpp"
@@ -119,14 +120,8 @@ errc session::imrecv(message_handle& msg, void* buf, std::size_t len, request& r
   return e;
 }
 
-int session::add_progress_task(int (*fn)(void*), void* arg) { return _impl->add_progress_task(fn, arg); }
-void session::remove_progress_task(int id) { _impl->remove_progress_task(id); }
-void session::background_work(long delta) { _impl->background_work(delta); }
-void session::begin_blocking() { _impl->begin_blocking(); }
-void session::end_blocking() { _impl->end_blocking(); }
 std::string session::progress_description() const { return _impl->progress_description(); }
 bool session::has_progress_thread() const { return _impl->has_progress_thread(); }
-std::size_t session::copy_offload_min() const { return _impl->copy_offload_min(); }
 void session::abort(int exit_code, const std::string& message) { _impl->abort(exit_code, message); }
 
 bool session::cancel(request& req) { return _impl->cancel(state_of(req)); }
@@ -139,7 +134,6 @@ int session::progress_quiet() { return _impl->progress(); }
 void session::idle_poll() { _impl->the_waiter().idle_poll(); }
 bool session::contended() const { return _impl->the_waiter().yield_now(); }
 void session::notify_waiters() { _impl->notify_waiters(); }
-int session::progress_all_drivers() { return _impl->progress(/*wait_busy_drivers=*/true); }
 session_stats session::stats() const { return _impl->stats(); }
 std::vector<gate_stats> session::peer_stats() const { return _impl->peer_stats(); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
@@ -154,6 +148,49 @@ errc session::isendv(int dest, tag_t tag, std::span<const send_piece> pieces, re
   const errc sealed = _impl->pack_seal(r);  // (ends the message whatever happened)
   return e == errc::ok ? sealed : e;
 }
+
+// ---- layer hooks (layer.hpp) ------------------------------------------------------
+
+struct layer_access {
+  static session_impl& of(session& s) { return *s._impl; }
+  static const session_impl& of(const session& s) { return *s._impl; }
+};
+
+namespace layer {
+
+progress_task::progress_task(session& s, task_fn fn, void* arg)
+    : _session(&s), _id(layer_access::of(s).add_progress_task(fn, arg)) {}
+
+progress_task::progress_task(progress_task&& other) noexcept : _session(other._session), _id(other._id) {
+  other._session = nullptr;
+  other._id = -1;
+}
+
+progress_task& progress_task::operator=(progress_task&& other) noexcept {
+  if (this != &other) {
+    reset();
+    _session = other._session;
+    _id = other._id;
+    other._session = nullptr;
+    other._id = -1;
+  }
+  return *this;
+}
+
+void progress_task::reset() {
+  if (_session) layer_access::of(*_session).remove_progress_task(_id);
+  _session = nullptr;
+  _id = -1;
+}
+
+void add_session_task(session& s, task_fn fn, void* arg) { layer_access::of(s).add_progress_task(fn, arg); }
+void background_work(session& s, long delta) { layer_access::of(s).background_work(delta); }
+int progress_all_drivers(session& s) { return layer_access::of(s).progress(/*wait_busy_drivers=*/true); }
+blocking_section::blocking_section(session& s) : _session(s) { layer_access::of(s).begin_blocking(); }
+blocking_section::~blocking_section() { layer_access::of(_session).end_blocking(); }
+std::size_t copy_offload_min(const session& s) { return layer_access::of(s).copy_offload_min(); }
+
+}  // namespace layer
 
 // ---- pack / unpack ---------------------------------------------------------------
 

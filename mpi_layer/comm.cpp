@@ -767,7 +767,7 @@ static int idup(const char* fn, comm_obj* c, const info_entries* hints, int prio
   g_pending_nb.fetch_add(1);
   idup_start_round(*op);
   idup_list& l = idups();
-  std::call_once(l.registered, [&] { s.session->add_progress_task(idup_task, nullptr); });
+  std::call_once(l.registered, [&] { nmad::layer::add_session_task(*s.session, idup_task, nullptr); });
   {
     std::lock_guard g(l.mu);
     l.ops.push_back(op);

@@ -711,7 +711,7 @@ namespace {
 // io_finalize()).
 struct job_hook {
   std::mutex task_mu;                 // registration of the task (never taken by the task)
-  int task_id = -1;
+  nmad::layer::progress_task task;    // hook_task, from the first job to io_finalize()
   std::mutex mu;                      // guards live and incoming
   std::vector<std::shared_ptr<collective_job>> live, incoming;
   std::atomic<std::size_t> count{0};  // jobs held (fast path: 0)
@@ -744,7 +744,7 @@ int hook_task(void*) {
     });
     k.count.fetch_sub(dropped, std::memory_order_release);
   }
-  if (dropped > 0) st().session->background_work(-static_cast<long>(dropped));
+  if (dropped > 0) nmad::layer::background_work(*st().session, -static_cast<long>(dropped));
   k.running.store(false, std::memory_order_release);
   return finished;
 }
@@ -753,14 +753,14 @@ void register_job(const std::shared_ptr<collective_job>& j) {
   job_hook& k = hook();
   {
     std::lock_guard g(k.task_mu);
-    if (k.task_id < 0) k.task_id = st().session->add_progress_task(&hook_task, nullptr);
+    if (!k.task) k.task = nmad::layer::progress_task(*st().session, &hook_task, nullptr);
   }
   {
     std::lock_guard g(k.mu);
     k.incoming.push_back(j);
     k.count.fetch_add(1, std::memory_order_release);
   }
-  st().session->background_work(1);  // wakes the progress thread if it sleeps
+  nmad::layer::background_work(*st().session, 1);  // wakes the progress thread if it sleeps
 }
 
 }  // namespace
@@ -823,8 +823,7 @@ void io_finalize() {
     });
   }
   std::lock_guard g(k.task_mu);
-  if (k.task_id >= 0) st().session->remove_progress_task(k.task_id);
-  k.task_id = -1;
+  k.task.reset();
   // Jobs still held stay in k.live, never destroyed (their executors may
   // have requests in flight).
 }

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/nmad/layer.hpp"
 #include "api/nmad/nmad.hpp"
 #include "mpi_layer/coll/hierarchy.hpp"
 #include "mpi_layer/datatype/datatype.hpp"

@@ -125,10 +125,9 @@ namespace {
 // same thread (an error handler's, say) gets its own.
 class blocking_request {
  public:
-  blocking_request() {
-    // isend/irecv then wait: one blocking call for a progress thread too
-    // (it is not woken between the two).
-    st().session->begin_blocking();
+  // isend/irecv then wait: one blocking call for a progress thread too
+  // (it is not woken between the two).
+  blocking_request() : _section(*st().session) {
     slot* s = t_slot;
     if (!s) [[unlikely]] s = &nmad::thread_heap::create(t_slot);
     if (!s->busy) {
@@ -141,7 +140,6 @@ class blocking_request {
   }
   ~blocking_request() {
     if (!_own) t_slot->busy = false;
-    st().session->end_blocking();
   }
   blocking_request(const blocking_request&) = delete;
   blocking_request& operator=(const blocking_request&) = delete;
@@ -156,6 +154,7 @@ class blocking_request {
     bool busy = false;
   };
   [[gnu::tls_model("initial-exec")]] static thread_local slot* t_slot;
+  nmad::layer::blocking_section _section;  // first in, last out
   nmad::request* _req = nullptr;
   std::unique_ptr<nmad::request> _own;
 };

@@ -208,7 +208,7 @@ void progress_until(Done&& done) {
   const int idle_allowed = s.has_progress_thread() ? kIdleRoundsWithProgressThread : 0;
   int idle = 0;
   for (int i = 0; i < kTestRounds; ++i) {
-    if (s.progress_all_drivers() > 0) idle = 0;
+    if (nmad::layer::progress_all_drivers(s) > 0) idle = 0;
     else if (++idle > idle_allowed) {
       if (!done()) s.idle_poll();
       return;
@@ -870,7 +870,7 @@ int PMPI_Request_free(MPI_Request* request) {
       s.zombies.push_back(r);
       s.nzombies.store(s.zombies.size(), std::memory_order_release);
     }
-    if (!s.zombie_task.exchange(true)) s.session->add_progress_task(zombie_task, nullptr);
+    if (!s.zombie_task.exchange(true)) nmad::layer::add_session_task(*s.session, zombie_task, nullptr);
   } else {
     if (r->active) run_completion_hook(*r);  // e.g. unpack a staged receive that already arrived
     std::lock_guard g(s.mu);

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "api/nmad/layer.hpp"
 #include "api/nmad/nmad.hpp"
 
 using namespace nmad;
@@ -480,7 +481,8 @@ TEST_CASE("self: matched probe detaches a message that only imrecv can receive")
 TEST_CASE("self: progress tasks run on every progress round until removed") {
   auto s = make();
   int runs = 0;
-  int id = s->add_progress_task([](void* a) { ++*static_cast<int*>(a); return 0; }, &runs);
+  layer::progress_task task(*s, [](void* a) { ++*static_cast<int*>(a); return 0; }, &runs);
+  CHECK(static_cast<bool>(task));
   for (int i = 0; i < 10; ++i) s->progress();
   CHECK(runs == 10);
   // Also from inside blocking calls.
@@ -490,10 +492,54 @@ TEST_CASE("self: progress tasks run on every progress round until removed") {
   CHECK(s->irecv(0, 41, &got, sizeof got, rr) == errc::ok);
   s->wait(rr);
   s->wait(rs);
-  s->remove_progress_task(id);
+  task.reset();
+  CHECK_FALSE(static_cast<bool>(task));
   const int before = runs;
   for (int i = 0; i < 10; ++i) s->progress();
   CHECK(runs == before);
+}
+
+TEST_CASE("self: a progress task handle moves its task and removes it when it goes") {
+  auto s = make();
+  int runs = 0, kept = 0;
+  auto count = [](void* a) { ++*static_cast<int*>(a); return 0; };
+  {
+    layer::progress_task outer;
+    CHECK_FALSE(static_cast<bool>(outer));
+    {
+      layer::progress_task inner(*s, count, &runs);
+      outer = std::move(inner);
+      CHECK_FALSE(static_cast<bool>(inner));  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+    }  // inner's end removes nothing: the task moved out
+    s->progress();
+    CHECK(runs == 1);
+    layer::progress_task other(*s, count, &kept);
+    outer = std::move(other);  // the task counting `runs` goes, the other stays
+    s->progress();
+    CHECK(runs == 1);
+    CHECK(kept == 1);
+  }
+  s->progress();
+  CHECK(kept == 1);
+  // A session task runs until the session ends; the work it reports is progress.
+  int forever = 0;
+  layer::add_session_task(*s, [](void* a) { ++*static_cast<int*>(a); return 1; }, &forever);
+  CHECK(s->progress_quiet() >= 1);
+  CHECK(layer::progress_all_drivers(*s) >= 1);
+  CHECK(forever == 2);
+  // Blocking sections nest on one thread and leave the session usable.
+  {
+    layer::blocking_section a(*s);
+    layer::blocking_section b(*s);
+    int v = 5, got = 0;
+    request rs, rr;
+    CHECK(s->irecv(0, 43, &got, sizeof got, rr) == errc::ok);
+    CHECK(s->isend(0, 43, &v, sizeof v, rs) == errc::ok);
+    CHECK(s->wait(rr) == errc::ok);
+    CHECK(s->wait(rs) == errc::ok);
+    CHECK(got == 5);
+  }
+  CHECK(layer::copy_offload_min(*s) == 0);  // no progress thread here: nothing offloaded
 }
 
 // No session-wide lock: while one thread is inside the engine (here a
@@ -507,7 +553,8 @@ TEST_CASE("self: a blocked progress task does not stop another thread's sends an
     struct shared {
       std::atomic<bool> entered{false}, other_done{false}, gave_up{false};
     } sh;
-    const int id = s->add_progress_task(
+    layer::progress_task task(
+        *s,
         [](void* a) {
           auto& x = *static_cast<shared*>(a);
           if (x.entered.exchange(true)) return 0;  // blocks on its first run only
@@ -533,7 +580,7 @@ TEST_CASE("self: a blocked progress task does not stop another thread's sends an
     });
     s->progress();  // runs the task, which waits for the other thread
     other.join();
-    s->remove_progress_task(id);
+    task.reset();
     CHECK_FALSE(sh.gave_up.load());
     CHECK(send_result == errc::ok);
     CHECK(recv_result == errc::ok);

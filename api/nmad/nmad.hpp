@@ -243,7 +243,7 @@ class session {
   // send waits here, in order, until the receiver takes some.
   // Copy offload: with a progress thread and an eager message to another
   // rank (shorter than the gate's rendezvous threshold) of at least
-  // copy_offload_min() bytes, isend only queues it and returns; the progress thread
+  // layer::copy_offload_min() bytes (layer.hpp), isend only queues it and returns; the progress thread
   // builds the packet and hands it to the driver (the copy into shared
   // memory, the socket write) while the caller goes on. A wait or progress
   // call of the caller's thread before that does it itself; the order of
@@ -366,46 +366,17 @@ class session {
   // so that a loop of such calls lets the processes it waits for run;
   // elsewhere it costs next to nothing. test(), iprobe(), improbe() and
   // progress() call it themselves; a layer above that polls through
-  // progress_all_drivers() calls it when its own test found nothing.
+  // layer::progress_all_drivers() calls it when its own test found nothing.
   void idle_poll();
   // Whether idle_poll() gives the CPU away now (the machine is contended):
   // for a layer that spins on its own memory before it polls, so that it
   // stops spinning at once where the process it waits for needs the CPU.
   bool contended() const;
-  // One round of progress like progress(), except that a driver another
-  // thread (the progress thread) is polling at that moment is waited for
-  // instead of skipped: on return, every event the drivers had delivered
-  // before the call has been handled, whoever polled it. For calls that
-  // must report what has completed (MPI_Test and its kind). Takes the
-  // drivers' locks: not from a progress task or completion callback.
-  int progress_all_drivers();
-  // Progress tasks: fn(arg) runs on every round of progress (from any
-  // thread that progresses, under the progress engine's task lock, one
-  // task at a time: it may start requests but must not wait); it returns the amount of work it did
-  // (0 = nothing). For layers above the engine (e.g. non-blocking
-  // collectives) that must advance without their owner calling them.
-  // Returns an id for remove_progress_task.
-  int add_progress_task(int (*fn)(void* arg), void* arg);
-  void remove_progress_task(int id);
-  // Background work that is not a request (a layer's schedule that a
-  // progress task advances): +n when it starts, -n when it ends. While
-  // any is counted, the progress thread (NMAD_PROGRESS) keeps running the
-  // progress tasks when the application is outside the library. No-op
-  // without a progress thread.
-  void background_work(long delta);
-  // A blocking call made of several session calls (isend then wait): the
-  // progress thread is not woken between them, only when the outermost
-  // section ends with work still in flight. Nests; same thread.
-  void begin_blocking();
-  void end_blocking();
   // The progress thread: "none (why)" or "thread (why): CPUs ..., priority".
   std::string progress_description() const;
   // Whether one runs: the layers above must then guard what its progress
   // tasks and completion callbacks touch, whatever the thread level.
   bool has_progress_thread() const;
-  // Smallest eager isend whose copy goes to the progress thread; 0 when
-  // nothing is offloaded (no progress thread, or NMAD_COPY_OFFLOAD=off).
-  std::size_t copy_offload_min() const;
   // Ends the whole job: tells the launcher (which ends every rank) and
   // exits this process with exit_code. Never returns.
   [[noreturn]] void abort(int exit_code, const std::string& message);
@@ -425,6 +396,7 @@ class session {
 
  private:
   friend struct session_factory;
+  friend struct layer_access;  // the hooks of layer.hpp
   friend class pack_connection;
   friend class unpack_connection;
   session_impl& impl() { return *_impl; }

@@ -4,11 +4,14 @@
 
 namespace nmad::coll {
 
-progress_hook::progress_hook(nmad::session& s) : _s(s) { _task_id = _s.add_progress_task(&progress_hook::task, this); }
+progress_hook::progress_hook(nmad::session& s) : _s(s) {
+  // Last: the task may run on another thread as soon as it is added.
+  _task = nmad::layer::progress_task(_s, &progress_hook::task, this);
+}
 
 progress_hook::~progress_hook() {
-  _s.remove_progress_task(_task_id);
-  _s.background_work(-static_cast<long>(_count.load(std::memory_order_acquire)));
+  _task.reset();
+  nmad::layer::background_work(_s, -static_cast<long>(_count.load(std::memory_order_acquire)));
 }
 
 void progress_hook::add(std::shared_ptr<executor> ex) {
@@ -19,7 +22,7 @@ void progress_hook::add(std::shared_ptr<executor> ex) {
   }
   // Keeps a progress thread advancing it while the application computes
   // (wakes it if it sleeps: the schedule's first round is not posted yet).
-  _s.background_work(1);
+  nmad::layer::background_work(_s, 1);
 }
 
 std::size_t progress_hook::pending() const {
@@ -51,7 +54,7 @@ int progress_hook::run() {
     dropped = std::erase_if(_list, [](const std::shared_ptr<executor>& e) { return e->done(); });
     _count.fetch_sub(dropped, std::memory_order_release);
   }
-  if (dropped > 0) _s.background_work(-static_cast<long>(dropped));
+  if (dropped > 0) nmad::layer::background_work(_s, -static_cast<long>(dropped));
   _running.store(false, std::memory_order_release);
   return work_done;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Background advancement of non-blocking collectives by the engine.
 //
-// A progress_hook registers ONE session progress task (session::
-// add_progress_task) that advances every executor handed to it, on every
+// A progress_hook registers ONE session progress task (nmad::layer::
+// progress_task, api/nmad/layer.hpp) that advances every executor handed to it, on every
 // round of engine progress made by any thread (a wait on some unrelated
 // request, a progress thread, another collective...). Executors are dropped
 // from the hook once done; their owner still sees done()/error().
@@ -26,6 +26,7 @@
 #include <mutex>
 #include <vector>
 
+#include "api/nmad/layer.hpp"
 #include "mpi_layer/coll/schedule.hpp"
 
 namespace nmad::coll {
@@ -44,12 +45,12 @@ class progress_hook {
   static int task(void* self);
   int run();
   nmad::session& _s;
-  int _task_id = -1;
   mutable std::mutex _mu;  // guards _list and _incoming
   std::vector<std::shared_ptr<executor>> _list;
   std::vector<std::shared_ptr<executor>> _incoming;  // added while the task runs
   std::atomic<bool> _running{false};
   std::atomic<std::size_t> _count{0};  // executors held (fast path: 0)
+  nmad::layer::progress_task _task;     // runs task(this); removed first
 };
 
 }  // namespace nmad::coll

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/nmad/layer.hpp"
 #include "api/nmad/nmad.hpp"
 #include "tests/workers/worker_util.hpp"
 
@@ -161,7 +162,7 @@ void offload_scenario(session& s, int sleep_ms) {
       if (errc e = s.wait(reqs[i]); e != errc::ok) fail("send " + std::to_string(i) + ": " + reqs[i].error_message());
     const session_stats st = s.stats();
     std::printf("rank 0: copy offload min %zu, offloaded_sends=%llu offload_tasks_by_thread=%llu\n",
-                s.copy_offload_min(), static_cast<unsigned long long>(st.offloaded_sends),
+                nmad::layer::copy_offload_min(s), static_cast<unsigned long long>(st.offloaded_sends),
                 static_cast<unsigned long long>(st.offload_tasks_by_thread));
   } else {
     const std::int64_t t0 = now_ns();
