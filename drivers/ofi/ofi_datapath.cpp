@@ -366,7 +366,7 @@ int ofi_driver::progress() {
                   " ms (peer not running, or not polling?) [" + _prov + "]");
   // shm peers gone without a bye; only once everything they sent before
   // (a bye among it) has been read.
-  if (drained && _caps.node_local) check_liveness(now);
+  if (drained && _shm_segment) check_liveness(now);
   return work;
 }
 

@@ -148,7 +148,8 @@ void ofi_driver::open(const driver_config& config) {
   check(fi_endpoint(_domain, info, &_ep, nullptr), "fi_endpoint");
   check(fi_ep_bind(_ep, &_cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
   check(fi_ep_bind(_ep, &_av->fid, 0), "fi_ep_bind(av)");
-  if (is_node_local(info)) {
+  _shm_segment = in_shm_segment(info);
+  if (_shm_segment) {
     // The shm provider names its segment after the process id: two
     // processes of one host in different pid namespaces (containers,
     // sandboxes) would open each other's. A name of our own instead (it
@@ -162,7 +163,7 @@ void ofi_driver::open(const driver_config& config) {
   std::size_t len = sizeof name;
   check(fi_getname(&_ep->fid, name, &len), "fi_getname");
   _name.assign(name, len);
-  if (is_node_local(info)) {
+  if (_shm_segment) {
     const std::string file = ofi_shm::segment_file(_name);
     if (ofi_shm::is_driver_segment(file) && !_seg.take(file))
       log_write(log_level::warn, "ofi", "cannot hold the shm segment /dev/shm/" + file +
@@ -202,7 +203,7 @@ void ofi_driver::open(const driver_config& config) {
   const std::size_t peers = static_cast<std::size_t>(std::max(1, _cfg.size - 1));
   const std::size_t reserve = kCtrlReserve + kCtrlReservePerPeer * peers;
   _rx_count = std::max(kRecvBuffers, reserve + kMinWindow * peers);
-  if (_caps.node_local) _rx_count = std::max(_rx_count, std::min(queue / 2, kMaxRecvBuffersShm));
+  if (_shm_segment) _rx_count = std::max(_rx_count, std::min(queue / 2, kMaxRecvBuffersShm));
   if (queue > kRecvQueueMargin + kMinDataRecvs)
     _rx_count = std::min(_rx_count, queue - kRecvQueueMargin - kMinDataRecvs);
   _rx_count = std::max<std::size_t>(_rx_count, 2 * peers + kCtrlReserve);
@@ -443,7 +444,7 @@ void ofi_driver::on_ctrl(std::uint64_t tag, std::span<const std::byte> bytes) {
       c.tx_credits = c.tx_window = h.window;
       // shm: the peer's segment, for the liveness checks (it exists: the
       // peer is waiting for our answer).
-      if (_caps.node_local && (h.flags & kCtrlSegmentHeld)) c.probe = shm_peer_alive(std::string(addr), c.seg, why);
+      if (_shm_segment && (h.flags & kCtrlSegmentHeld)) c.probe = shm_peer_alive(std::string(addr), c.seg, why);
       send_ctrl(from, ctrl_tag(h.sender_id), ctrl_type::ack,
                 make_ctrl(ctrl_type::ack, _cfg.rank, c.id, {}, {}, _window, segment_flags()), c.id);
       log_write(log_level::info, "ofi", "connected to rank " + std::to_string(c.peer_rank) + " (" + _prov + ")");

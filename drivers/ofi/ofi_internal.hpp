@@ -203,10 +203,15 @@ struct info_deleter {
 using info_ptr = std::unique_ptr<fi_info, info_deleter>;
 
 // Provider selection (ofi_provider.cpp): what the driver asks of a provider,
-// whether an entry is node-local (shm), and the providers usable here with
-// their entries of choice, in order of preference.
+// whether an entry is node-local (shm), whether its endpoints live in a
+// file of /dev/shm, and the providers usable here with their entries of
+// choice, in order of preference.
 info_ptr make_hints(const std::string& provider);
 bool is_node_local(const fi_info* i);
+// The entry's source address is an "fi_shm://" name: the shm provider's
+// address scheme (fi_shm(7)), whose endpoints are files of /dev/shm named
+// after it. What the segment work of ofi_shm_segment.hpp applies to.
+bool in_shm_segment(const fi_info* i);
 
 // The providers the driver can use, each with its entry of choice.
 struct candidate {
@@ -470,7 +475,9 @@ class ofi_driver final : public driver {
   std::size_t _data_recvs = 0;          // data receives the provider holds
   std::size_t _data_recv_max = 0;
   ofi_flow_stats _flow;
-  // shm: our segment, held while we live; the next liveness check.
+  // shm: our endpoint is a file of /dev/shm (in_shm_segment); our segment,
+  // held while we live; the next liveness check of the peers' segments.
+  bool _shm_segment = false;
   ofi_shm::segment_hold _seg;
   steady::time_point _next_liveness{};
   // RMA read rendezvous.

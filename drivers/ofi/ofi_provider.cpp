@@ -44,6 +44,12 @@ info_ptr make_hints(const std::string& provider) {
 
 bool is_node_local(const fi_info* i) { return std::string_view(i->fabric_attr->prov_name) == "shm"; }
 
+bool in_shm_segment(const fi_info* i) {
+  if (i->addr_format != FI_ADDR_STR || !i->src_addr || i->src_addrlen == 0) return false;
+  const auto* a = static_cast<const char*>(i->src_addr);
+  return !ofi_shm::segment_file(std::string_view(a, ::strnlen(a, i->src_addrlen))).empty();
+}
+
 std::vector<candidate> candidates(fi_info* list, const std::string& domain) {
   std::vector<candidate> out;
   for (fi_info* i = list; i; i = i->next) {
