@@ -118,6 +118,24 @@ TEST_CASE("then the deeper receive queue, then the larger inject size; equal off
   CHECK_FALSE(nmad::ofi_ranking::better(offers[3], offers[0], true));
 }
 
+TEST_CASE("a provider the user names comes first whatever it can do; the others libfabric matched follow by rank") {
+  // NMAD_OFI_PROVIDER=net on lo: libfabric answers net and net;ofi_rxm.
+  const std::vector<offer> net = {
+      make("net", "lo", false, true, true, 256, 128),
+      make("net;ofi_rxm", "lo", true, true, true, 2048, 64),
+  };
+  CHECK(names(net) == std::vector<std::string>{"net;ofi_rxm", "net"});
+  std::vector<std::string> got;
+  for (std::size_t i : nmad::ofi_ranking::rank(net, true, "net")) got.push_back(net[i].provider);
+  CHECK(got == std::vector<std::string>{"net", "net;ofi_rxm"});
+  // A name that is no provider's (a libfabric filter such as "^tcp"): the
+  // ranking alone.
+  got.clear();
+  const auto offers = debian_offers("lo");
+  for (std::size_t i : nmad::ofi_ranking::rank(offers, true, "^tcp")) got.push_back(offers[i].provider);
+  CHECK(got == names(offers));
+}
+
 TEST_CASE("no offer, one offer") {
   CHECK(nmad::ofi_ranking::rank({}, true).empty());
   CHECK(nmad::ofi_ranking::rank({make("only", "d", false, false, false, 0, 0)}, true) ==

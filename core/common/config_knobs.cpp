@@ -97,7 +97,7 @@ constexpr knob kKnobs[] = {
     k_int("NMAD_TCP_PENDING_MAX", "", 1, 1'000'000, "tcp", "handshakes pending from all sources together (unset: a quarter of RLIMIT_NOFILE, 16 to 256); past it the oldest silent one goes"),
     k_size("NMAD_TCP_SOCKBUF", "256K", 4 * KiB, GiB, "tcp", "SO_SNDBUF and SO_RCVBUF of every socket (0: the kernel's autotuning)", "0"),
     k_size("NMAD_TCP_FRAGMENT", "512K", 4 * KiB, GiB, "tcp", "bulk data longer than this goes in fragments of this size (0: whole)", "0"),
-    k_text("NMAD_OFI_PROVIDER", "", "a libfabric provider, e.g. tcp;ofi_rxm", "ofi", "libfabric provider (unset: FI_PROVIDER, else the first usable of tcp;ofi_rxm, udp;ofi_rxd, shm)"),
+    k_text("NMAD_OFI_PROVIDER", "", "a libfabric provider, e.g. tcp;ofi_rxm", "ofi", "libfabric provider (unset: FI_PROVIDER, else the best by capability: nmad-info --drivers)"),
     k_text("NMAD_OFI_DOMAIN", "", "a libfabric domain", "ofi", "libfabric domain, for tcp and udp the interface (unset: lo where offered)"),
     k_ms("NMAD_OFI_CONNECT_TIMEOUT_MS", "5000", 1, kHourMs, "ofi", "time a peer has to answer the hello"),
     k_choice("NMAD_OFI_RMA", "auto", "auto|on|off", "ofi", "rendezvous by RMA read: auto (where the provider has FI_RMA), on (required), off"),

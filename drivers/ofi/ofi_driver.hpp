@@ -6,12 +6,15 @@
 // Provider. NMAD_OFI_PROVIDER (else FI_PROVIDER) names the provider to use
 // ("tcp;ofi_rxm", "shm", "udp;ofi_rxd", ...); open() fails with a message
 // naming it when libfabric has no such provider or it lacks what the driver
-// needs. Unforced, the driver takes the first provider fi_getinfo offers
-// with what it needs (FI_EP_RDM, FI_TAGGED, in-order sends FI_ORDER_SAS, no
-// local memory registration) in this preference: tcp;ofi_rxm, udp;ofi_rxd,
-// shm, then libfabric's own order. A provider that reaches only this host
-// (shm) makes the driver node_local: reachable() then says yes only for
-// addresses published on the same host.
+// needs. Unforced, the driver takes, among the providers fi_getinfo offers
+// with what it needs (FI_EP_RDM, FI_TAGGED, in-order sends FI_ORDER_SAS,
+// manual progress, no local memory registration), the best by what they
+// can do (ofi_ranking.hpp): one that reaches other hosts (offered for
+// FI_REMOTE_COMM) and this one, then RMA read, the deeper receive queue,
+// the larger inject size; ties in libfabric's order. Here: tcp;ofi_rxm. A
+// provider not offered for FI_REMOTE_COMM (shm; net and sockets in domain
+// lo) reaches only this host and makes the driver node_local: reachable()
+// then says yes only for addresses published on the same host.
 //
 // Transfers. Everything is a tagged message (see ofi_driver.cpp for the tag
 // layout): packets land in receive buffers posted in advance, bulk data of
@@ -78,12 +81,18 @@ struct ofi_flow_stats {
 ofi_flow_stats ofi_driver_flow_stats(const driver& d);
 
 // What nmad-info prints: each provider libfabric offers for the driver's
-// needs, and whether the driver can open it (detail: why not, or its caps).
+// needs, best first (the order in which an unforced driver chooses), with
+// what its place rests on (`ranking`: its reach, RMA read, receive queue
+// and inject size), and whether the driver can open it (`detail`: why not,
+// or its caps).
 struct ofi_provider_status {
   std::string provider;
   bool usable = false;
   std::string detail;
+  std::string ranking;
 };
 std::vector<ofi_provider_status> ofi_probe_providers();
+// The criteria of that order, in one line.
+std::string ofi_provider_criteria();
 
 }  // namespace nmad

@@ -84,13 +84,13 @@ void ofi_driver::open(const driver_config& config) {
   if (forced.empty()) forced = tun.provider, forced_by = tun.provider_source;
   const std::string& domain = tun.domain;
 
-  info_ptr hints = make_hints(forced);
-  fi_info* raw = nullptr;
-  int ret = ofi_library::getinfo(hints.get(), &raw);
-  info_ptr list(raw);
-  std::vector<candidate> cands;
-  if (ret == 0) cands = candidates(list.get(), domain);
-  if (cands.empty()) {
+  // Every provider offered for the driver's needs, best first by what it
+  // can do (ofi_ranking.hpp); the lists stay alive while the endpoint is
+  // made from their entries.
+  const bool want_rma = rma_mode != "off";
+  const survey offered = survey_providers(forced, domain, want_rma);
+  const int ret = offered.ret;
+  if (offered.ranked.empty()) {
     const std::string where = domain.empty() ? "" : " with domain '" + domain + "' (NMAD_OFI_DOMAIN)";
     if (!forced.empty())
       throw std::runtime_error("ofi driver: provider '" + forced + "' (" + forced_by +
@@ -99,29 +99,26 @@ void ofi_driver::open(const driver_config& config) {
     throw std::runtime_error("ofi driver: no libfabric provider offers reliable tagged messages here" + where +
                              " (fi_getinfo: " + (ret ? ofi_library::strerror(-ret) : "no matching entry") + ")");
   }
-  fi_info* info = cands.front().info;
-  _prov = cands.front().provider;
-  // RMA read: the same provider and domain asked again with FI_RMA.
-  info_ptr rma_list;
-  if (rma_mode != "off") {
-    info_ptr rma_hints = make_hints(_prov);
-    rma_hints->caps |= FI_RMA | FI_READ | FI_REMOTE_READ;
-    fi_info* rraw = nullptr;
-    const int rret = ofi_library::getinfo(rma_hints.get(), &rraw);
-    rma_list.reset(rraw);
-    const std::string dom = info->domain_attr->name ? info->domain_attr->name : "";
-    fi_info* with_rma = nullptr;
-    if (rret == 0)
-      for (const candidate& c : candidates(rma_list.get(), dom))
-        if (c.provider == _prov) with_rma = c.info;
-    if (with_rma) {
-      info = with_rma;
+  const candidate& best = offered.ranked.front();
+  fi_info* info = best.info;
+  _prov = best.provider;
+  // RMA read: the same provider and domain as offered with FI_RMA.
+  if (want_rma) {
+    if (best.rma_info) {
+      info = best.rma_info;
       _rma = true;
     } else if (rma_mode == "on") {
+      const int rret = offered.rma_ret;
       throw std::runtime_error("ofi driver: NMAD_OFI_RMA=on but provider '" + _prov +
                                "' offers no RMA read (FI_RMA) here" +
                                (rret ? std::string(" (fi_getinfo: ") + ofi_library::strerror(-rret) + ")" : std::string()));
     }
+  }
+  if (log_enabled(log_level::debug)) {
+    std::string order;
+    for (const candidate& c : offered.ranked)
+      order += (order.empty() ? "" : "; ") + c.provider + " (" + ofi_ranking::describe(c.traits) + ")";
+    log_write(log_level::debug, "ofi", "providers best first: " + order);
   }
   _virt_addr = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
   _prov_key = (info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
@@ -190,7 +187,8 @@ void ofi_driver::open(const driver_config& config) {
   _caps.gather_scatter = _iov_limit > 1;
   _caps.zero_copy_data = true;  // the provider moves bytes from/to the caller's iovec
   _caps.rdma_get = _rma;
-  _caps.node_local = is_node_local(info);
+  // Not offered for other hosts (FI_REMOTE_COMM): this host only.
+  _caps.node_local = best.traits.node_local();
   // Estimates, placed behind the built-in drivers of the same reach (the
   // session's automatic choice never takes ofi; NMAD_DRIVER=ofi does).
   _caps.latency_us = _caps.node_local ? 2 : 25;
@@ -226,8 +224,9 @@ void ofi_driver::open(const driver_config& config) {
     throw std::runtime_error("ofi driver (" + _prov + "): the provider refuses receive buffers (see the log)");
   log_write(log_level::info, "ofi",
             "provider " + _prov + " (domain " + std::string(info->domain_attr->name ? info->domain_attr->name : "?") +
-                "), address " + _local + ", " + std::to_string(_rx_count) + " packet buffers, window " +
-                std::to_string(_window) + " per peer, " + std::to_string(_data_recv_max) + " data receives");
+                ": " + ofi_ranking::describe(best.traits) + "), address " + _local + ", " +
+                std::to_string(_rx_count) + " packet buffers, window " + std::to_string(_window) + " per peer, " +
+                std::to_string(_data_recv_max) + " data receives");
 }
 
 void ofi_driver::fail_all(const std::string& reason) {

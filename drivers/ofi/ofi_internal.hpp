@@ -38,6 +38,7 @@
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
 #include "drivers/ofi/ofi_library.hpp"
+#include "drivers/ofi/ofi_ranking.hpp"
 #include "drivers/ofi/ofi_shm_segment.hpp"
 
 namespace nmad::ofi_detail {
@@ -84,7 +85,7 @@ inline std::uint64_t data_tag(std::uint32_t peer_id, std::uint64_t cookie) {
 // The driver's knobs, read in one place (ranges and defaults:
 // core/common/config_knobs.cpp). `provider` is the provider a user forced
 // (NMAD_OFI_PROVIDER, else libfabric's own FI_PROVIDER), `provider_source`
-// which of the two said so; empty: the preference order below.
+// which of the two said so; empty: the best by capability (survey below).
 struct tunables {
   std::chrono::milliseconds connect_timeout{5000};  // NMAD_OFI_CONNECT_TIMEOUT_MS
   std::size_t mr_cache = 64;                        // NMAD_OFI_MR_CACHE
@@ -93,8 +94,6 @@ struct tunables {
   std::string domain;                               // NMAD_OFI_DOMAIN
 };
 tunables read_tunables();
-
-inline const char* const kPreference[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "shm"};
 
 // ---- control messages ---------------------------------------------------------
 enum class ctrl_type : std::uint8_t { hello = 1, ack = 2, refuse = 3, bye = 4, credit = 5 };
@@ -203,23 +202,40 @@ struct info_deleter {
 using info_ptr = std::unique_ptr<fi_info, info_deleter>;
 
 // Provider selection (ofi_provider.cpp): what the driver asks of a provider,
-// whether an entry is node-local (shm), whether its endpoints live in a
-// file of /dev/shm, and the providers usable here with their entries of
-// choice, in order of preference.
+// whether an entry's endpoints live in a file of /dev/shm, and the providers
+// usable here with their entries of choice, best first by capability
+// (ofi_ranking.hpp).
 info_ptr make_hints(const std::string& provider);
-bool is_node_local(const fi_info* i);
 // The entry's source address is an "fi_shm://" name: the shm provider's
 // address scheme (fi_shm(7)), whose endpoints are files of /dev/shm named
 // after it. What the segment work of ofi_shm_segment.hpp applies to.
 bool in_shm_segment(const fi_info* i);
 
-// The providers the driver can use, each with its entry of choice.
+// A provider the driver can use, in its domain of choice.
 struct candidate {
   std::string provider;
-  fi_info* info;  // inside the list it came from
+  fi_info* info = nullptr;      // its entry for the driver's needs
+  fi_info* rma_info = nullptr;  // the same offered with RMA read, or null
+  ofi_ranking::offer traits;    // what the ranking weighed
 };
 
+// One entry per provider of `list`, in the list's order: in `domain`, or,
+// with none named, "lo" where the provider offers it, else its first
+// (IPv6 entries left out: IPv4 or named ones are enough).
 std::vector<candidate> candidates(fi_info* list, const std::string& domain);
+
+// fi_getinfo asked for the driver's needs (restricted to the providers
+// libfabric matches with `forced` when not empty), then again with
+// FI_REMOTE_COMM, with FI_LOCAL_COMM and with RMA read in the hints: what
+// each provider is offered for says what it can do (ofi_ranking.hpp).
+// `ranked`: best first, a provider named exactly `forced` before the others
+// (ofi_ranking::rank); it points into the lists, which the survey owns.
+struct survey {
+  info_ptr plain, remote, local, rma;
+  int ret = 0, rma_ret = 0;  // fi_getinfo's answers to the plain and the RMA question
+  std::vector<candidate> ranked;  // best first
+};
+survey survey_providers(const std::string& forced, const std::string& domain, bool want_rma);
 
 // ---- the driver -----------------------------------------------------------------
 enum class op_kind : std::uint8_t { rx_buffer, send, recv_data, ctrl_send, get };

@@ -1,6 +1,6 @@
-// Provider selection for the ofi driver: what it asks of a provider, the
-// providers usable here in order of preference, and probing them for
-// nmad-info (see ofi_internal.hpp).
+// Provider selection for the ofi driver: what it asks of a provider, what
+// each provider offered can do, the providers usable here best first
+// (ofi_ranking.hpp), and probing them for nmad-info (see ofi_internal.hpp).
 #include <algorithm>
 
 #include "drivers/ofi/ofi_internal.hpp"
@@ -42,13 +42,33 @@ info_ptr make_hints(const std::string& provider) {
   return h;
 }
 
-bool is_node_local(const fi_info* i) { return std::string_view(i->fabric_attr->prov_name) == "shm"; }
-
 bool in_shm_segment(const fi_info* i) {
   if (i->addr_format != FI_ADDR_STR || !i->src_addr || i->src_addrlen == 0) return false;
   const auto* a = static_cast<const char*>(i->src_addr);
   return !ofi_shm::segment_file(std::string_view(a, ::strnlen(a, i->src_addrlen))).empty();
 }
+
+namespace {
+
+std::string domain_of(const fi_info* i) { return i->domain_attr->name ? i->domain_attr->name : ""; }
+
+// The entry of `list` for provider `prov` in domain `dom`, or null.
+fi_info* entry_for(fi_info* list, const std::string& prov, const std::string& dom) {
+  for (fi_info* i = list; i; i = i->next)
+    if (i->addr_format != FI_SOCKADDR_IN6 && prov == i->fabric_attr->prov_name && dom == domain_of(i)) return i;
+  return nullptr;
+}
+
+// fi_getinfo for the driver's needs with `caps` more; its answer in `ret`.
+info_ptr ask(const std::string& forced, std::uint64_t caps, int& ret) {
+  info_ptr hints = make_hints(forced);
+  hints->caps |= caps;
+  fi_info* raw = nullptr;
+  ret = ofi_library::getinfo(hints.get(), &raw);
+  return info_ptr(raw);
+}
+
+}  // namespace
 
 std::vector<candidate> candidates(fi_info* list, const std::string& domain) {
   std::vector<candidate> out;
@@ -56,25 +76,51 @@ std::vector<candidate> candidates(fi_info* list, const std::string& domain) {
     const std::string prov = i->fabric_attr->prov_name;
     if (i->addr_format == FI_SOCKADDR_IN6) continue;  // one entry per provider: IPv4 or named
     auto it = std::find_if(out.begin(), out.end(), [&](const candidate& c) { return c.provider == prov; });
-    const std::string dom = i->domain_attr->name ? i->domain_attr->name : "";
+    const std::string dom = domain_of(i);
     const bool wanted = domain.empty() ? dom == "lo" : dom == domain;
     if (it == out.end()) {
       if (!domain.empty() && !wanted) continue;
-      out.push_back({prov, i});
-    } else if (wanted && std::string_view(it->info->domain_attr->name ? it->info->domain_attr->name : "") != dom &&
-               domain.empty()) {
+      candidate c;
+      c.provider = prov;
+      c.info = i;
+      out.push_back(std::move(c));
+    } else if (wanted && domain_of(it->info) != dom && domain.empty()) {
       it->info = i;  // the loopback domain over the first one listed
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const candidate& a, const candidate& b) {
-    auto rank = [](const std::string& p) {
-      for (std::size_t k = 0; k < std::size(kPreference); ++k)
-        if (p == kPreference[k]) return static_cast<int>(k);
-      return static_cast<int>(std::size(kPreference));
-    };
-    return rank(a.provider) < rank(b.provider);
-  });
   return out;
+}
+
+survey survey_providers(const std::string& forced, const std::string& domain, bool want_rma) {
+  survey s;
+  s.plain = ask(forced, 0, s.ret);
+  std::vector<candidate> found;
+  if (s.ret == 0) found = candidates(s.plain.get(), domain);
+  if (found.empty()) return s;
+  // Each capability asked for on its own: libfabric leaves out the entries
+  // of a provider that cannot do it, also where that provider does not
+  // report the bit in its entries (see ofi_ranking.hpp).
+  int ret = 0;
+  s.remote = ask(forced, FI_REMOTE_COMM, ret);
+  s.local = ask(forced, FI_LOCAL_COMM, ret);
+  s.rma = ask(forced, FI_RMA | FI_READ | FI_REMOTE_READ, s.rma_ret);
+  std::vector<ofi_ranking::offer> offers;
+  for (candidate& c : found) {
+    const std::string dom = domain_of(c.info);
+    c.rma_info = entry_for(s.rma.get(), c.provider, dom);
+    const fi_info* opened = want_rma && c.rma_info ? c.rma_info : c.info;
+    ofi_ranking::offer& o = c.traits;
+    o.provider = c.provider;
+    o.domain = dom;
+    o.remote = entry_for(s.remote.get(), c.provider, dom) != nullptr;
+    o.local = entry_for(s.local.get(), c.provider, dom) != nullptr;
+    o.rma_read = c.rma_info != nullptr;
+    o.rx_queue = opened->rx_attr->size;
+    o.inject = opened->tx_attr->inject_size;
+    offers.push_back(o);
+  }
+  for (std::size_t k : ofi_ranking::rank(offers, want_rma, forced)) s.ranked.push_back(std::move(found[k]));
+  return s;
 }
 
 }  // namespace nmad::ofi_detail
@@ -82,20 +128,16 @@ std::vector<candidate> candidates(fi_info* list, const std::string& domain) {
 namespace nmad {
 
 using ofi_detail::candidate;
-using ofi_detail::info_ptr;
 using ofi_detail::ofi_driver;
-using ofi_detail::make_hints;
-using ofi_detail::candidates;
+
+std::string ofi_provider_criteria() { return ofi_ranking::kCriteria; }
 
 std::vector<ofi_provider_status> ofi_probe_providers() {
   std::vector<ofi_provider_status> out;
-  const std::string domain = ofi_detail::read_tunables().domain;
-  info_ptr hints = make_hints("");
-  fi_info* raw = nullptr;
-  const int ret = ofi_library::getinfo(hints.get(), &raw);
-  info_ptr list(raw);
-  if (ret != 0) {
-    out.push_back({"(none)", false, std::string("fi_getinfo: ") + ofi_library::strerror(-ret)});
+  const ofi_detail::tunables tun = ofi_detail::read_tunables();
+  const ofi_detail::survey offered = ofi_detail::survey_providers("", tun.domain, tun.rma != "off");
+  if (offered.ret != 0) {
+    out.push_back({"(none)", false, std::string("fi_getinfo: ") + ofi_library::strerror(-offered.ret), {}});
     return out;
   }
   struct quiet_events final : driver_events {
@@ -105,18 +147,17 @@ std::vector<ofi_provider_status> ofi_probe_providers() {
     void on_recv_data_done(void*, std::size_t) override {}
     void on_connection_failed(connection_id, std::string_view) override {}
   } ev;
-  for (const candidate& c : candidates(list.get(), domain)) {
-    ofi_provider_status s{c.provider, false, {}};
+  for (const candidate& c : offered.ranked) {
+    ofi_provider_status s{c.provider, false, {}, ofi_ranking::describe(c.traits)};
     try {
       ofi_driver d(c.provider);
       d.open({0, 1, "nmad-info", &ev});
       const driver_caps& k = d.caps();
       s.usable = true;
-      s.detail = std::string("domain ") + (c.info->domain_attr->name ? c.info->domain_attr->name : "?") +
-                 ", max iov " + std::to_string(k.max_iov) + ", inline " + std::to_string(k.max_inline) + " B" +
-                 ", sleep on " + (d.has_wait_fd() ? "the CQ's wait fd" : "nothing (busy)") +
-                 (k.rdma_get ? ", RMA read rendezvous" : ", no RMA read") +
-                 (k.node_local ? ", this host only" : "");
+      s.detail = "domain " + c.traits.domain + ", max iov " + std::to_string(k.max_iov) + ", inline " +
+                 std::to_string(k.max_inline) + " B" + ", sleep on " +
+                 (d.has_wait_fd() ? "the CQ's wait fd" : "nothing (busy)") +
+                 (k.rdma_get ? ", RMA read rendezvous" : ", no RMA read") + (k.node_local ? ", this host only" : "");
     } catch (const std::exception& e) {
       s.detail = e.what();
     }

@@ -15,11 +15,15 @@ bool better(const offer& a, const offer& b, bool want_rma) {
   return key(a) > key(b);
 }
 
-std::vector<std::size_t> rank(const std::vector<offer>& offers, bool want_rma) {
+std::vector<std::size_t> rank(const std::vector<offer>& offers, bool want_rma, std::string_view named) {
   std::vector<std::size_t> order(offers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return better(offers[a], offers[b], want_rma); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const bool na = !named.empty() && offers[a].provider == named;
+    const bool nb = !named.empty() && offers[b].provider == named;
+    if (na != nb) return na;
+    return better(offers[a], offers[b], want_rma);
+  });
   return order;
 }
 

@@ -7,8 +7,8 @@
 // best first. Each criterion below decides only between offers equal in
 // the ones before it; offers equal in all keep libfabric's order (its own
 // preference: the order in which it lists providers). The offer with the
-// first position is the one the driver opens unless the user names one
-// (NMAD_OFI_PROVIDER, FI_PROVIDER).
+// first position is the one the driver opens; a provider the user names
+// (NMAD_OFI_PROVIDER, FI_PROVIDER) comes first whatever it can do.
 //
 //   1. Reaches other hosts. The ofi driver is nmad's network rail (the
 //      built-in shm driver serves this host). An offer that does not is
@@ -40,6 +40,7 @@
 // FI_REMOTE_COMM).
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nmad::ofi_ranking {
@@ -63,8 +64,11 @@ struct offer {
 // when `want_rma`).
 bool better(const offer& a, const offer& b, bool want_rma);
 
-// The positions in `offers`, best first (a stable order: see above).
-std::vector<std::size_t> rank(const std::vector<offer>& offers, bool want_rma);
+// The positions in `offers`, best first (a stable order: see above). The
+// offers of a provider named exactly `named` (what the user forced, when
+// not empty) come before all others: libfabric also matches with a name
+// the utility providers layered over it ("net" gives net;ofi_rxm too).
+std::vector<std::size_t> rank(const std::vector<offer>& offers, bool want_rma, std::string_view named = {});
 
 // The facts the ranking weighs, in its order, for nmad-info and the log:
 // "other hosts and this one, RMA read, receive queue 2048, inject 64 B".
