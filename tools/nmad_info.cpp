@@ -162,10 +162,14 @@ void print_drivers() {
       std::printf("           unavailable: %s\n", e.what());
     }
     if (d.on_request) std::printf("           opened only when named in NMAD_DRIVER / NMAD_DRIVERS\n");
-    if (d.name == "ofi")
-      for (const auto& p : nmad::ofi_probe_providers())
+    if (d.name == "ofi") {
+      std::printf("           providers best first, by %s:\n", nmad::ofi_provider_criteria().c_str());
+      for (const auto& p : nmad::ofi_probe_providers()) {
         std::printf("           provider %-12s %s: %s\n", p.provider.c_str(), p.usable ? "usable" : "unusable",
                     p.detail.c_str());
+        if (!p.ranking.empty()) std::printf("           %-21s ranked on: %s\n", "", p.ranking.c_str());
+      }
+    }
   }
 }
 
