@@ -1,6 +1,6 @@
 // Multi-process engine tests: real processes started by nmad-run, talking
 // over the tcp driver on loopback. Each scenario (tests/workers/
-// engine_worker.cpp) checks contents, order and errors itself; here we check
+// engine_*.cpp) checks contents, order and errors itself; here we check
 // exit statuses and what the processes and the launcher report.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -302,13 +302,14 @@ TEST_CASE("auto driver choice: peers on this host use shm, the job runs and a st
   CHECK(count(i.out, "job unaffected") == 2);
 }
 
-// Destroying a pending request cancels it (tests/workers/engine_worker.cpp,
-// destroy_pending): a destroyed receive never takes a message, a destroyed
-// unanswered rendezvous is withdrawn, a destroyed matched receive has its
-// bytes before the destructor returns; then, with the peer killed and
-// nobody having noticed yet, destroying its pending requests (matched
-// rendezvous receive, posted and any-source receives, rendezvous and eager
-// sends) and progressing neither crashes nor writes to their buffers.
+// Destroying a pending request cancels it (destroy_pending, tests/workers/
+// engine_request_lifetime.cpp): a destroyed receive never takes a message,
+// a destroyed unanswered rendezvous is withdrawn, a destroyed matched
+// receive has its bytes before the destructor returns; then, with the peer
+// killed and nobody having noticed yet, destroying its pending requests
+// (matched rendezvous receive, posted and any-source receives, rendezvous
+// and eager sends) and progressing neither crashes nor writes to their
+// buffers.
 TEST_CASE("destroying pending requests cancels them, also after their peer died unnoticed (shm and tcp)") {
   for (const char* drv : {"shm", "tcp"}) {
     CAPTURE(drv);

@@ -1,8 +1,8 @@
 // The ofi driver carrying real jobs: processes started by nmad-run with
 // NMAD_DRIVER=ofi over the libfabric providers tcp;ofi_rxm and shm, running
-// the engine's random-traffic and ping-pong scenarios
-// (tests/workers/engine_worker.cpp), MPI test programs (tests/mpi/), and
-// ofi as one rail of two next to the built-in drivers
+// the engine's random-traffic and ping-pong scenarios (tests/workers/
+// engine_stress.cpp, engine_exchanges.cpp), MPI test programs (tests/mpi/),
+// and ofi as one rail of two next to the built-in drivers
 // (tests/workers/strategy_worker.cpp). The workers check every byte and the
 // order themselves; here we check exit statuses, what they report, and
 // that the ofi driver really carried the job (its connection lines at
