@@ -46,7 +46,7 @@ def main(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="benchmarks: %s\ngroups for --only: %s\n"
                "configurations: openmpi-vader, openmpi-tcp, mpich, mpich-tcp, nmad, nmad-tcp, nmad-busy, nmad-thread, nmad-tcp-thread, "
-               "nmad-offload, nmad-offload-off, nmad-tcp-offload, nmad-tcp-offload-off, nmad-native-<driver>, "
+               "nmad-offload, nmad-offload-off, nmad-tcp-offload, nmad-tcp-offload-off, nmad-base, nmad-base-tcp, nmad-native-<driver>, "
                "nmad-ofi-tcp, nmad-ofi-shm, openmpi-ofi-tcp, openmpi-ofi-shm, "
                "libfabric-tcp, libfabric-shm, libfabric-tcp-rxm, memcpy-1core" % (", ".join(BENCHES), ", ".join(
                    "%s=%s" % (k, "+".join(v)) for k, v in sorted(GROUPS.items()) if k != "all")))
@@ -62,6 +62,9 @@ def main(argv=None):
     ap.add_argument("--build-timeout", type=float,
                     help="seconds for bazel build and for tools/install (default 900, --quick 180)")
     ap.add_argument("--nmad-prefix", help="install prefix of our MPI layer (default out/install)")
+    ap.add_argument("--nmad-base-prefix",
+                    help="install prefix of an earlier build of our MPI layer: adds nmad-base and nmad-base-tcp "
+                         "(its own binaries, measured in the same interleaved run), for before/after comparisons")
     ap.add_argument("--nmad-launch-args", default="", help="extra arguments for our mpiexec")
     ap.add_argument("--nmad-drivers", default="tcp",
                     help="drivers of the native ping-pong (default tcp; ofi-tcp, ofi-shm: the ofi driver over "
@@ -148,10 +151,24 @@ def main(argv=None):
         ofi = [MpiConfig("nmad-ofi-%s" % label, "nmad MPI layer", "ofi driver, libfabric %s provider" % prov, "nmad",
                          ours.mpicc, list(ours.launch), env={"NMAD_DRIVER": "ofi", "NMAD_OFI_PROVIDER": prov},
                          ours=True) for label, prov in (("tcp", "tcp;ofi_rxm"), ("shm", "shm"))]
+        # An earlier build (--nmad-base-prefix), both drivers: a change
+        # measured against the commit before it in one interleaved run.
+        base = []
+        if args.nmad_base_prefix:
+            bp = os.path.abspath(args.nmad_base_prefix)
+            launch = [os.path.join(bp, "bin", "mpiexec"), "-n", str(args.np)] + shlex.split(args.nmad_launch_args)
+            for name, transport, env in (("nmad-base", "default drivers", {}),
+                                         ("nmad-base-tcp", "tcp driver (loopback)", {"NMAD_DRIVER": "tcp"})):
+                c = MpiConfig(name, "nmad MPI layer (%s)" % bp, transport, "nmad-base",
+                              os.path.join(bp, "bin", "mpicc"), list(launch), env=env, ours=True)
+                if not os.access(c.mpicc, os.X_OK) or not os.access(launch[0], os.X_OK):
+                    c.skip("--nmad-base-prefix %s has no bin/mpicc and bin/mpiexec" % bp)
+                base.append(c)
         for c in [tcp, busy, thread, tcp_thread] + ofi + offload + strategy_configs:
             if ours.status != "ok":
                 c.skip(ours.note or "as nmad", ours.status)
             configs.append(c)
+        configs += base
         configs += peer_configs(args.np, failures)
     if "pingpong" in benches:
         configs += native_configs(args, notes)
