@@ -543,7 +543,7 @@ void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int er
 int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail);
 void bsend_flush();  // waits for every buffered send (detach, finalize)
 
-// ---- collectives and reduction ops (ops.cpp, coll.cpp) ----
+// ---- collectives and reduction ops (op/op_bindings.cpp, coll.cpp) ----
 class Op;
 // The op behind a handle (predefined 1..14, user ops from 32): false if
 // the handle is invalid or freed. Thread-safe.
