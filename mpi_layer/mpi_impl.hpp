@@ -298,7 +298,7 @@ int start_library(const char* fn, int required);
 // Shuts the library down (collective with every process's engine).
 void stop_library();
 
-// ---- datatypes (datatype.cpp) ----
+// ---- datatypes (datatype/datatype_bindings.cpp) ----
 // Handles: predefined types are 1..kLastPredefinedType with
 // handle == BasicType + 1 (see mpi.h); derived types get handles from
 // kFirstDerivedType up.
@@ -328,7 +328,7 @@ extern int g_plain_type_size[kLastPredefinedType + 1];  // [0] = -1; filled at l
 inline int plain_size(MPI_Datatype t) {
   return (t >= 1 && t <= kLastPredefinedType) ? g_plain_type_size[t] : -1;
 }
-// Derived handle table (datatype.cpp): registers a type under a new (or
+// Derived handle table (datatype/datatype_bindings.cpp): registers a type under a new (or
 // recycled) handle >= kFirstDerivedType.
 MPI_Datatype register_type(Datatype d);
 // The same for a type MPI calls predefined though it is made at run time

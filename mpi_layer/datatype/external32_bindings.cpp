@@ -1,6 +1,6 @@
 // Portable representations of datatypes: MPI_Pack_external,
 // MPI_Unpack_external, MPI_Pack_external_size (datarep "external32" only,
-// MPI-3.1 13.5.2; the conversion is mpi_layer/datatype/external32) and
+// MPI-3.1 13.5.2; the conversion is external32.hpp) and
 // MPI_Type_match_size (MPI-3.1 17.1.9: a predefined type of a class and
 // size). Errors go to MPI_COMM_WORLD's handler (no communicator argument).
 

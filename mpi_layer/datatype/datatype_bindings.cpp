@@ -2,7 +2,8 @@
 // constructor, commit, free, size/extent queries, envelope/contents, names),
 // and the helpers that let point-to-point communicate derived types (in
 // place when contiguous, through a staging buffer otherwise). Packing,
-// Get_count/Get_elements and addresses are in datatype_pack.cpp.
+// Get_count/Get_elements and addresses are in pack_bindings.cpp; the
+// engine under them is datatype.hpp.
 //
 // Handles: predefined types are 1..kLastPredefinedType (no table, no lock:
 // type_size/basic_of are pure functions of the handle, the p2p hot path).
