@@ -72,7 +72,7 @@ void stop_library() {
   // Pending non-blocking collectives are finished (or abandoned) and their
   // progress hook removed while the session still exists (coll.cpp).
   coll_finalize();
-  io::io_finalize();  // the same for non-blocking collective file accesses (file_twophase.cpp)
+  io::io_finalize();  // the same for non-blocking collective file accesses (file/twophase_progress.cpp)
   // Receives still posted can never complete: withdraw them so the engine
   // does not write into memory the program may free.
   {

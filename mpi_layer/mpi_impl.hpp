@@ -571,7 +571,7 @@ std::shared_ptr<nmad::coll::session_transport> collective_transport(comm_obj& c)
 namespace io {
 // MPI_Finalize, after coll_finalize: finishes (bounded by
 // NMAD_COLL_FINALIZE_TIMEOUT_MS) the non-blocking collective file accesses
-// nobody waited for and removes their progress task. See file_twophase.cpp.
+// nobody waited for and removes their progress task. See file/twophase_progress.cpp.
 void io_finalize();
 }  // namespace io
 

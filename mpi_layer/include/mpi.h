@@ -1391,7 +1391,7 @@ MPI_Fint PMPI_Win_c2f(MPI_Win win);
 MPI_Win PMPI_Win_f2c(MPI_Fint win);
 /* ==== end of one-sided communication ====================================== */
 
-/* ==== MPI-IO (file.cpp, file_access.cpp) ================================== */
+/* ==== MPI-IO (file/) ======================================================= */
 /* The MPI-3.1 chapter 13 interface over POSIX files (see docs/MPI.md,
  * "MPI-IO"). Errors on an open file go to its error handler; errors with
  * no file (MPI_File_open, MPI_File_delete) to MPI_FILE_NULL's, which is

@@ -15,7 +15,7 @@
 
 #include "mpi_layer/datatype/external32.hpp"
 #include "core/common/thread_heap.hpp"
-#include "mpi_layer/file_impl.hpp"
+#include "mpi_layer/file/file_impl.hpp"
 
 namespace nmad::mpi::io {
 

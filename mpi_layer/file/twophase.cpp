@@ -31,13 +31,13 @@
 // over the file communicator's transport, the schedules of
 // coll/algorithms.hpp), and between phases either starts the next one or
 // hands the step that touches the file or copies bulk data to the
-// background I/O thread (file_io.cpp's post_io), then returns. So
+// background I/O thread (io.cpp's post_io), then returns. So
 //   * a blocking collective (MPI_File_write_all...) waits in the session's
 //     wait_until on advance(), doing its file steps inline (the caller is
 //     the application thread, no lock held);
 //   * a non-blocking one (MPI_File_iwrite_all..., the split _begin/_end)
 //     is also registered with one session progress task (like the
-//     non-blocking collectives' progress_hook), so any engine progress —
+//     non-blocking collectives' progress_hook; twophase_progress.cpp), so any engine progress —
 //     the progress thread (NMAD_PROGRESS) while the application computes,
 //     or a wait on any other request — moves it from phase to phase, and
 //     its file steps run on the I/O thread. Its MPI request polls advance().
@@ -60,7 +60,7 @@
 #include "core/common/config.hpp"
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
-#include "mpi_layer/file_impl.hpp"
+#include "mpi_layer/file/file_impl.hpp"
 
 namespace nmad::mpi::io {
 
@@ -701,69 +701,10 @@ struct collective_job : std::enable_shared_from_this<collective_job> {
   }
 };
 
-namespace {
+// The progress task (twophase_progress.cpp) holds jobs only through these.
+bool advance_job(collective_job& j) { return j.advance(); }
+bool job_finished(const collective_job& j) { return j.finished.load(std::memory_order_acquire); }
 
-// One session progress task advances every collective job started by a
-// non-blocking form (as coll/progress_hook.hpp does for executors): any
-// engine progress round moves them, and background_work() keeps the
-// progress thread (NMAD_PROGRESS) running them while the application
-// computes. Never destroyed (a job may outlive MPI_Finalize, see
-// io_finalize()).
-struct job_hook {
-  std::mutex task_mu;                 // registration of the task (never taken by the task)
-  nmad::layer::progress_task task;    // hook_task, from the first job to io_finalize()
-  std::mutex mu;                      // guards live and incoming
-  std::vector<std::shared_ptr<collective_job>> live, incoming;
-  std::atomic<std::size_t> count{0};  // jobs held (fast path: 0)
-  std::atomic<bool> running{false};   // a round is advancing them (nested rounds return)
-};
-
-job_hook& hook() {
-  static auto* h = new job_hook();
-  return *h;
-}
-
-int hook_task(void*) {
-  job_hook& k = hook();
-  if (k.count.load(std::memory_order_acquire) == 0) return 0;
-  if (k.running.exchange(true, std::memory_order_acquire)) return 0;
-  std::vector<std::shared_ptr<collective_job>> work;
-  {
-    std::lock_guard g(k.mu);
-    k.live.insert(k.live.end(), std::make_move_iterator(k.incoming.begin()), std::make_move_iterator(k.incoming.end()));
-    k.incoming.clear();
-    work = k.live;  // advanced without k.mu (a job's file step may finish meanwhile)
-  }
-  int finished = 0;
-  for (auto& j : work) finished += j->advance() ? 1 : 0;
-  std::size_t dropped = 0;
-  if (finished > 0) {
-    std::lock_guard g(k.mu);
-    dropped = std::erase_if(k.live, [](const std::shared_ptr<collective_job>& j) {
-      return j->finished.load(std::memory_order_acquire);
-    });
-    k.count.fetch_sub(dropped, std::memory_order_release);
-  }
-  if (dropped > 0) nmad::layer::background_work(*st().session, -static_cast<long>(dropped));
-  k.running.store(false, std::memory_order_release);
-  return finished;
-}
-
-void register_job(const std::shared_ptr<collective_job>& j) {
-  job_hook& k = hook();
-  {
-    std::lock_guard g(k.task_mu);
-    if (!k.task) k.task = nmad::layer::progress_task(*st().session, &hook_task, nullptr);
-  }
-  {
-    std::lock_guard g(k.mu);
-    k.incoming.push_back(j);
-    k.count.fetch_add(1, std::memory_order_release);
-  }
-  nmad::layer::background_work(*st().session, 1);  // wakes the progress thread if it sleeps
-}
-
-}  // namespace
 
 std::shared_ptr<collective_job> start_collective(const char* fn, const std::shared_ptr<file_obj>& f, const view& v,
                                                  const hints& h, bool atomic, bool write, const user_data& u,
@@ -803,29 +744,4 @@ int collective_request(const std::shared_ptr<collective_job>& j, MPI_Request* re
   *request = r->handle;
   return MPI_SUCCESS;
 }
-
-void progress_collectives() { hook_task(nullptr); }
-
-void io_finalize() {
-  job_hook& k = hook();
-  if (k.count.load(std::memory_order_acquire) > 0) {
-    // Jobs nobody waited for: finished while every process can still take
-    // part (bounded as for non-blocking collectives).
-    std::chrono::milliseconds timeout{10000};
-    try {
-      timeout = nmad::config::milliseconds("NMAD_COLL_FINALIZE_TIMEOUT_MS");
-    } catch (const std::exception&) {
-    }
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    st().session->wait_until([&] {
-      hook_task(nullptr);
-      return k.count.load(std::memory_order_acquire) == 0 || std::chrono::steady_clock::now() >= deadline;
-    });
-  }
-  std::lock_guard g(k.task_mu);
-  k.task.reset();
-  // Jobs still held stay in k.live, never destroyed (their executors may
-  // have requests in flight).
-}
-
 }  // namespace nmad::mpi::io

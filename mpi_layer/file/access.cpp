@@ -8,11 +8,11 @@
 // MPI_ERR_UNSUPPORTED_OPERATION for explicit offsets and individual
 // pointers on an MPI_MODE_SEQUENTIAL file) and the buffer, turns the
 // position into a byte position in the view's data stream, and then
-//   * blocking independent: file_io.cpp's access_independent;
+//   * blocking independent: io.cpp's access_independent;
 //   * non-blocking independent: the same, queued to the background I/O
 //     thread; the request completes when it has run;
 //   * collective (_all, _ordered, and their non-blocking and split forms):
-//     file_twophase.cpp's collective job. A blocking form waits for it; a
+//     twophase.cpp's collective job. A blocking form waits for it; a
 //     non-blocking form returns a request on it and a split _begin keeps
 //     it for _end, and the layer's progress moves it meanwhile (file
 //     steps on the I/O thread), so the access advances while the
@@ -30,7 +30,7 @@
 #include <algorithm>
 
 #include "mpi_layer/datatype/external32.hpp"
-#include "mpi_layer/file_impl.hpp"
+#include "mpi_layer/file/file_impl.hpp"
 
 namespace nmad::mpi::io {
 namespace {

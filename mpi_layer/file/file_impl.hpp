@@ -10,7 +10,7 @@
 //     from the displacement; for_each_file_block() turns a range of the
 //     stream into the file's byte blocks through the datatype engine's
 //     block walk (the file offset is the "address" of a block).
-//   * Data access (file_io.cpp) packs the user's datatype through a
+//   * Data access (io.cpp) packs the user's datatype through a
 //     staging window (ind_wr/rd_buffer_size bytes, whole elements in
 //     external32) when it is not contiguous or is converted, and writes or
 //     reads each file block with pwrite/pread; non-contiguous independent
@@ -22,10 +22,10 @@
 //     (".<name>.nmad-shfp.<id>"), an 8-byte counter updated under an fcntl
 //     lock, created on first use and removed at close.
 //   * Non-blocking independent operations are queued to one background I/O
-//     thread per process (file_io.cpp); their MPI requests are generic
+//     thread per process (io.cpp); their MPI requests are generic
 //     requests that complete when the thread has done the access, so the
 //     access advances while the application computes.
-//   * Collective data access uses two-phase aggregation (file_twophase.cpp)
+//   * Collective data access uses two-phase aggregation (twophase.cpp)
 //     when some process's access is not contiguous in the file: aggregator
 //     processes (cb_nodes; by default one per NUMA node holding processes
 //     on every host, from the topology module) each own a contiguous
@@ -74,7 +74,7 @@ struct hints {
   info_entries extra;                  // other recognised hints, as given
 };
 
-struct collective_job;  // file_twophase.cpp
+struct collective_job;  // twophase.cpp
 
 struct file_obj {
   MPI_File handle = MPI_FILE_NULL;
@@ -117,8 +117,17 @@ std::shared_ptr<file_obj> lookup_file(MPI_File fh);
 int raise_file(const char* fn, file_obj* f, int code, const std::string& detail);
 // MPI error class of an errno value from a file operation.
 int errno_class(int e);
+// Looks up an open file for fn: null after raising MPI_ERR_FILE (rc set).
+std::shared_ptr<file_obj> need_file(const char* fn, MPI_File fh, int& rc);
+// The largest of every process's value (agreement on an error class).
+int agree_max(MPI_Comm comm, int mine);
+// The detail of a class agreed from another process's failure.
+std::string other_failed(int cls);
+// Takes the hints this implementation knows from info into h; values it
+// cannot use are ignored (MPI-3.1 9: hints may be ignored).
+void apply_hints(MPI_Info info, hints& h, int nprocs);
 
-// ---- views and POSIX access (file_io.cpp) ----
+// ---- views and POSIX access (io.cpp) ----
 // The default view: disp 0, MPI_BYTE, MPI_BYTE, "native".
 view default_view();
 // Builds a view; 0 or an error class with detail.
@@ -202,7 +211,7 @@ void arm_file_request(request_obj* r, file_obj& f, std::shared_ptr<void> keep, c
 // set_view, set_atomicity), progressing its collective ones.
 void drain(file_obj& f);
 
-// ---- shared file pointer (file_io.cpp) ----
+// ---- shared file pointer (io.cpp) ----
 // Reads the shared pointer and adds delta under the lock; old value in
 // *old. 0 or an error class with detail.
 int shared_fetch_add(file_obj& f, MPI_Offset delta, MPI_Offset& old, std::string& detail);
@@ -210,7 +219,7 @@ int shared_set(file_obj& f, MPI_Offset value, std::string& detail);
 // Removes the side file (rank 0 at close).
 void shared_remove(file_obj& f);
 
-// ---- collective access (file_twophase.cpp) ----
+// ---- collective access (twophase.cpp, twophase_progress.cpp) ----
 // A collective access of u at stream position pos on every process of f
 // (two-phase aggregation when some access is not contiguous in the file
 // and the hints allow it; else each process accesses independently). The
@@ -233,5 +242,11 @@ io_result finish_collective(const std::shared_ptr<collective_job>& j);
 int collective_request(const std::shared_ptr<collective_job>& j, MPI_Request* request);
 // One round over the background jobs (drain).
 void progress_collectives();
+// The background side (twophase_progress.cpp): register_job hands a job to
+// the progress task, which advances it (advance_job: true once finished)
+// until job_finished, then drops it.
+void register_job(const std::shared_ptr<collective_job>& j);
+bool advance_job(collective_job& j);
+bool job_finished(const collective_job& j);
 
 }  // namespace nmad::mpi::io
