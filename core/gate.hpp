@@ -2,14 +2,15 @@
 // A gate is this process's connection to one peer: its tracks (one per
 // driver the peer is reachable through, core/transfer/), its send side
 // (collect list, sequence numbers, credit, strategy: send_side,
-// core/collect/) and its matching state on the receive side.
+// core/collect/) and its matching state on the receive side (the receive
+// path's, core/receive/).
 //
 // Locking (see LOCK ORDER in core/session_impl.hpp): the send side
 // (collect list, sequence counters, rendezvous bookkeeping, the strategy,
 // the pools of entries and wrappers) is guarded by `lock`, the gate lock;
-// the receive side by the session's matching lock; each track's send list
-// by the track's own lock. `failed` is atomic: read anywhere, set once by
-// session_impl::fail_gate (fail_reason is written before it).
+// the receive side by the receive path's matching lock; each track's
+// send list by the track's own lock. `failed` is atomic: read anywhere, set
+// once by session_impl::fail_gate (fail_reason is written before it).
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -83,7 +84,7 @@ class gate : public send_side {
   std::atomic<bool> offload_queued{false};
   session_impl* owner = nullptr;
 
-  // Receive side: under the session's matching lock.
+  // Receive side (core/receive/receive_path.hpp): under the matching lock.
   seq_table recv_seq;                                          // domain -> expected
   // Messages whose chunks are still arriving (one that comes whole in a
   // single chunk is never entered).
@@ -107,8 +108,8 @@ class gate : public send_side {
   bool rx_starved = false;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> probe_wants;
   // Matched receives whose rendezvous could not be asked for because a
-  // driver was busy (another thread polled it): asked again by the session's
-  // pending work (session_impl::flush_pending).
+  // driver was busy (another thread polled it): asked again from the
+  // session's pending work (receive_path::retry_asks).
   std::vector<request_state*> ask_again;
   // Matched receives (unpack) with rendezvous pieces waiting for the next
   // unpack to give them room: failed with the gate (nothing else refers to

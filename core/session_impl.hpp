@@ -1,6 +1,6 @@
 #pragma once
 // The engine behind nmad::session: owns the drivers, the gates, the receive
-// matching state and the progress tasks.
+// path (core/receive/) and the progress tasks.
 //
 // LOCK ORDER. There is no session-wide lock; the lock domains follow the
 // layers (all of them are no-ops below thread_level::multiple):
@@ -13,9 +13,9 @@
 //                             rendezvous to ask again) and done by the
 //                             thread's next lock-free point or progress
 //                             round. A poller that finds it busy skips it.
-//   2. the matching lock      _match_lock: posted receives, unexpected and
-//                             detached messages, every gate's receive side,
-//                             receive requests.
+//   2. the matching lock      receive_path::lock(): posted receives,
+//                             unexpected and detached messages, every gate's
+//                             receive side, receive requests.
 //   3. a gate's lock          gate::lock: its collect list and send side.
 //   4. a track's lock         track::lock: its send list (in flight, retry).
 //   5. leaves                 _pending_lock (deferred work), the progress
@@ -48,6 +48,7 @@
 #include "core/progress/progress_engine.hpp"
 #include "core/progress/progress_thread.hpp"
 #include "core/progress/waiter.hpp"
+#include "core/receive/receive_path.hpp"
 #include "core/transfer/driver.hpp"
 #include "core/transfer/driver_slot.hpp"
 #include "core/transfer/scheduler.hpp"
@@ -65,7 +66,7 @@ inline void end_exposure(gate& g, chunk_entry& e) {
   g.tracks[0].slot->drv->unexpose(e.ptr, e.len);
 }
 
-class session_impl final : private wait_engine, private scheduler::host {
+class session_impl final : private wait_engine, private scheduler::host, private receive_path::host {
  public:
   explicit session_impl(const session_options& opts);
   ~session_impl();
@@ -105,7 +106,6 @@ class session_impl final : private wait_engine, private scheduler::host {
   [[noreturn]] void abort(int exit_code, const std::string& message);
   bool cancel(request_state& r);
   bool cancel_send(request_state& r);                                   // lock held
-  void handle_cancel_req(gate& g, const wire::chunk_header& h);         // lock held
   void handle_cancel_ack(gate& g, const wire::chunk_header& h);         // lock held
 
   // ~request of a pending request: cancels what has not started (a posted
@@ -159,7 +159,7 @@ class session_impl final : private wait_engine, private scheduler::host {
     ~engine_scope() {
       if (--t_depth == 0) {
         if (_s._pending_any.load(std::memory_order_acquire) || deferred_waiting()) _s.leave_engine();
-        if (_s._trim_due.load(std::memory_order_relaxed)) _s.trim_if_due();  // no lock held here
+        if (_s._recv.trim_due()) _s._recv.trim_if_due();  // no lock held here
         _s._waiter.returns_to_application();  // the progress thread may have work
       }
     }
@@ -170,11 +170,15 @@ class session_impl final : private wait_engine, private scheduler::host {
     session_impl& _s;
   };
 
-  // Driver events (called from driver_slot, its poll lock held).
+  // Driver events (called from driver_slot, its poll lock held). Arrivals
+  // go to the receive path (core/receive/receive_path.hpp).
   void connected(driver_slot& slot, connection_id conn, int peer_rank);
-  void packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes);
+  void packet_arrived(driver_slot& slot, connection_id conn, std::span<const std::byte> bytes) {
+    gate* g = slot.gates.find(conn);
+    if (g && !g->failed.load(std::memory_order_acquire)) _recv.packet_arrived(*g, bytes);
+  }
   void send_done(packet_wrapper* pw) { _sched.send_done(pw); }  // from driver_slot::on_send_done
-  void recv_data_done(rdv_recv* rr, std::size_t received);
+  void recv_data_done(rdv_recv* rr, std::size_t received) { _recv.recv_data_done(rr, received); }
   void connection_failed(driver_slot& slot, connection_id conn, std::string_view reason);
 
  private:
@@ -198,9 +202,9 @@ class session_impl final : private wait_engine, private scheduler::host {
   int progress_now(bool wait_busy_drivers = false);
   void leave_engine();         // the outermost engine_scope ended
   int flush_pending();         // deferred failures and schedules (how many); no lock held
+  // g is scheduled again (its rendezvous asked again first) at the
+  // thread's next lock-free point.
   void defer_schedule(gate& g);
-  void defer_ask(gate& g, request_state& r);  // matching lock held
-  void retry_asks(gate& g);                    // no lock held
   void wait_until(request_state& r);
   // wait_engine (the waiter's view of the session).
   int progress_round() override;
@@ -220,61 +224,24 @@ class session_impl final : private wait_engine, private scheduler::host {
   static bool expose_pull_hook(send_side& side, chunk_entry& e);                  // send_side::expose_pull
   void entry_progress(gate& g, chunk_entry& e);  // gate lock held
   void finish_send_if_done(request_state& r);
-  // Flow control (see "Credits" in core/protocol/wire.hpp): the send side
-  // is the gate's send_side (core/collect/send_side.hpp); the session
-  // completes what it withdraws and fails a gate that breaks the protocol
-  // (core/session_flow.cpp).
-  // A send the receiver has seen nothing of (it waits for credit) is
-  // withdrawn and completes as cancelled; false if it is not one.
-  bool withdraw_held(gate& g, request_state& r);
-  // The peer's flow-control chunks (matching lock held; they take the gate lock).
+  // The peer's control chunks for the send side (receive_path::host::
+  // send_side_chunk; matching lock held, they take the gate lock). Flow
+  // control (see "Credits" in core/protocol/wire.hpp): the send side is the
+  // gate's send_side (core/collect/send_side.hpp); the session completes
+  // what it withdraws and fails a gate that breaks the protocol.
+  void handle_rtr(gate& g, const wire::chunk_header& h);
   void handle_credit(gate& g, const wire::chunk_header& h);
   void handle_want(gate& g, const wire::chunk_header& h);
   void handle_offer_ack(gate& g, const wire::chunk_header& h);
-  // Receive side (matching lock held): charge what a peer's chunk costs
-  // (false: the peer exceeded its credit, the gate fails), release what
-  // left our buffers, announce credit when a quarter window is due; the
-  // wants of receives posted while half a peer's window is held here.
-  bool charge(gate& g, std::uint64_t cost);
-  void release(gate& g, std::uint64_t n);
-  void grant_if_due(gate& g);
-  void starve(gate& g);
-  void send_want(gate& g, std::uint64_t stamp, tag_t tag, tag_t mask, std::uint8_t flags, request_state* r);
-  void want_posted(request_state& r);                 // r was just posted
-  void unwant(request_state& r, const gate* except);  // r left the posted list
-  void want_for_probe(int source, tag_t tag, tag_t mask);
-  void note_probe_answered(gate& g, tag_t tag);
-  void answer_offer(gate& g, std::uint64_t cookie, std::uint8_t flags);
-  // Gives the allocator's free memory back to the system once the buffered
-  // unexpected data fell well below its peak (no lock held).
-  void trim_if_due();
-  void handle_rtr(gate& g, const wire::chunk_header& h);  // matching lock held
+  // A send the receiver has seen nothing of (it waits for credit) is
+  // withdrawn and completes as cancelled; false if it is not one.
+  bool withdraw_held(gate& g, request_state& r);
 
-  // Receive helpers.
-  void handle_short(gate& g, const wire::short_header& h, std::span<const std::byte> payload);
-  void handle_chunk(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
-  message_state* find_message(gate& g, const wire::chunk_header& h,
-                              std::span<const std::byte> payload, bool& created);
-  message_state* new_message(gate& g, const wire::chunk_header& h, std::span<const std::byte> payload);
-  void drain_early(gate& g);
-  void bind(request_state& r, message_state&& m);
-  void place(request_state& r, std::uint64_t offset, std::span<const std::byte> bytes);
-  std::uint64_t copy_into_segments(request_state& r, std::uint64_t offset,
-                                   std::span<const std::byte> bytes);
-  void drain_buffered(request_state& r);
-  void ask_rdvs(gate& g, request_state& r);  // matching lock held
-  void note_unpack_waiting(gate& g, request_state& r, bool waiting);  // matching lock held
-  void queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, std::uint64_t offset, std::uint64_t len,
-                 std::uint64_t sender_cookie, std::uint64_t recv_cookie);
-  track& pick_rail(gate& g, std::uint64_t& n, const message_state& m, std::uint64_t offset);
-  void note_arrivals(gate& g, message_state& m);
-  void finish_recv_if_done(request_state& r);
-  unexpected_message* find_unexpected(int source, tag_t tag, tag_t mask, recv_status& st);
+  // Receive entry points' helpers (core/session_recv.cpp): a request set
+  // up as a receive, then matched or posted by the receive path.
   void setup_recv(request_state& r, int source, tag_t tag, tag_t mask, void* buf, std::size_t len,
                   bool sealed);
   errc post_recv(request_state& r, int source, tag_t tag, tag_t mask);
-  void take_unexpected(request_state& r, unexpected_message& u);
-  void take_small(gate& g, request_state& r, unexpected_small& u);
   void protocol_violation(gate& g, const std::string& what);
 
   // Completion and failure.
@@ -295,6 +262,9 @@ class session_impl final : private wait_engine, private scheduler::host {
   void posted() override { _waiter.kick(); }
   void send_refused(gate& g, std::string reason) override { fail_gate(g, std::move(reason)); }
   void entry_sent(gate& g, chunk_entry& e) override { entry_progress(g, e); }
+  // receive_path::host: its calls are defined with the session's
+  // (core/session_progress.cpp, session_send.cpp).
+  friend class receive_path::host;
   void clean_up_failed(gate& g, bool close);  // no lock held
   bool gate_busy(gate& g);                    // flush pending? (no lock held)
   void count(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
@@ -358,7 +328,6 @@ class session_impl final : private wait_engine, private scheduler::host {
   std::uint64_t _serial = 0;  // see serial(); registered among the live sessions
   thread_level _level = thread_level::multiple;
   bool _threaded = true;                   // _level == multiple
-  mutable domain_mutex _match_lock;        // LOCK ORDER 2
   domain_mutex _pending_lock;              // leaf: the deferred work below
   std::atomic<bool> _pending_any{false};
   std::vector<gate*> _pending_gates;       // to schedule again (a driver was busy)
@@ -395,31 +364,24 @@ class session_impl final : private wait_engine, private scheduler::host {
   std::atomic<int> _offloads_queued{0};       // offload tasks not run yet (sleepers must not sleep)
   int _local_processes = 1;  // processes of the job on this machine (this one included)
   int _job_cpus = 1;         // CPUs the job may use on this machine
-  tag_t _ordering_mask = full_mask;
-  // Flow control: NMAD_UNEXPECTED_MAX (0: unlimited), the credit held by
-  // every peer's buffered eager data here and its peak since the last trim
-  // (matching lock), and whether a trim is due.
+  // Flow control: NMAD_UNEXPECTED_MAX (0: unlimited), shared by the peers'
+  // receive windows (gate::rx_window).
   std::uint64_t _unexpected_max = 0;
-  std::uint64_t _fc_held = 0;
-  std::uint64_t _fc_peak = 0;
-  int _starved_gates = 0;  // gates with rx_starved (matching lock): posted receives send wants
-  std::atomic<bool> _trim_due{false};
 
   std::vector<std::unique_ptr<driver_slot>> _slots;  // [0] = self, then network drivers by preference
   std::vector<std::unique_ptr<gate>> _gates;         // indexed by rank
-  match_queues _match;        // posted receives, unexpected messages
-  unexpected_list _detached;  // taken by improbe, not yet imrecv'd (freed at the end)
   struct counters {
     // (Packets, chunks, bytes and bulk transfers sent are counted per
-    // track: track::stats.)
-    std::atomic<std::uint64_t> packets_received{0}, unexpected_messages{0}, protocol_errors{0},
-        offloaded_sends{0}, offload_tasks_by_thread{0};
+    // track: track::stats; packets and unexpected messages received by
+    // the receive path.)
+    std::atomic<std::uint64_t> protocol_errors{0}, offloaded_sends{0}, offload_tasks_by_thread{0};
   };
   counters _stats;
   std::atomic<bool> _finalizing{false};
   progress_engine _tasks;  // progress tasks, run by progress_now
   std::atomic<unsigned> _rounds{0};  // progress rounds (quiet drivers are polled every 64th)
   scheduler _sched{*this, _rounds};  // after _rounds (it reads it)
+  receive_path _recv;                // after _sched and _gates (it uses them)
   bool _connecting = false;  // connect_all: every driver is polled every round
   bool _multirail = false;   // NMAD_DRIVERS=a+b: one track per listed driver
   std::unique_ptr<progress_thread> _progress_thread;  // NMAD_PROGRESS (stopped first at shutdown)

@@ -1,4 +1,5 @@
-// Progress, the NIC-driven scheduler, driver events and failure handling.
+// Progress, driver events, completion and failure handling, and what the
+// receive path asks of the session.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -143,25 +144,6 @@ void session_impl::defer_schedule(gate& g) {
   _pending_any.store(true, std::memory_order_release);
 }
 
-void session_impl::defer_ask(gate& g, request_state& r) {
-  if (!r.ask_deferred) {
-    r.ask_deferred = true;
-    g.ask_again.push_back(&r);
-  }
-  defer_schedule(g);
-}
-
-void session_impl::retry_asks(gate& g) {
-  std::lock_guard ml(_match_lock);
-  if (g.ask_again.empty()) return;
-  std::vector<request_state*> asks;
-  asks.swap(g.ask_again);
-  for (request_state* r : asks) {
-    r->ask_deferred = false;
-    if (!r->finished()) ask_rdvs(g, *r);  // may defer it again
-  }
-}
-
 int session_impl::flush_pending() {
   std::vector<failure> failures;
   std::vector<gate*> gates;
@@ -179,7 +161,7 @@ int session_impl::flush_pending() {
   }
   for (const failure& f : failures) clean_up_failed(*f.g, f.close);
   for (gate* g : gates) {
-    retry_asks(*g);
+    _recv.retry_asks(*g);
     schedule(*g);
   }
   _flushing.fetch_sub(1, std::memory_order_acq_rel);
@@ -302,7 +284,7 @@ void session_impl::abort(int exit_code, const std::string& message) {
 // thread leaves the engine (the callback runs first, outside every lock).
 void session_impl::complete(request_state& r) {
   // (A receive completes under the matching lock.)
-  if (r.unpack_waiting) note_unpack_waiting(*_gates[r.msg.source], r, false);
+  if (r.unpack_waiting) _recv.note_unpack_waiting(*_gates[r.msg.source], r, false);
   // (A send that succeeded was recorded by finish_send_if_done; one sent
   // inline by its send_inline record.)
   if (trace::enabled() && (r.type == request_state::kind::recv || r.error != errc::ok)) trace_completion(r);
@@ -391,12 +373,11 @@ void session_impl::abandon(request_state& r) {
 void session_impl::abandon_request(request_state& r) {
   if (r.type == request_state::kind::recv) {
     engine_scope scope(*this);
-    std::lock_guard ml(_match_lock);
+    std::lock_guard ml(_recv.lock());
     if (!r.finishing) r.cb = nullptr;
     if (!r.finished()) {
       if (!r.matched) {
-        if (_match.unpost(r)) {  // never matched: it never takes a message
-          if (r.wanted) unwant(r, nullptr);
+        if (_recv.withdraw(r)) {  // never matched: it never takes a message
           r.error = errc::cancelled;
           r.error_message = "receive destroyed while pending";
           complete(r);
@@ -405,9 +386,9 @@ void session_impl::abandon_request(request_state& r) {
         // An unpack whose next pieces will never come: what its segments
         // do not hold is dropped, as for a receive too small.
         r.recv_sealed = true;
-        drain_buffered(r);
-        if (!r.msg.failed) ask_rdvs(*_gates[r.msg.source], r);
-        finish_recv_if_done(r);
+        _recv.drain_buffered(r);
+        if (!r.msg.failed) _recv.ask_rdvs(*_gates[r.msg.source], r);
+        _recv.finish_recv_if_done(r);
       }
     }
   } else if (r.type == request_state::kind::send) {
@@ -498,7 +479,7 @@ void session_impl::clean_up_failed(gate& g, bool close) {
       if (close) t.slot->drv->close_connection(t.conn);
     }
   }
-  std::lock_guard ml(_match_lock);
+  std::lock_guard ml(_recv.lock());
   {
     std::lock_guard gl(g.lock);
     // Send side: every entry still queued, in flight, or waiting for a
@@ -560,62 +541,8 @@ void session_impl::clean_up_failed(gate& g, bool close) {
     }
   }
 
-  // Receive side. Matched receives whose bytes are still to come fail:
-  // messages still arriving (active), rendezvous data asked for, and
-  // rendezvous waiting to be asked for.
-  std::vector<request_state*> receives;
-  for (auto& [cookie, rr] : g.rdv_in) {
-    receives.push_back(rr->req);
-    delete rr;
-  }
-  g.rdv_in.clear();
-  g.early.clear();
-  for (auto& [key, m] : g.active) {
-    m->failed = true;
-    m->fail_reason = msg;
-    if (m->req) receives.push_back(m->req);
-  }
-  g.active.clear();
-  for (request_state* r : g.ask_again) {
-    r->ask_deferred = false;
-    receives.push_back(r);
-  }
-  g.ask_again.clear();
-  // (Failing them takes them off the list: a copy.)
-  const std::vector<request_state*> waiting = g.unpack_waiting;
-  receives.insert(receives.end(), waiting.begin(), waiting.end());
-  // Each once: a failed request may be gone at once (its owner saw it done).
-  std::sort(receives.begin(), receives.end());
-  receives.erase(std::unique(receives.begin(), receives.end()), receives.end());
-  g.cleaned_up = true;
-  if (g.rx_starved) {
-    g.rx_starved = false;
-    --_starved_gates;
-  }
-  for (request_state* r : receives) {
-    r->msg.failed = true;
-    r->msg.fail_reason = msg;
-    fail_request(*r, errc::peer_failed, msg);
-  }
-  // Unmatched messages that are not whole (rendezvous not asked for yet):
-  // a receive that takes one later fails instead of waiting for its data.
-  auto mark = [&](unexpected_message& u) {
-    if (u.small || static_cast<int>(u.source) != g.rank) return;  // (a small one is whole)
-    message_state& m = u.state();
-    if (!m.rdvs.empty()) {
-      m.failed = true;
-      m.fail_reason = msg;
-    }
-  };
-  _match.for_each_unexpected(g.rank, mark);
-  for (unexpected_message& u : _detached) mark(u);
-  // Receives posted for this peer, and any-source receives once no other
-  // peer is alive to match them.
-  _match.drain_posted(g.rank, [&](request_state& r) { fail_request(r, errc::peer_failed, msg); });
-  if (no_live_peer())
-    _match.drain_posted(any_source, [&](request_state& r) {
-      fail_request(r, errc::peer_failed, "any-source receive: every other rank failed (last: " + msg + ")");
-    });
+  // Receive side: what g's peer was to complete fails, and what waits for it.
+  _recv.gate_failed(g, msg, no_live_peer());
 }
 
 bool session_impl::no_live_peer() const {
@@ -624,5 +551,29 @@ bool session_impl::no_live_peer() const {
     if (g->rank != _rank && !g->failed.load(std::memory_order_acquire)) return false;
   return true;
 }
+
+// ---- what the receive path asks of the session ------------------------------
+// (receive_path::host, core/receive/receive_path.hpp: direct calls, the
+// session being the one host; send_side_chunk is in session_send.cpp.)
+
+void receive_path::host::complete(request_state& r) { static_cast<session_impl&>(*this).complete(r); }
+
+void receive_path::host::fail_request(request_state& r, errc e, std::string message) {
+  static_cast<session_impl&>(*this).fail_request(r, e, std::move(message));
+}
+
+void receive_path::host::protocol_violation(gate& g, const std::string& what) {
+  static_cast<session_impl&>(*this).protocol_violation(g, what);
+}
+
+void receive_path::host::fail_gate(gate& g, std::string reason) {
+  static_cast<session_impl&>(*this).fail_gate(g, std::move(reason));
+}
+
+std::string receive_path::host::failure_text(const gate& g) {
+  return static_cast<session_impl&>(*this).failure_text(g);
+}
+
+void receive_path::host::driver_busy(gate& g) { static_cast<session_impl&>(*this).defer_schedule(g); }
 
 }  // namespace nmad

@@ -1,5 +1,7 @@
 // Send side: requests become chunk entries on their gate's collect list;
-// rendezvous answers (rtr) become bulk-data transfers.
+// the peer's answers (from the receive path: rtr, cancel answers, credit,
+// wants, offer answers) act on the gate's send side -- a ready-to-receive
+// becomes a bulk-data transfer.
 #include "core/common/log.hpp"
 #include "core/session_impl.hpp"
 
@@ -340,6 +342,32 @@ void session_impl::finish_send_if_done(request_state& r) {
   }
 }
 
+// ---- the peer's control chunks for the send side -----------------------------
+
+// The receive path's hand-over (receive_path::host), matching lock held.
+void receive_path::host::send_side_chunk(gate& g, const wire::chunk_header& h) {
+  session_impl& s = static_cast<session_impl&>(*this);
+  switch (static_cast<chunk_kind>(h.kind)) {
+    case chunk_kind::rtr:
+      s.handle_rtr(g, h);
+      return;
+    case chunk_kind::cancel_ack:
+      s.handle_cancel_ack(g, h);
+      return;
+    case chunk_kind::credit:
+      s.handle_credit(g, h);
+      return;
+    case chunk_kind::want:
+      s.handle_want(g, h);
+      return;
+    case chunk_kind::offer_ack:
+      s.handle_offer_ack(g, h);
+      return;
+    default:
+      return;  // (the receive path hands over only these)
+  }
+}
+
 void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
   if (trace::enabled()) trace::emit(trace::event::rdv_ready, g.rank, h.rail, h.tag, h.seq, h.len, h.offset);
   std::unique_lock gl(g.lock);
@@ -371,6 +399,56 @@ void session_impl::handle_rtr(gate& g, const wire::chunk_header& h) {
   }
   entry_progress(g, e);
   gl.unlock();
+  schedule(g);
+}
+
+// Flow control (see "Credits" in core/protocol/wire.hpp): the gate's
+// send_side (core/collect/send_side.hpp) keeps the held messages, wants and
+// offers; the session applies the peer's chunks to it, completes what it
+// withdraws and fails a gate that breaks the protocol.
+
+bool session_impl::withdraw_held(gate& g, request_state& r) {
+  if (!g.withdraw_held(r)) return false;
+  complete(r);
+  return true;
+}
+
+void session_impl::handle_credit(gate& g, const wire::chunk_header& h) {
+  {
+    std::lock_guard gl(g.lock);
+    if (const auto v = g.on_credit(h.offset); v.found) {
+      protocol_violation(g, v.why);
+      return;
+    }
+  }
+  schedule(g);
+}
+
+void session_impl::handle_want(gate& g, const wire::chunk_header& h) {
+  {
+    std::lock_guard gl(g.lock);
+    const auto v = g.on_want(h.cookie2, h.tag, h.cookie, (h.flags & chunk_flag::probe) != 0,
+                             (h.flags & chunk_flag::withdrawn) != 0);
+    if (v.found) {
+      protocol_violation(g, v.why);
+      return;
+    }
+  }
+  schedule(g);
+}
+
+void session_impl::handle_offer_ack(gate& g, const wire::chunk_header& h) {
+  {
+    std::lock_guard gl(g.lock);
+    request_state* withdrawn = nullptr;
+    const auto v = g.on_offer_answer(h.cookie, (h.flags & chunk_flag::accepted) != 0,
+                                     (h.flags & chunk_flag::withdrawn) != 0, &withdrawn);
+    if (v.found) {
+      protocol_violation(g, v.why);
+      return;
+    }
+    if (withdrawn) complete(*withdrawn);
+  }
   schedule(g);
 }
 

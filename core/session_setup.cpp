@@ -108,10 +108,10 @@ const driver_descriptor& loopback_driver() {
 session_impl::session_impl(const session_options& opts)
     : _level(opts.threads),
       _threaded(opts.threads == thread_level::multiple),
-      _match_lock(opts.threads == thread_level::multiple),
       _pending_lock(opts.threads == thread_level::multiple),
       _waiter(*this, opts.threads == thread_level::multiple),
-      _tasks(opts.threads == thread_level::multiple) {
+      _tasks(opts.threads == thread_level::multiple),
+      _recv(*this, _sched, _gates, opts.threads == thread_level::multiple) {
   // Every NMAD_* value is checked before anything starts; a bad one stops
   // the session naming it (config.hpp: "The start-up check").
   const std::vector<std::string> unknown_knobs = config::check_environment();
@@ -133,7 +133,6 @@ session_impl::session_impl(const session_options& opts)
   if (_rank == 0 && !config::is_set("NMAD_RUN_SIZE"))
     for (const std::string& w : unknown_knobs) log_write(log_level::warn, "config", w);
   _trace.on = trace::start(t.trace, _rank, _size);  // a bad file name fails here, before connecting
-  _ordering_mask = opts.ordering_mask;
   _sched.set_copy_threshold(t.copy_threshold);
   _unexpected_max = t.unexpected_max;
   _print_stats = t.stats;
@@ -172,12 +171,12 @@ session_impl::session_impl(const session_options& opts)
   _boot->put(host_key(_rank), own_host);
   _boot->fence();
   _gates.resize(_size);
-  _match.resize(_size);
+  _recv.set_up(_rank, _size, opts.ordering_mask);
   for (int r = 0; r < _size; ++r) {
     auto g = std::make_unique<gate>();
     g->owner = this;
     g->rounds = &_rounds;
-    g->ordering_mask = _ordering_mask;
+    g->ordering_mask = opts.ordering_mask;
     g->expose_pull = &session_impl::expose_pull_hook;
     g->rank = r;
     g->lock.enable(_threaded);
@@ -313,7 +312,7 @@ void session_impl::enable_threads() {
     // Everything a second thread may touch gets its lock (no other thread
     // runs yet: the switches are safe).
     _threaded = true;
-    _match_lock.enable(true);
+    _recv.enable_threads();
     _pending_lock.enable(true);
     for (auto& g : _gates) {
       g->lock.enable(true);
@@ -584,8 +583,8 @@ void session_impl::shutdown() {
   if (_print_stats) print_stats();
   if (_trace.on) trace::stop();
   _trace.on = false;
-  std::lock_guard ml(_match_lock);
-  if (_match.any_posted())
+  std::lock_guard ml(_recv.lock());
+  if (_recv.any_posted())
     log_write(log_level::warn, "session", "finalize with receives still posted");
 }
 
@@ -642,12 +641,7 @@ session_impl::~session_impl() {
   }
   // Drivers close their connections; then free what the engine still holds.
   for (auto& slot : _slots) slot->drv.reset();
-  _match.free_unexpected();
-  while (!_detached.empty()) {
-    unexpected_message& u = _detached.front();
-    _detached.pop_front();
-    unexpected_message::destroy(&u);
-  }
+  _recv.free_messages();
   for (auto& g : _gates) {
     g->collect.clear();
     g->held.clear();
@@ -694,8 +688,8 @@ session_stats session_impl::stats() const {
       out.rdv_data_sent += t.rdv_transfers;
       out.rail_sends[std::min<std::size_t>(i, 3)] += t.packets + t.rdv_transfers;
     }
-  out.packets_received = get(_stats.packets_received);
-  out.unexpected_messages = get(_stats.unexpected_messages);
+  out.packets_received = _recv.packets_received();
+  out.unexpected_messages = _recv.unexpected_messages();
   out.protocol_errors = get(_stats.protocol_errors);
   out.offloaded_sends = get(_stats.offloaded_sends);
   out.offload_tasks_by_thread = get(_stats.offload_tasks_by_thread);

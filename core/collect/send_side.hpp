@@ -51,7 +51,7 @@ namespace nmad {
 // Domains that share a counter are ordered together; that never makes a
 // message wait for a *receive*: the receiver only re-orders arrivals (a
 // chunk waits for earlier chunks that are already on their way, see
-// session_impl::find_message), and a message's sequence number is taken
+// receive_path::find_message), and a message's sequence number is taken
 // when its first piece is admitted (pack: at the first queued piece, not
 // at pack_begin), so every earlier number is already being sent. Both sides
 // use the same table size and hash (a protocol constant).

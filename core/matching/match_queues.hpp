@@ -17,8 +17,9 @@
 //   * unexpected messages: one list per source rank (a receive naming its
 //     source scans only that), plus one list of all of them in arrival order
 //     (for any_source receives and probes). Each message is on both.
-// All of it is engine state, under the engine lock. Nothing here
-// allocates: the hooks live in the requests and messages.
+// The receive path (core/receive/receive_path.hpp) owns one, under its
+// matching lock. Nothing here allocates: the hooks live in the requests
+// and messages.
 //
 // An unexpected message has one of two forms (unexpected_message::small):
 //   * small: a whole eager message of at most wire::small_message_max
@@ -122,7 +123,7 @@ class match_queues {
   bool unpost(request_state& r);
   bool any_posted() const;
   // A stamp of the posting order for something that is not a receive (a
-  // probe's want, see core/session_flow.cpp).
+  // probe's want, see core/receive/credit.cpp).
   std::uint64_t take_stamp() { return _next_stamp++; }
   // Removes every receive posted for `source` (any: the any_source ones),
   // calling f(r) on each after its removal.

@@ -1,4 +1,4 @@
-// Fuzz target: the engine's receive side (core/session_recv.cpp) fed with
+// Fuzz target: the engine's receive path (core/receive/) fed with
 // packets a hostile peer could send. A singleton session runs with a
 // loopback driver that wraps the real `self` driver and, from inside its
 // poll() (where drivers deliver), hands the engine extra packets taken from
