@@ -400,7 +400,7 @@ struct typed_request {
   std::shared_ptr<recv_stage> recv;
 };
 // Buffered send of a derived datatype: the packed image is written straight
-// into the attached buffer (defined in p2p.cpp).
+// into the attached buffer (defined in bsend.cpp).
 int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, nmad::tag_t tag,
                 std::string& detail);
 
@@ -498,7 +498,7 @@ void init_info_env(int thread_level);
 std::optional<info_entries> info_get_entries(MPI_Info i);  // nullopt: invalid
 MPI_Info new_info(info_entries e);
 
-// ---- requests (request.cpp) ----
+// ---- requests (request.cpp, request_status.cpp, request_persistent.cpp) ----
 // Recycles the MPI_Request_free'd requests that have completed.
 void sweep_zombies();
 // Appends a new request object to the table and its handle to
@@ -538,8 +538,12 @@ void empty_status(MPI_Status* s);
 void test_progress(bool (*done)(void*), void* arg);
 // Translates an engine receive status into an MPI status on comm c.
 void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int error);
+// Raises the first error of a multiple completion (Waitall, Testsome,
+// Request_get_status_all...) as MPI_ERR_IN_STATUS when the statuses carry
+// it, else as itself.
+int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::string& detail, bool have_statuses);
 
-// ---- p2p helpers (p2p.cpp) ----
+// ---- buffered sends (bsend.cpp) ----
 int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail);
 void bsend_flush();  // waits for every buffered send (detach, finalize)
 

@@ -1,5 +1,8 @@
-// Requests: the handle table, completion (Wait/Test and their all/any/some
-// forms), cancel, free, persistent requests (Send_init..., Start).
+// Requests: the handle table, starting and completing them (Wait/Test and
+// their all/any/some forms, which every message goes through: the helpers
+// they inline stay in this file), MPI_Request_free and the requests it
+// leaves completing in the background. Persistent requests are
+// request_persistent.cpp's, status queries and cancel request_status.cpp's.
 #include <algorithm>
 #include <vector>
 
@@ -349,6 +352,12 @@ int finish_done_request(MPI_Request* handle, MPI_Status* status, std::string& de
   return finish_request(*r, handle, status, detail);
 }
 
+// Raises the first error of a multiple completion as MPI_ERR_IN_STATUS.
+int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::string& detail, bool have_statuses) {
+  return mpi_raise(fn, c, have_statuses ? MPI_ERR_IN_STATUS : first_err,
+                   std::string(error_name(first_err)) + (detail.empty() ? "" : ": " + detail));
+}
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
@@ -400,46 +409,8 @@ int finish_single(request_obj& r, MPI_Request* handle, MPI_Status* status, std::
   return err;
 }
 
-// Raises the first error of a multiple completion as MPI_ERR_IN_STATUS.
-int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::string& detail, bool have_statuses) {
-  return mpi_raise(fn, c, have_statuses ? MPI_ERR_IN_STATUS : first_err,
-                   std::string(error_name(first_err)) + (detail.empty() ? "" : ": " + detail));
-}
 
-// The status of done request r, which stays active (MPI_Request_get_status
-// and its MPI 4.1 array forms); returns its error, also in out->MPI_ERROR.
-int peek_status(request_obj& r, MPI_Status* out, std::string& detail) {
-  if (r.on_status) {  // e.g. a generalized request's query_fn
-    const int err = r.on_status(r, out, detail);
-    out->MPI_ERROR = err;
-    return err;
-  }
-  if (r.local_done || r.type == request_obj::kind::generic) {
-    *out = r.local_status;
-  } else if (r.type == request_obj::kind::recv) {
-    fill_status(out, r.comm, r.engine.status(), from_errc(r.engine.error()));
-  } else {
-    empty_status(out);
-    out->MPI_ERROR = from_errc(r.engine.error());
-  }
-  if (!r.local_done && r.type != request_obj::kind::generic && r.engine.error() == nmad::errc::cancelled)
-    out->nmad_cancelled = 1;
-  return out->MPI_ERROR;
-}
 
-// The request objects of an array (null for MPI_REQUEST_NULL and inactive
-// ones); an invalid handle is the call's error.
-int active_requests(const char* fn, int count, const MPI_Request requests[], std::vector<request_obj*>& rs) {
-  rs.assign(static_cast<std::size_t>(count), nullptr);
-  for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
-    request_obj* r = lookup_request(requests[i]);
-    if (!r) return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(requests[i]) +
-                                                             " at index " + std::to_string(i));
-    if (r->active) rs[static_cast<std::size_t>(i)] = r;
-  }
-  return MPI_SUCCESS;
-}
 
 }  // namespace
 
@@ -669,185 +640,6 @@ int PMPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indice
   return some_common("MPI_Testsome", false, incount, requests, outcount, indices, statuses);
 }
 
-int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
-  const char* fn = "MPI_Request_get_status";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!flag) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null flag");
-  request_obj* r = nullptr;
-  if (request != MPI_REQUEST_NULL) {
-    r = lookup_request(request);
-    if (!r) return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid request");
-  }
-  if (!is_active(r)) {
-    *flag = 1;
-    if (status != MPI_STATUS_IGNORE) empty_status(status);
-    return MPI_SUCCESS;
-  }
-  if (!request_done(*r)) progress_until([r] { return request_done(*r); });
-  *flag = request_done(*r) ? 1 : 0;
-  if (!*flag || (status == MPI_STATUS_IGNORE && !r->on_status)) return MPI_SUCCESS;
-  std::string detail;
-  MPI_Status tmp;
-  const int err = peek_status(*r, &tmp, detail);
-  if (status != MPI_STATUS_IGNORE) {
-    tmp.MPI_ERROR = status->MPI_ERROR;  // one status: MPI_ERROR is left alone
-    *status = tmp;
-  }
-  // (A generalized request's query_fn error is the call's.)
-  return err == MPI_SUCCESS || !r->on_status ? MPI_SUCCESS : mpi_raise(fn, r->comm, err, detail);
-}
-
-// MPI 4.1 3.7.5: Testany/Testall/Testsome that leave every request as it
-// is (active, not freed), like MPI_Request_get_status.
-int PMPI_Request_get_status_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  const char* fn = "MPI_Request_get_status_any";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (count < 0 || !index || !flag || (count > 0 && !requests))
-    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative count or null argument");
-  std::vector<request_obj*> rs;
-  if (int e = active_requests(fn, count, requests, rs)) return e;
-  const auto done_at = [&] {
-    for (int i = 0; i < count; ++i)
-      if (rs[i] && request_done(*rs[i])) return i;
-    return -1;
-  };
-  int i = done_at();
-  if (i < 0 && std::any_of(rs.begin(), rs.end(), [](request_obj* r) { return r != nullptr; })) {
-    progress_until([&] { return done_at() >= 0; });
-    i = done_at();
-  }
-  *flag = i >= 0 || std::none_of(rs.begin(), rs.end(), [](request_obj* r) { return r != nullptr; });
-  *index = i >= 0 ? i : MPI_UNDEFINED;
-  if (status == MPI_STATUS_IGNORE || !*flag) return MPI_SUCCESS;
-  if (i < 0) {
-    empty_status(status);
-    return MPI_SUCCESS;
-  }
-  std::string detail;
-  MPI_Status tmp;
-  peek_status(*rs[i], &tmp, detail);
-  tmp.MPI_ERROR = status->MPI_ERROR;  // one status: MPI_ERROR is left alone
-  *status = tmp;
-  return MPI_SUCCESS;
-}
-
-int PMPI_Request_get_status_all(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  const char* fn = "MPI_Request_get_status_all";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (count < 0 || !flag || (count > 0 && !requests))
-    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative count or null argument");
-  std::vector<request_obj*> rs;
-  if (int e = active_requests(fn, count, requests, rs)) return e;
-  const auto all_done = [&] {
-    return std::all_of(rs.begin(), rs.end(), [](request_obj* r) { return !r || request_done(*r); });
-  };
-  if (!all_done()) progress_until(all_done);
-  *flag = all_done() ? 1 : 0;
-  if (!*flag || statuses == MPI_STATUSES_IGNORE) return MPI_SUCCESS;
-  std::string first_detail;
-  int first = MPI_SUCCESS;
-  for (int i = 0; i < count; ++i) {
-    std::string detail;
-    if (!rs[i]) {
-      empty_status(&statuses[i]);
-      continue;
-    }
-    const int e = peek_status(*rs[i], &statuses[i], detail);
-    if (e != MPI_SUCCESS && first == MPI_SUCCESS) first = e, first_detail = detail;
-  }
-  return first == MPI_SUCCESS ? first : raise_in_status(fn, nullptr, first, first_detail, true);
-}
-
-int PMPI_Request_get_status_some(int incount, MPI_Request requests[], int* outcount, int indices[],
-                                 MPI_Status statuses[]) {
-  const char* fn = "MPI_Request_get_status_some";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (incount < 0 || !outcount || (incount > 0 && (!requests || !indices)))
-    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "negative incount or null argument");
-  std::vector<request_obj*> rs;
-  if (int e = active_requests(fn, incount, requests, rs)) return e;
-  if (std::none_of(rs.begin(), rs.end(), [](request_obj* r) { return r != nullptr; })) {
-    *outcount = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
-  const auto any_done = [&] {
-    return std::any_of(rs.begin(), rs.end(), [](request_obj* r) { return r && request_done(*r); });
-  };
-  if (!any_done()) progress_until(any_done);
-  int n = 0, first = MPI_SUCCESS;
-  std::string first_detail;
-  for (int i = 0; i < incount; ++i) {
-    if (!rs[i] || !request_done(*rs[i])) continue;
-    indices[n] = i;
-    if (statuses != MPI_STATUSES_IGNORE) {
-      std::string detail;
-      const int e = peek_status(*rs[i], &statuses[n], detail);
-      if (e != MPI_SUCCESS && first == MPI_SUCCESS) first = e, first_detail = detail;
-    }
-    ++n;
-  }
-  *outcount = n;
-  return first == MPI_SUCCESS ? first : raise_in_status(fn, nullptr, first, first_detail, true);
-}
-
-// MPI 4.1 3.2.5: the status fields through functions (for languages that
-// cannot reach the struct).
-int PMPI_Status_get_source(MPI_Status* status, int* source) {
-  if (!status || !source) return mpi_raise("MPI_Status_get_source", nullptr, MPI_ERR_ARG, "null argument");
-  *source = status->MPI_SOURCE;
-  return MPI_SUCCESS;
-}
-int PMPI_Status_set_source(MPI_Status* status, int source) {
-  if (!status) return mpi_raise("MPI_Status_set_source", nullptr, MPI_ERR_ARG, "null status");
-  status->MPI_SOURCE = source;
-  return MPI_SUCCESS;
-}
-int PMPI_Status_get_tag(MPI_Status* status, int* tag) {
-  if (!status || !tag) return mpi_raise("MPI_Status_get_tag", nullptr, MPI_ERR_ARG, "null argument");
-  *tag = status->MPI_TAG;
-  return MPI_SUCCESS;
-}
-int PMPI_Status_set_tag(MPI_Status* status, int tag) {
-  if (!status) return mpi_raise("MPI_Status_set_tag", nullptr, MPI_ERR_ARG, "null status");
-  status->MPI_TAG = tag;
-  return MPI_SUCCESS;
-}
-int PMPI_Status_get_error(MPI_Status* status, int* error) {
-  if (!status || !error) return mpi_raise("MPI_Status_get_error", nullptr, MPI_ERR_ARG, "null argument");
-  *error = status->MPI_ERROR;
-  return MPI_SUCCESS;
-}
-int PMPI_Status_set_error(MPI_Status* status, int error) {
-  if (!status) return mpi_raise("MPI_Status_set_error", nullptr, MPI_ERR_ARG, "null status");
-  status->MPI_ERROR = error;
-  return MPI_SUCCESS;
-}
-
-int PMPI_Cancel(MPI_Request* request) {
-  if (!check_initialized("MPI_Cancel")) return MPI_ERR_OTHER;
-  if (!request || *request == MPI_REQUEST_NULL)
-    return mpi_raise("MPI_Cancel", nullptr, MPI_ERR_REQUEST, "null request");
-  request_obj* r = lookup_request(*request);
-  if (!r) return mpi_raise("MPI_Cancel", nullptr, MPI_ERR_REQUEST, "invalid request " + std::to_string(*request));
-  // Receives not matched yet are withdrawn. A send waiting for its
-  // rendezvous asks the receiver to withdraw the message: it then completes
-  // as cancelled or, if a receive already took it, normally; eager sends
-  // complete by themselves (MPI_Test_cancelled reports false). Either way
-  // MPI_Wait returns without the receiver posting anything.
-  if (r->active && !r->local_done && r->type != request_obj::kind::generic) st().session->cancel(r->engine);
-  if (r->active && r->type == request_obj::kind::generic && r->on_cancel) {  // e.g. a generalized request
-    std::string detail;
-    const int err = r->on_cancel(*r, detail);
-    if (err != MPI_SUCCESS) return mpi_raise("MPI_Cancel", r->comm, err, detail);
-  }
-  return MPI_SUCCESS;
-}
-
-int PMPI_Test_cancelled(const MPI_Status* status, int* flag) {
-  if (!status || !flag) return mpi_raise("MPI_Test_cancelled", nullptr, MPI_ERR_ARG, "null argument");
-  *flag = status->nmad_cancelled ? 1 : 0;
-  return MPI_SUCCESS;
-}
 
 int PMPI_Request_free(MPI_Request* request) {
   if (!check_initialized("MPI_Request_free")) return MPI_ERR_OTHER;
@@ -880,87 +672,6 @@ int PMPI_Request_free(MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
-static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, const void* buf, int count,
-                           MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
-  std::string detail;
-  if (empty_proc_null(count, datatype, peer)) datatype = MPI_BYTE;  // moves nothing, no type to hold
-  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise(fn, c, e, detail);
-  const bool send = k == request_obj::kind::send;
-  if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
-    return mpi_raise(fn, c, MPI_ERR_RANK, "rank " + std::to_string(peer) + " not in [0, " + std::to_string(c->size()) + ")");
-  if (!(tag >= 0 || (!send && tag == MPI_ANY_TAG)))
-    return mpi_raise(fn, c, MPI_ERR_TAG, "tag " + std::to_string(tag));
-  request_obj* r = new_request();
-  r->type = k;
-  r->mode = mode;
-  r->persistent = true;
-  r->active = false;
-  r->sbuf = buf;
-  r->rbuf = const_cast<void*>(buf);
-  r->count = count;
-  r->type_handle = datatype;
-  if (plain_size(datatype) >= 0) {
-    r->bytes = static_cast<std::size_t>(count) * plain_size(datatype);
-  } else {
-    auto tr = std::make_shared<typed_request>();  // the type outlives its handle
-    tr->type = type_of(datatype);
-    r->extra = std::move(tr);
-  }
-  r->peer = peer;
-  r->tag = tag;
-  r->comm = c;
-  *request = r->handle;
-  return MPI_SUCCESS;
-}
-
-int PMPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                  MPI_Request* request) {
-  return make_persistent("MPI_Send_init", request_obj::kind::send, send_mode::standard, buf, count, datatype, dest,
-                         tag, comm, request);
-}
-int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                   MPI_Request* request) {
-  return make_persistent("MPI_Ssend_init", request_obj::kind::send, send_mode::synchronous, buf, count, datatype,
-                         dest, tag, comm, request);
-}
-int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                   MPI_Request* request) {
-  return make_persistent("MPI_Rsend_init", request_obj::kind::send, send_mode::ready, buf, count, datatype, dest,
-                         tag, comm, request);
-}
-int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                   MPI_Request* request) {
-  return make_persistent("MPI_Bsend_init", request_obj::kind::send, send_mode::buffered, buf, count, datatype,
-                         dest, tag, comm, request);
-}
-int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                  MPI_Request* request) {
-  return make_persistent("MPI_Recv_init", request_obj::kind::recv, send_mode::standard, buf, count, datatype,
-                         source, tag, comm, request);
-}
-
-int PMPI_Start(MPI_Request* request) {
-  if (!check_initialized("MPI_Start")) return MPI_ERR_OTHER;
-  if (!request) return mpi_raise("MPI_Start", nullptr, MPI_ERR_ARG, "null request");
-  request_obj* r = lookup_request(*request);
-  if (!r || !r->persistent)
-    return mpi_raise("MPI_Start", nullptr, MPI_ERR_REQUEST, "not a persistent request: " + std::to_string(*request));
-  if (r->active) return mpi_raise("MPI_Start", r->comm, MPI_ERR_REQUEST, "request already active");
-  return start_request(*r);
-}
-
-int PMPI_Startall(int count, MPI_Request requests[]) {
-  if (!check_initialized("MPI_Startall")) return MPI_ERR_OTHER;
-  if (count < 0 || (count > 0 && !requests)) return mpi_raise("MPI_Startall", nullptr, MPI_ERR_ARG, "bad count or array");
-  for (int i = 0; i < count; ++i)
-    if (int e = PMPI_Start(&requests[i])) return e;
-  return MPI_SUCCESS;
-}
-
 }  // extern "C"
 
 // The public names: weak aliases, so profiling tools can interpose.
@@ -972,23 +683,4 @@ int PMPI_Startall(int count, MPI_Request requests[]) {
 #pragma weak MPI_Testany = PMPI_Testany
 #pragma weak MPI_Waitsome = PMPI_Waitsome
 #pragma weak MPI_Testsome = PMPI_Testsome
-#pragma weak MPI_Request_get_status = PMPI_Request_get_status
-#pragma weak MPI_Request_get_status_any = PMPI_Request_get_status_any
-#pragma weak MPI_Request_get_status_all = PMPI_Request_get_status_all
-#pragma weak MPI_Request_get_status_some = PMPI_Request_get_status_some
-#pragma weak MPI_Status_get_source = PMPI_Status_get_source
-#pragma weak MPI_Status_set_source = PMPI_Status_set_source
-#pragma weak MPI_Status_get_tag = PMPI_Status_get_tag
-#pragma weak MPI_Status_set_tag = PMPI_Status_set_tag
-#pragma weak MPI_Status_get_error = PMPI_Status_get_error
-#pragma weak MPI_Status_set_error = PMPI_Status_set_error
-#pragma weak MPI_Cancel = PMPI_Cancel
-#pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
 #pragma weak MPI_Request_free = PMPI_Request_free
-#pragma weak MPI_Send_init = PMPI_Send_init
-#pragma weak MPI_Ssend_init = PMPI_Ssend_init
-#pragma weak MPI_Rsend_init = PMPI_Rsend_init
-#pragma weak MPI_Bsend_init = PMPI_Bsend_init
-#pragma weak MPI_Recv_init = PMPI_Recv_init
-#pragma weak MPI_Start = PMPI_Start
-#pragma weak MPI_Startall = PMPI_Startall
