@@ -70,7 +70,7 @@ void stop_library() {
   }
   bsend_flush();
   // Pending non-blocking collectives are finished (or abandoned) and their
-  // progress hook removed while the session still exists (coll.cpp).
+  // progress hook removed while the session still exists (coll/collectives.cpp).
   coll_finalize();
   io::io_finalize();  // the same for non-blocking collective file accesses (file/twophase_progress.cpp)
   // Receives still posted can never complete: withdraw them so the engine

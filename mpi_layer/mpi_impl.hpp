@@ -29,11 +29,13 @@
 
 #include "api/nmad/layer.hpp"
 #include "api/nmad/nmad.hpp"
-#include "mpi_layer/coll/hierarchy.hpp"
 #include "mpi_layer/datatype/datatype.hpp"
 #include "mpi_layer/include/mpi.h"
 
+// The collective engine and bindings (mpi_layer/coll/) by name only: this
+// header, and the request and point-to-point files, do not depend on them.
 namespace nmad::coll {
+class hierarchy;
 class session_transport;
 }
 
@@ -87,16 +89,17 @@ struct comm_obj {
   // far per (peer, tag, 0 send / 1 receive) (mu). The k-th send init to a
   // peer with a tag pairs with that peer's k-th receive init with it.
   std::map<std::tuple<int, int, int>, std::uint32_t> part_inits;
-  // comm_hierarchy()'s levels, made on first use under hier.cpp's mutex;
+  // comm_hierarchy()'s levels (coll/bindings.hpp), made on first use under
+  // coll/hierarchy_select.cpp's mutex;
   // hier_known (set with release after hier) lets later calls skip it.
   std::shared_ptr<const nmad::coll::hierarchy> hier;
   std::atomic<bool> hier_known{false};
-  // The collectives' transport (coll.cpp's transport_of), made on the
+  // The collectives' transport (coll/collectives.cpp's transport_of), made on the
   // first collective under mu and read without it from then on (two
   // collectives on one communicator at once are erroneous). Dropped at
   // MPI_Finalize, before the session.
   std::shared_ptr<nmad::coll::session_transport> coll_transport;
-  // The shared-memory collectives' area (coll_shm.hpp), made by the first
+  // The shared-memory collectives' area (coll/shm.hpp), made by the first
   // eligible collective: shm_state 0 not tried yet, 1 ready, 2 none.
   std::shared_ptr<shmcoll::area> shm_area;
   std::atomic<int> shm_state{0};
@@ -436,27 +439,11 @@ bool host_identity(std::string& id, std::string& detail);
 // binding rules of MPI_Comm_split_type (NMAD_HW_BINDING, synthetic
 // topologies). False (detail set) when the topology or the knob is bad.
 bool hw_locate_self(int& package, int& numa, std::string& detail);
-// Hierarchical collectives (hier.cpp). init_world_hosts() runs once in
-// MPI_Init (an allgather over MPI_COMM_WORLD of every world rank's host
-// identity, package and NUMA node); comm_hierarchy() is the levels of an
-// intracommunicator's ranks (hosts, then packages and NUMA nodes inside a
-// host, each kept when it divides the group: coll::choose_levels) when
-// NMAD_COLL_HIER selects the hierarchical algorithm for that collective,
-// else null (flat algorithms). The levels are computed once per
-// communicator; later calls read them without a lock.
-enum class hier_coll { barrier, bcast, reduce, allreduce };
+// Hierarchical collectives (coll/hierarchy_select.cpp): runs once in
+// MPI_Init, an allgather over MPI_COMM_WORLD of every world rank's host
+// identity, package and NUMA node, from which each communicator's levels
+// are derived (coll/bindings.hpp).
 void init_world_hosts();
-// Whether every member of intracommunicator c runs on one host (as
-// init_world_hosts learnt; false when that is unknown).
-bool comm_on_one_host(const comm_obj& c);
-// One exchange between rank 0 of c and every other rank, over the
-// engine (coll.cpp): rank 0 sends p (bytes) to every rank (root_sends),
-// or receives every rank's p into all + rank * bytes. -1, or the rank of a
-// peer whose transfer failed (why says how). Collective over c.
-int coll_direct_step(comm_obj& c, bool root_sends, std::byte* p, std::size_t bytes, std::byte* all,
-                     std::string& why);
-// root: the reduce's root (its selection depends on it), else ignored.
-const nmad::coll::hierarchy* comm_hierarchy(comm_obj* c, hier_coll which, int root = 0);
 // A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
 // it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
 inline bool empty_proc_null(int count, MPI_Datatype t, int peer) {
@@ -547,7 +534,7 @@ int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::strin
 int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail);
 void bsend_flush();  // waits for every buffered send (detach, finalize)
 
-// ---- collectives and reduction ops (op/op_bindings.cpp, coll.cpp) ----
+// ---- collectives and reduction ops (op/op_bindings.cpp, coll/collectives.cpp) ----
 class Op;
 // The op behind a handle (predefined 1..14, user ops from 32): false if
 // the handle is invalid or freed. Thread-safe.
@@ -567,10 +554,11 @@ int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail);
 bool predefined_reduction_ok(MPI_Op h, MPI_Datatype th);
 // MPI_Finalize, before the session goes: finishes (or, after a bounded
 // wait, abandons) pending non-blocking collectives and removes their
-// progress hook. See coll.cpp.
+// progress hook. See coll/collectives.cpp.
 void coll_finalize();
 // The collective transport of a communicator (made on first use): MPI-IO's
-// two-phase exchange runs the collective schedules over it. See coll.cpp.
+// two-phase exchange runs the collective schedules over it. See
+// coll/collectives.cpp.
 std::shared_ptr<nmad::coll::session_transport> collective_transport(comm_obj& c);
 namespace io {
 // MPI_Finalize, after coll_finalize: finishes (bounded by

@@ -7,7 +7,7 @@
 // neighbourhood collective can use it without holding any lock.
 //   topo.cpp        the registry, Cartesian topologies, Dims_create, Topo_test
 //   topo_graph.cpp  graph and distributed-graph topologies
-//   coll_neighbor.cpp  neighbourhood collectives over all three kinds
+//   coll/neighbor.cpp  neighbourhood collectives over all three kinds
 // Ranks are never reordered (`reorder` is accepted and ignored): the engine
 // has no placement information that would make another numbering better.
 #include <memory>
@@ -60,10 +60,5 @@ struct neighbourhood {
   std::vector<int> recv_tags, send_tags;
 };
 neighbourhood neighbours_of(const topology& t, int rank);
-
-// Runs (req null) or starts (MPI_Ixxx) a schedule built for communicator c
-// on its collective transport, like every other collective (coll.cpp).
-// Returns an MPI error code (raised on c).
-int launch_schedule(const char* fn, comm_obj* c, coll::schedule&& s, MPI_Request* req);
 
 }  // namespace nmad::mpi

@@ -35,7 +35,7 @@ COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph an
 COLL_PROGRAM("coll_persistent", "every MPI_<Coll>_init started 3 times against the blocking form, Startall, neighbourhood, derived type")
 COLL_PROGRAM("coll_bottom", "MPI_BOTTOM with absolute addresses: (I)Neighbor_alltoallw, Alltoallw, null blocks refused")
 
-// The shared-memory collectives (mpi_layer/coll_shm.hpp): on by default on
+// The shared-memory collectives (mpi_layer/coll/shm.hpp): on by default on
 // one host (8 ranks on the 2 cores: oversubscribed), off, and across
 // emulated hosts and over tcp, where the engine paths run the same checks.
 TEST_CASE("mpi coll_shm: barrier/bcast/gather/scatter/allreduce through the communicator's shared segment") {

@@ -10,7 +10,7 @@ namespace nmad::shm_impl {
 namespace {
 
 // "nmad-<8 hex>-<what>-..." with what one of the driver's kinds, or the
-// MPI layer's collective segment (mpi_layer/coll_shm.cpp).
+// MPI layer's collective segment (mpi_layer/coll/shm.cpp).
 const char* kind_of(const char* name) {
   if (std::strncmp(name, "nmad-", 5) != 0) return nullptr;
   for (int i = 5; i < 13; ++i)

@@ -1,6 +1,6 @@
 // Reduction operations: the MPI_Op handle table, MPI_Op_create/free,
 // MPI_Op_commutative, MPI_Reduce_local, and the op/datatype check shared
-// with the collectives (coll.cpp). The engine is op.hpp.
+// with the collectives (coll/collectives.cpp). The engine is op.hpp.
 //
 // Handles: 1..14 are the predefined ops (handle = PredefinedOp + 1, see
 // mpi.h); user ops get handles from kFirstUserOp up, recycled after

@@ -1,5 +1,5 @@
 /* The small blocking collectives that go through the communicator's
- * shared segment (mpi_layer/coll_shm.hpp) when its ranks share a host:
+ * shared segment (mpi_layer/coll/shm.hpp) when its ranks share a host:
  * many more operations than the segment's ring depth, every root, blocks
  * of 1, 8 and 1,024 bytes (the largest the segment takes) interleaved with
  * 1,025-byte ones (engine messages); a root on the fast path (predefined

@@ -1,5 +1,5 @@
 #pragma once
-// What the collective entry points (coll.cpp, coll_neighbor.cpp) need of a
+// What the collective entry points (collectives.cpp, neighbor.cpp) need of a
 // user buffer and datatype: the datatype's layout in one struct, and
 // addresses computed without pointer arithmetic on a possibly null buffer.
 #include <array>

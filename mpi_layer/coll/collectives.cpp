@@ -58,8 +58,9 @@
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
-#include "mpi_layer/coll_args.hpp"
-#include "mpi_layer/coll_shm.hpp"
+#include "mpi_layer/coll/args.hpp"
+#include "mpi_layer/coll/bindings.hpp"
+#include "mpi_layer/coll/shm.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/op/op.hpp"
 #include "mpi_layer/topo.hpp"
@@ -628,7 +629,7 @@ class direct_exchange {
   std::string _why;
 };
 
-// The shared-memory area of x's communicator (coll_shm.hpp) for a
+// The shared-memory area of x's communicator (shm.hpp) for a
 // blocking collective that takes the direct path, or null (engine
 // messages). Its set-up is a collective step: a peer failing during it is
 // the call's error.
@@ -1525,7 +1526,7 @@ int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, con
 
 }  // namespace
 
-// Schedules built by other binding files (coll_neighbor.cpp) take the same
+// Schedules built by other binding files (neighbor.cpp) take the same
 // road as the collectives above: transport, sequence number, run or request.
 int launch_schedule(const char* fn, comm_obj* c, coll::schedule&& s, MPI_Request* req) {
   call x(fn);

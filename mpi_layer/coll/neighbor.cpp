@@ -6,7 +6,7 @@
 // from sources[k] and a send of block k to destinations[k] for every
 // neighbour (topo.hpp, neighbours_of), all posted at once, then the unpack
 // steps of non-contiguous receive blocks. It runs on the communicator's
-// collective transport through launch_schedule (coll.cpp), so blocking and
+// collective transport through launch_schedule (collectives.cpp), so blocking and
 // non-blocking forms share the code and a pending MPI_Ineighbor_* progresses
 // like every other non-blocking collective. MPI_PROC_NULL neighbours
 // (Cartesian edges) get no message and their receive blocks are untouched.
@@ -25,7 +25,8 @@
 #include <vector>
 
 #include "mpi_layer/coll/schedule.hpp"
-#include "mpi_layer/coll_args.hpp"
+#include "mpi_layer/coll/args.hpp"
+#include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/topo.hpp"
 

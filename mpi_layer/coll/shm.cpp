@@ -1,6 +1,6 @@
-// Shared-memory collectives (coll_shm.hpp): the segment, its set-up over
+// Shared-memory collectives (shm.hpp): the segment, its set-up over
 // the engine, and the four operations.
-#include "mpi_layer/coll_shm.hpp"
+#include "mpi_layer/coll/shm.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -16,6 +16,7 @@
 
 #include "core/common/config.hpp"
 #include "drivers/shm/shm_segment.hpp"
+#include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/coll/schedule.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 

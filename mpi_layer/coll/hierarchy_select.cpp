@@ -1,5 +1,5 @@
-// Hierarchical collectives in the MPI layer: which communicators get them,
-// and their levels (mpi_layer/coll/hierarchy.hpp builds the schedules).
+// Which communicators get hierarchical collectives, and with what levels
+// (how a hierarchical collective runs: hierarchy.hpp builds its schedules).
 //
 // Levels: the hosts of the communicator's ranks (host name and boot id, or
 // NMAD_EMULATED_HOSTS), then inside a host the package and the NUMA node
@@ -37,6 +37,7 @@
 
 #include "core/common/config.hpp"
 #include "core/common/log.hpp"
+#include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
