@@ -3,7 +3,7 @@
 // The attached buffer of buffered sends is bsend.cpp's.
 //
 // Datatypes: predefined types go straight to the engine (buf, count * size).
-// Derived types are resolved by resolve_send/resolve_recv (datatype.cpp):
+// Derived types are resolved by resolve_send/resolve_recv (datatype/datatype_bindings.cpp):
 // in place when the elements form one contiguous block, otherwise through a
 // staging buffer (packed before the send; unpacked after the receive).
 #include <cstring>

@@ -1,7 +1,7 @@
 /* nmad_mpi/comm_topo.h: part of mpi.h, which includes it inside its extern "C"
  * block after the handles and constants: groups, communicators, attributes, info, intercommunicators
  * (group.cpp, comm.cpp, attr.cpp, info.cpp), process topologies (topo.cpp,
- * topo_graph.cpp) and neighbourhood collectives (coll_neighbor.cpp).
+ * topo_graph.cpp) and neighbourhood collectives (coll/neighbor.cpp).
  * Programs include <mpi.h>, never this file. */
 #ifndef NMAD_MPI_COMM_TOPO_H
 #define NMAD_MPI_COMM_TOPO_H
@@ -255,7 +255,7 @@ int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int
                               int destinations[], int destweights[]);
 /* ==== end of graph and distributed-graph topologies ===================== */
 
-/* ==== neighbourhood collectives (coll_neighbor.cpp) ===================== */
+/* ==== neighbourhood collectives (coll/neighbor.cpp) ===================== */
 /* On Cartesian, graph and distributed-graph communicators (MPI-3.1 7.6);
  * the I forms are non-blocking. Any other communicator: MPI_ERR_TOPOLOGY. */
 int MPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,

@@ -1,6 +1,6 @@
 /* nmad_mpi/datatypes_coll.h: part of mpi.h, which includes it inside its extern "C"
  * block after the handles and constants: derived datatypes and packing (datatype/), reduction operations and
- * collectives (op/, coll.cpp).
+ * collectives (op/, coll/collectives.cpp).
  * Programs include <mpi.h>, never this file. */
 #ifndef NMAD_MPI_DATATYPES_COLL_H
 #define NMAD_MPI_DATATYPES_COLL_H
