@@ -13,7 +13,7 @@
 #include <cstring>
 #include <exception>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 
 namespace nmad::rpc {
 namespace {

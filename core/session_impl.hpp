@@ -42,7 +42,7 @@
 #include "api/nmad/nmad.hpp"
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/common/engine_mutex.hpp"
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 #include "core/gate.hpp"
 #include "core/matching/match_queues.hpp"
 #include "core/progress/progress_engine.hpp"
@@ -289,7 +289,7 @@ class session_impl final : private wait_engine, private scheduler::host, private
   // Engine scopes open on this thread. Thread-locals on the message path
   // use the initial-exec model: a plain %fs-relative access instead of a
   // __tls_get_addr call. They are scalars and pointers only, so that the
-  // library still loads with dlopen (core/common/thread_heap.hpp).
+  // library still loads with dlopen (api/nmad/services/thread_heap.hpp).
   [[gnu::tls_model("initial-exec")]] static thread_local int t_depth;
   // Completions whose callback has not run yet (run when the thread
   // leaves the engine, see engine_scope).
@@ -351,7 +351,7 @@ class session_impl final : private wait_engine, private scheduler::host, private
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
   bool _print_stats = false;  // NMAD_STATS=1
   std::chrono::milliseconds _finalize_timeout{30000};  // NMAD_FINALIZE_TIMEOUT_MS, read at start-up
-  // NMAD_TRACE: this session records events (core/common/trace.hpp); stops
+  // NMAD_TRACE: this session records events (api/nmad/services/trace.hpp); stops
   // at shutdown, or when a failing set-up destroys the members.
   struct trace_session {
     bool on = false;

@@ -8,8 +8,8 @@
 #include <set>
 #include <thread>
 
-#include "core/common/log.hpp"
-#include "core/common/thread_heap.hpp"
+#include "api/nmad/services/log.hpp"
+#include "api/nmad/services/thread_heap.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {

@@ -2,7 +2,7 @@
 // the peer's answers (from the receive path: rtr, cancel answers, credit,
 // wants, offer answers) act on the gate's send side -- a ready-to-receive
 // becomes a bulk-data transfer.
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/session_impl.hpp"
 #include "core/topology/scheduling.hpp"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {

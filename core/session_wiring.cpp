@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/session_impl.hpp"
 #include "core/transfer/driver.hpp"
 #include "core/transfer/profile.hpp"

@@ -5,7 +5,7 @@
 // How it works. Every member of the parent sends the same fixed-size record
 // in one allgather on the parent's collective context: its split type, host
 // identity, the object of each hardware level its binding lies in
-// (core/topology/hw_levels.hpp), its machine's level order, the resource
+// (api/nmad/services/hw_levels.hpp), its machine's level order, the resource
 // type or process set it asked for, and any error it found locally. Every
 // member then computes the same colors from the same records and the parent
 // splits once. So a process passing MPI_UNDEFINED takes part like the
@@ -33,10 +33,10 @@
 #include <mutex>
 #include <unistd.h>
 
-#include "core/common/config.hpp"
-#include "core/topology/hw_levels.hpp"
-#include "core/topology/placement.hpp"
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/hw_levels.hpp"
+#include "api/nmad/services/placement.hpp"
+#include "api/nmad/services/topology.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {

@@ -1,7 +1,7 @@
 // The MPI tool information interface (MPI_T, MPI-3.1 chapter 14 and MPI
 // 4.0's additions), over the engine's configuration table and counters.
 //
-// Control variables: one per NMAD_* knob of core/common/config.hpp's table
+// Control variables: one per NMAD_* knob of api/nmad/services/config.hpp's table
 // (the table `nmad-info --config` prints), secret knobs (job keys) left
 // out, in the table's order, named as the knob, described by its line of
 // the table and what it accepts. Numeric knobs (flag, integer, size,
@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/common/thread_heap.hpp"
+#include "api/nmad/services/thread_heap.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 
@@ -47,7 +47,7 @@ class blocking_request {
 
  private:
   // The thread's request, on the heap from its first blocking call to its
-  // end (core/common/thread_heap.hpp: the library keeps only a pointer in
+  // end (api/nmad/services/thread_heap.hpp: the library keeps only a pointer in
   // static TLS, and reaching it costs no TLS initialisation call).
   struct slot {
     nmad::request req;

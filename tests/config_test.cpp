@@ -1,4 +1,4 @@
-// The configuration reader (core/common/config.hpp): the table, every kind
+// The configuration reader (api/nmad/services/config.hpp): the table, every kind
 // at and past its boundaries, overflow, empty and garbage values, named
 // values, list syntaxes, the start-up check with unknown names, and the
 // documentation listing every knob.
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "tests/test_paths.hpp"
 
 namespace config = nmad::config;

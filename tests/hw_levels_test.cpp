@@ -1,4 +1,4 @@
-// core/topology/hw_levels.hpp: which processes share which hardware level,
+// api/nmad/services/hw_levels.hpp: which processes share which hardware level,
 // on synthetic machines with made-up bindings (the logic behind
 // MPI_COMM_TYPE_HW_GUIDED / HW_UNGUIDED and the MPIX hsplit calls).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/topology/hw_levels.hpp"
-#include "core/topology/placement.hpp"
+#include "api/nmad/services/hw_levels.hpp"
+#include "api/nmad/services/placement.hpp"
 
 using namespace nmad::topology;
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 #include "tests/test_paths.hpp"
 #include "tools/launcher/binding.hpp"
 #include "tools/launcher/hosts.hpp"

@@ -1,7 +1,7 @@
 // The libraries loaded at run time, as language bindings load them (Python's
 // ctypes and mpi4py, Julia, R, Java): libmpi.so and libnmad.so must dlopen
 // at any time, so their static thread-local storage stays within a small
-// bound (core/common/thread_heap.hpp); a C program that dlopens libmpi.so
+// bound (api/nmad/services/thread_heap.hpp); a C program that dlopens libmpi.so
 // and Python's ctypes run real MPI jobs through it under mpiexec.
 // (tools/test checks the same on the installed, optimised libraries.)
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN

@@ -1,4 +1,4 @@
-// core/topology/placement.hpp and scheduling.hpp on synthetic machines:
+// api/nmad/services/placement.hpp and scheduling.hpp on synthetic machines:
 // the paper's 8-core 2-NUMA node, a KNL-like 64-core node, a 2 x 2 x 12 x 2
 // node, and this machine's shape (2 cores, 1 NUMA node).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology/placement.hpp"
+#include "api/nmad/services/placement.hpp"
 #include "core/topology/scheduling.hpp"
 #include "tests/test_paths.hpp"
 

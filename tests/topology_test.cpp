@@ -1,4 +1,4 @@
-// core/topology/topology.hpp: what hwloc's synthetic, XML and host
+// api/nmad/services/topology.hpp: what hwloc's synthetic, XML and host
 // topologies become, and the pure helpers over the value.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 
 using namespace nmad::topology;
 

@@ -1,4 +1,4 @@
-// Event traces (NMAD_TRACE, core/common/trace.hpp) of real 2-rank jobs
+// Event traces (NMAD_TRACE, api/nmad/services/trace.hpp) of real 2-rank jobs
 // started by nmad-run (tests/workers/trace_worker.cpp), read back with
 // nmad-trace: a ping-pong shows every send posted and arriving, matched and
 // completed on the peer, in time order; an aggregated burst shows packets
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 #include "tests/test_paths.hpp"
 
 namespace fs = std::filesystem;

@@ -14,12 +14,12 @@
 #include <optional>
 #include <string>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "core/progress/progress_thread.hpp"
 #include "core/strategy/strategy.hpp"
-#include "core/topology/placement.hpp"
+#include "api/nmad/services/placement.hpp"
 #include "core/topology/scheduling.hpp"
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 #include "core/transfer/driver.hpp"
 #include "core/transfer/profile.hpp"
 #include "drivers/builtin.hpp"

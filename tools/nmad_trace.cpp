@@ -1,5 +1,5 @@
 // nmad-trace: reads the event traces NMAD_TRACE wrote (one file per rank,
-// core/common/trace.hpp) and turns a job's files into something to look at.
+// api/nmad/services/trace.hpp) and turns a job's files into something to look at.
 //
 //   nmad-trace summary FILES...            records per rank and event kind
 //   nmad-trace dump FILES...               every record, one line each, times in ns
@@ -37,7 +37,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 
 namespace {
 

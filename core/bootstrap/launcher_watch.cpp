@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "core/common/proc_stat.hpp"
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 
 namespace nmad::bootstrap_detail {
 namespace {

@@ -38,8 +38,8 @@
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/launcher_watch.hpp"
 #include "core/bootstrap/pmi_wire.hpp"
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/common/random.hpp"
 
 namespace nmad {

@@ -1,5 +1,5 @@
 // The configuration reader (see config.hpp); the table is config_knobs.cpp.
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 #include <arpa/inet.h>
 

@@ -2,7 +2,7 @@
 // kinds and their syntax; docs/CONFIGURATION.md says more about each, and
 // tests/config_test.cpp checks that it lists every one of them).
 // The order is nmad-info --config's.
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 namespace nmad::config {
 namespace {

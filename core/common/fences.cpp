@@ -10,7 +10,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 namespace nmad::fences {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 namespace nmad {
 namespace {

@@ -1,10 +1,10 @@
-// Per-thread objects on the heap (see core/common/thread_heap.hpp).
+// Per-thread objects on the heap (see api/nmad/services/thread_heap.hpp).
 //
 // The thread's list of clean-ups hangs on a POSIX key, not on a
 // thread_local: it costs no static TLS, and the key's destructor runs after
 // the thread's C++ thread_local destructors; glibc calls it again while a
 // pass left a new value (an object created during the clean-up).
-#include "core/common/thread_heap.hpp"
+#include "api/nmad/services/thread_heap.hpp"
 
 #include <pthread.h>
 

@@ -1,6 +1,6 @@
 // Engine event traces: the per-thread buffers and the rank's file (see
-// core/common/trace.hpp).
-#include "core/common/trace.hpp"
+// api/nmad/services/trace.hpp).
+#include "api/nmad/services/trace.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,7 +18,7 @@ namespace nmad::trace {
 namespace detail {
 std::atomic<bool> g_enabled{false};
 // Initial-exec like the engine's other thread-locals: a plain %fs-relative
-// load on every hook (a pointer: see core/common/thread_heap.hpp).
+// load on every hook (a pointer: see api/nmad/services/thread_heap.hpp).
 [[gnu::tls_model("initial-exec")]] thread_local thread_buffer* t_buffer = nullptr;
 }  // namespace detail
 

@@ -1,7 +1,7 @@
 // The progress engine's task list (see progress_engine.hpp).
 #include "core/progress/progress_engine.hpp"
 
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 
 #include <algorithm>
 

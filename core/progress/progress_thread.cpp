@@ -12,7 +12,7 @@
 #include <future>
 
 #include "core/topology/scheduling.hpp"
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 
 namespace nmad {
 

@@ -9,7 +9,7 @@
 //           (more CPUs for the job on this machine than local ranks), none
 //           otherwise.
 // Where it runs: the CPUs nmad-run computed with the progress placement
-// policy (NMAD_PROGRESS_CPUS, see core/topology/placement.hpp), else the
+// policy (NMAD_PROGRESS_CPUS, see api/nmad/services/placement.hpp), else the
 // process's own CPUs. Its priority is the scheduling policy's for progress
 // threads (core/topology/scheduling.hpp); raising it above the
 // application's needs CAP_SYS_NICE, which is tried, and reported when

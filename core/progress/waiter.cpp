@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/common/thread_heap.hpp"
-#include "core/common/trace.hpp"
+#include "api/nmad/services/thread_heap.hpp"
+#include "api/nmad/services/trace.hpp"
 
 namespace nmad {
 namespace {
@@ -26,7 +26,7 @@ constexpr unsigned kClockEvery = 16;
 constexpr int kIdleSafetyMs = 1000;
 
 // What a thread needs to sleep, made on its first sleep and reached
-// through a POSIX key (core/common/thread_heap.hpp: no static TLS; the
+// through a POSIX key (api/nmad/services/thread_heap.hpp: no static TLS; the
 // lookup is nothing next to the poll(2) it leads to).
 // One event descriptor per thread: a completer may still write to it a
 // moment after the thread stopped waiting (it read the descriptor from a

@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "core/common/small_copy.hpp"
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 
 namespace nmad {
 namespace {

@@ -7,7 +7,7 @@
 #include <array>
 #include <mutex>
 
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 #include "core/receive/receive_path.hpp"
 
 namespace nmad {

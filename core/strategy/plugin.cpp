@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "api/nmad/strategy_plugin.h"
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
-#include "core/common/thread_heap.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
+#include "api/nmad/services/thread_heap.hpp"
 #include "core/strategy/builtin.hpp"
 
 namespace nmad {
@@ -38,7 +38,7 @@ const packet_builder& packet_of(const nmad_strategy_packet* p) { return *reinter
 nmad_strategy_packet* handle(packet_builder& p) { return reinterpret_cast<nmad_strategy_packet*>(&p); }
 
 // What the plugin interface keeps per thread, behind a POSIX key (no
-// static TLS, see core/common/thread_heap.hpp): the progress round of the
+// static TLS, see api/nmad/services/thread_heap.hpp): the progress round of the
 // hook being called (chunk ages) and the message of the thread's last
 // failed nmad_strategy_register.
 struct plugin_thread {

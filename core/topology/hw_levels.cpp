@@ -1,4 +1,4 @@
-#include "core/topology/hw_levels.hpp"
+#include "api/nmad/services/hw_levels.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "core/topology/placement.hpp"
+#include "api/nmad/services/placement.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 namespace nmad::topology {
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/topology/placement.hpp"
+#include "api/nmad/services/placement.hpp"
 
 namespace nmad::topology {
 

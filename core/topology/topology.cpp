@@ -1,4 +1,4 @@
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 
 #include <hwloc.h>
 #include <sched.h>
@@ -11,7 +11,7 @@
 #include <mutex>
 #include <set>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 namespace nmad::topology {
 

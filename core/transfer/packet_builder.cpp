@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 #include "core/protocol/wire.hpp"
 
 namespace nmad {

@@ -34,10 +34,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/common/random.hpp"
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 
 namespace nmad {
 

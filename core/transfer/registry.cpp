@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 #include "core/transfer/driver.hpp"
 
 namespace nmad {

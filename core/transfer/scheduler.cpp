@@ -4,8 +4,8 @@
 #include <array>
 #include <chrono>
 
-#include "core/common/log.hpp"
-#include "core/common/trace.hpp"
+#include "api/nmad/services/log.hpp"
+#include "api/nmad/services/trace.hpp"
 #include "core/transfer/packet_builder.hpp"
 
 namespace nmad {

@@ -35,8 +35,8 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 #include "drivers/ofi/ofi_library.hpp"
 #include "drivers/ofi/ofi_ranking.hpp"
 #include "drivers/ofi/ofi_shm_segment.hpp"

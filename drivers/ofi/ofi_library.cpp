@@ -10,7 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 
 namespace nmad::ofi_library {
 namespace {

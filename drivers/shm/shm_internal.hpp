@@ -29,12 +29,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "core/common/fences.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "drivers/shm/shm_ring.hpp"
-#include "drivers/shm/shm_segment.hpp"
+#include "api/nmad/services/shm_segment.hpp"
 
 
 namespace nmad::shm_impl {

@@ -1,4 +1,4 @@
-#include "drivers/shm/shm_segment.hpp"
+#include "api/nmad/services/shm_segment.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -27,8 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 #include "drivers/tcp/tcp_wire.hpp"
 
 

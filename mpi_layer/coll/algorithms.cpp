@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "mpi_layer/coll/steps.hpp"
 
 namespace nmad::coll {

@@ -53,8 +53,8 @@
 #include <string>
 #include <vector>
 
-#include "core/common/config.hpp"
-#include "core/common/thread_heap.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/thread_heap.hpp"
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/session_transport.hpp"

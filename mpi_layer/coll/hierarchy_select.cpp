@@ -35,8 +35,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/common/config.hpp"
-#include "core/common/log.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/log.hpp"
 #include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 

@@ -1,7 +1,7 @@
 // Schedule building and execution. See schedule.hpp.
 #include "mpi_layer/coll/schedule.hpp"
 
-#include "core/common/trace.hpp"
+#include "api/nmad/services/trace.hpp"
 
 #include <algorithm>
 #include <cstring>

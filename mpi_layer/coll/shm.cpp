@@ -14,8 +14,8 @@
 #include <cstring>
 #include <new>
 
-#include "core/common/config.hpp"
-#include "drivers/shm/shm_segment.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/shm_segment.hpp"
 #include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/coll/schedule.hpp"
 #include "mpi_layer/mpi_impl.hpp"

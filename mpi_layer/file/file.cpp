@@ -21,7 +21,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "core/topology/hw_levels.hpp"
+#include "api/nmad/services/hw_levels.hpp"
 #include "mpi_layer/datatype/external32.hpp"
 #include "mpi_layer/file/file_impl.hpp"
 

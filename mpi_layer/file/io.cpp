@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "mpi_layer/datatype/external32.hpp"
-#include "core/common/thread_heap.hpp"
+#include "api/nmad/services/thread_heap.hpp"
 #include "mpi_layer/file/file_impl.hpp"
 
 namespace nmad::mpi::io {
@@ -385,7 +385,7 @@ int read_blocks(file_obj& f, const view& v, std::int64_t pos, std::int64_t len, 
   // Kept per thread across calls: a fresh 4 MiB buffer costs a page fault
   // per 4 KiB on first touch, about as much as the read it serves here.
   // Behind a POSIX key, not a thread_local: libmpi.so keeps its static TLS
-  // within what dlopen allows (core/common/thread_heap.hpp).
+  // within what dlopen allows (api/nmad/services/thread_heap.hpp).
   std::vector<std::byte>& sieve = thread_heap::thread_object<sieve_buffer>::get().bytes;
   std::int64_t s_lo = 0, s_hi = 0;  // file range held in the sieve buffer
   for_each_file_block(v, pos, len, [&](std::int64_t off, std::int64_t n) {

@@ -57,7 +57,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/coll/session_transport.hpp"
 #include "mpi_layer/file/file_impl.hpp"

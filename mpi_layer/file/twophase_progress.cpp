@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "mpi_layer/file/file_impl.hpp"
 
 namespace nmad::mpi::io {

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 
 namespace {
 

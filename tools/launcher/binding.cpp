@@ -1,7 +1,7 @@
 #include "tools/launcher/binding.hpp"
 
-#include "core/common/config.hpp"
-#include "core/topology/placement.hpp"
+#include "api/nmad/services/config.hpp"
+#include "api/nmad/services/placement.hpp"
 
 namespace nmad::launcher {
 

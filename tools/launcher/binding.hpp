@@ -1,6 +1,6 @@
 #pragma once
 // Where nmad-run binds the ranks it starts on this machine: the rank
-// placement of core/topology/placement.hpp (scatter by NUMA) applied to the
+// placement of api/nmad/services/placement.hpp (scatter by NUMA) applied to the
 // machine's topology restricted to the CPUs the launcher may use.
 //
 // Modes (job_options::bind): "core" binds every local rank; "auto" binds when
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 
 namespace nmad::launcher {
 

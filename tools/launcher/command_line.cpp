@@ -11,7 +11,7 @@
 #include <optional>
 #include <string_view>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "tools/launcher/hosts.hpp"
 
 namespace nmad::launcher {

@@ -25,7 +25,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "core/common/random.hpp"
 #include "drivers/shm/shm_names.hpp"
 #include "tools/launcher/hosts.hpp"

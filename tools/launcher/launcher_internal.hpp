@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 #include "tools/launcher/binding.hpp"
 #include "tools/launcher/pmi_server.hpp"
 

@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/log.hpp"
+#include "api/nmad/services/log.hpp"
 
 namespace nmad::launcher {
 

@@ -18,7 +18,7 @@
 #include <cerrno>
 #include <string_view>
 
-#include "core/common/config.hpp"
+#include "api/nmad/services/config.hpp"
 #include "core/common/proc_stat.hpp"
 #include "tools/launcher/hosts.hpp"
 

@@ -60,7 +60,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/topology/topology.hpp"
+#include "api/nmad/services/topology.hpp"
 
 namespace nmad::topology {
 

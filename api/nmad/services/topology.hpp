@@ -4,7 +4,7 @@
 //
 // How this layer works. hwloc is asked once; what the policy needs is copied
 // into a plain value type, `machine_topology`, and hwloc is closed again.
-// Everything downstream (core/topology/placement.hpp, nmad-info, nmad-run)
+// Everything downstream (api/nmad/services/placement.hpp, nmad-info, nmad-run)
 // works on that value only, so placements are pure functions that tests run
 // on synthetic machines much larger than the one they run on. A topology
 // comes from
