@@ -9,7 +9,7 @@
 //     non-overtaking rule requires.
 //   * every communicator owns a context *slot* i: p2p context 2i and
 //     collective (internal) context 2i+1. Slots are agreed at creation from
-//     the parent's members' used-slot masks (see comm.cpp).
+//     the parent's members' used-slot masks (see comm_context.cpp).
 //   * handles are small ints indexing tables below; objects never move
 //     (unique_ptr), so a pointer looked up under `mu` stays valid without
 //     it. Blocking waits never hold `mu`. Lock order: mu, then the engine's.
@@ -232,8 +232,8 @@ struct state {
 
   table_mutex mu;  // guards every table below (a no-op below MPI_THREAD_MULTIPLE)
   std::vector<std::unique_ptr<comm_obj>> comms;        // index = handle
-  // Context slots in use; guarded by comm.cpp's slot lock (a leaf lock,
-  // also taken from engine progress), not by mu.
+  // Context slots in use; guarded by comm_context.cpp's slot lock (a leaf
+  // lock, also taken from engine progress), not by mu.
   std::vector<std::uint32_t> used_slots = std::vector<std::uint32_t>(kContextSlots / 32, 0);
   std::vector<std::unique_ptr<request_obj>> requests;  // index = handle - 1
   std::vector<int> free_requests;

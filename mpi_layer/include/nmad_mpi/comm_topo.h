@@ -1,7 +1,8 @@
 /* nmad_mpi/comm_topo.h: part of mpi.h, which includes it inside its extern "C"
  * block after the handles and constants: groups, communicators, attributes, info, intercommunicators
- * (group.cpp, comm.cpp, attr.cpp, info.cpp), process topologies (topo.cpp,
- * topo_graph.cpp) and neighbourhood collectives (coll/neighbor.cpp).
+ * (group.cpp, comm.cpp, comm_idup.cpp, intercomm.cpp, attr.cpp, info.cpp),
+ * process topologies (topo.cpp, topo_graph.cpp) and neighbourhood
+ * collectives (coll/neighbor.cpp).
  * Programs include <mpi.h>, never this file. */
 #ifndef NMAD_MPI_COMM_TOPO_H
 #define NMAD_MPI_COMM_TOPO_H
