@@ -70,14 +70,9 @@ void session_impl::send_failure_notices() {
     if (!connected) continue;  // a peer never reached does not see us close
     {
       std::lock_guard gl(g.lock);
-      chunk_entry* e = g.entry_pool.get();
-      *e = chunk_entry{};
-      e->pooled = true;
-      e->kind = chunk_kind::failure_notice;
-      e->priority = 2;
-      e->tag = static_cast<std::uint64_t>(cause);
-      e->msg_len = chunk_entry::unknown_length;
-      g.collect.push_front(*e);
+      chunk_entry& e = g.new_control(chunk_kind::failure_notice);
+      e.tag = static_cast<std::uint64_t>(cause);
+      g.queue_control(e);
     }
     schedule(g);
     told.push_back(&g);

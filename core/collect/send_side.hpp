@@ -169,6 +169,23 @@ class send_side {
   // Otherwise the entry is admitted (numbered, on the collect list).
   void queue_piece(request_state& r, chunk_entry& e);
 
+  // ---- control chunks (credit, want, rtr, answers, notices) ----
+  // A control chunk of kind k from the pool: reset, pooled, priority 2 (it
+  // overtakes data), no message length. The caller fills what its kind
+  // carries, then queues it with queue_control().
+  chunk_entry& new_control(chunk_kind k, std::uint8_t flags = 0) {
+    chunk_entry* e = entry_pool.get();
+    *e = chunk_entry{};
+    e->pooled = true;
+    e->kind = k;
+    e->flags = flags;
+    e->priority = 2;
+    e->msg_len = chunk_entry::unknown_length;
+    return *e;
+  }
+  // Control overtakes queued data: at the head of the collect list.
+  void queue_control(chunk_entry& e) { collect.push_front(e); }
+
   // ---- the small-message path ----
   // Whether a whole message of len bytes may skip the collect list now:
   // nothing of the gate waits for credit or an answer to an offer, and the

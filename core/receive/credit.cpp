@@ -56,14 +56,9 @@ void receive_path::grant_if_due(gate& g) {
   g.rx_granted = target;
   {
     std::lock_guard gl(g.lock);
-    chunk_entry* e = g.entry_pool.get();
-    *e = chunk_entry{};
-    e->pooled = true;
-    e->kind = chunk_kind::credit;
-    e->priority = 2;
-    e->offset = target;
-    e->msg_len = chunk_entry::unknown_length;
-    g.collect.push_front(*e);
+    chunk_entry& e = g.new_control(chunk_kind::credit);
+    e.offset = target;
+    g.queue_control(e);
   }
   _sched.schedule(g);
 }
@@ -88,17 +83,11 @@ void receive_path::send_want(gate& g, std::uint64_t stamp, tag_t tag, tag_t mask
   if (r) r->wanted = true;
   {
     std::lock_guard gl(g.lock);
-    chunk_entry* e = g.entry_pool.get();
-    *e = chunk_entry{};
-    e->pooled = true;
-    e->kind = chunk_kind::want;
-    e->flags = flags;
-    e->priority = 2;
-    e->tag = tag;
-    e->cookie = mask;
-    e->cookie2 = stamp;
-    e->msg_len = chunk_entry::unknown_length;
-    g.collect.push_front(*e);
+    chunk_entry& e = g.new_control(chunk_kind::want, flags);
+    e.tag = tag;
+    e.cookie = mask;
+    e.cookie2 = stamp;
+    g.queue_control(e);
   }
   _sched.schedule(g);
 }
@@ -150,15 +139,9 @@ void receive_path::note_probe_answered(gate& g, tag_t tag) {
 void receive_path::answer_offer(gate& g, std::uint64_t cookie, std::uint8_t flags) {
   {
     std::lock_guard gl(g.lock);
-    chunk_entry* e = g.entry_pool.get();
-    *e = chunk_entry{};
-    e->pooled = true;
-    e->kind = chunk_kind::offer_ack;
-    e->flags = flags;
-    e->priority = 2;
-    e->cookie = cookie;
-    e->msg_len = chunk_entry::unknown_length;
-    g.collect.push_front(*e);
+    chunk_entry& e = g.new_control(chunk_kind::offer_ack, flags);
+    e.cookie = cookie;
+    g.queue_control(e);
   }
   _sched.schedule(g);
 }

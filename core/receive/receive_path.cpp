@@ -328,17 +328,11 @@ void receive_path::handle_cancel_req(gate& g, const wire::chunk_header& h) {
     }
   }
   std::unique_lock gl(g.lock);
-  chunk_entry* a = g.entry_pool.get();
-  *a = chunk_entry{};
-  a->pooled = true;
-  a->kind = chunk_kind::cancel_ack;
-  a->flags = withdrawn ? chunk_flag::cancel_ok : 0;
-  a->priority = 2;
-  a->tag = h.tag;
-  a->seq = h.seq;
-  a->cookie = h.cookie;
-  a->msg_len = chunk_entry::unknown_length;
-  g.collect.push_front(*a);
+  chunk_entry& a = g.new_control(chunk_kind::cancel_ack, withdrawn ? chunk_flag::cancel_ok : 0);
+  a.tag = h.tag;
+  a.seq = h.seq;
+  a.cookie = h.cookie;
+  g.queue_control(a);
   gl.unlock();
   _sched.schedule(g);
 }

@@ -46,18 +46,13 @@ void receive_path::queue_rtr(gate& g, std::uint8_t flags, std::uint32_t rail, st
                              std::uint64_t len, std::uint64_t sender_cookie, std::uint64_t recv_cookie) {
   if (trace::enabled()) trace::emit(trace::event::rdv_ready_sent, g.rank, rail, 0, 0, len, offset);
   std::lock_guard gl(g.lock);
-  chunk_entry* e = g.entry_pool.get();
-  *e = chunk_entry{};
-  e->pooled = true;
-  e->kind = chunk_kind::rtr;
-  e->flags = flags;
-  e->priority = 2;
-  e->rail = rail;
-  e->offset = offset;
-  e->len = len;
-  e->cookie = sender_cookie;
-  e->cookie2 = recv_cookie;
-  g.collect.push_front(*e);
+  chunk_entry& e = g.new_control(chunk_kind::rtr, flags);
+  e.rail = rail;
+  e.offset = offset;
+  e.len = len;
+  e.cookie = sender_cookie;
+  e.cookie2 = recv_cookie;
+  g.queue_control(e);
 }
 
 // Answers rendezvous requests whose range has a destination now. Matching
