@@ -3,8 +3,9 @@
 
 Run through the bench/compare wrapper (which installs the peers with apt-get
 first). Builds bench/mpi/*.c once per MPI implementation, runs every
-(benchmark, configuration) pair interleaved (A B C A B C ...) with the same
-process count and binding, repeats each point, and writes results.json (every
+(benchmark, configuration) pair interleaved, the order rotated each
+repetition (A B C, B C A, C A B, ...: no configuration always runs first
+or always after the same one) with the same process count and binding, repeats each point, and writes results.json (every
 sample), report.md (median and min-max, ratios ours/peer) and PNG plots into
 --out. See `bench/compare --help`.
 
@@ -214,7 +215,12 @@ def measure_all(configs, benches, args, reps, ctx):
     for rep in range(reps):
         for bench in benches:
             params = bench_params(bench, args)
-            for c in active:
+            # Rotated each repetition: a configuration that always ran
+            # right after the same one (or first in a launch series) took
+            # that position's warm-up or leftovers with it, e.g. an 8-byte
+            # ping-pong 50 % slower in every launch, gone once rotated.
+            shift = rep % len(active) if active else 0
+            for c in active[shift:] + active[:shift]:
                 if not c.supports(bench) or (c.name, bench) in disabled:
                     continue
                 t0 = time.time()

@@ -449,7 +449,7 @@ def render_markdown(data, plots=(), image_prefix="", embed=True):
     out.extend(facts)
     out.append("")
     out.append("Each cell is the **median (min–max)** over the repetitions; every repetition is a "
-               "separate launch and the configurations run interleaved (A B C A B C …). "
+               "separate launch and the configurations run interleaved, in an order rotated every repetition (A B C, B C A, C A B …). "
                "Ratios are median(ours) / median(peer): below 1 is better for latency, above 1 is "
                "better for bandwidth, rates and overlap. MB/s = 10⁶ B/s.")
     out.append("")

@@ -237,5 +237,34 @@ class OutputTest(unittest.TestCase):
                 self.assertEqual(f.read(), "# only\n")
 
 
+class MeasureOrderTest(unittest.TestCase):
+    """bench/compare rotates the configurations' order every repetition."""
+
+    def test_order_rotates_every_repetition(self):
+        import argparse
+        import compare  # noqa: E402
+
+        order = []
+
+        class Fake:
+            status = "ok"
+
+            def __init__(self, name):
+                self.name = name
+
+            def supports(self, bench):
+                return True
+
+            def run(self, bench, params, rep, ctx):
+                order.append((rep, self.name))
+                return [], {"config": self.name}
+
+        configs = [Fake("a"), Fake("b"), Fake("c")]
+        args = argparse.Namespace(quick=True, sizes=None, iters=None)
+        compare.measure_all(configs, ["pingpong"], args, 4, None)
+        by_rep = [[n for r, n in order if r == rep] for rep in range(4)]
+        self.assertEqual(by_rep, [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]])
+
+
 if __name__ == "__main__":
     unittest.main()
