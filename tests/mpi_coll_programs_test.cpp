@@ -45,6 +45,14 @@ TEST_CASE("mpi coll_shm: barrier/bcast/gather/scatter/allreduce through the comm
   expect_pass("coll_shm", {3}, {{"NMAD_DRIVER", "tcp"}});
 }
 
+// MPI_Ibarrier through the shared segment (a communicator that has one) and
+// through its schedule (a fresh one, the segment off, over tcp).
+TEST_CASE("mpi coll_ibarrier: nobody leaves before the last arrives, 300 pending, across rings, freed pending") {
+  expect_pass("coll_ibarrier", {1, 2, 3, 4, 8});
+  expect_pass("coll_ibarrier", {4}, {{"NMAD_COLL_SHM", "off"}});
+  expect_pass("coll_ibarrier", {3}, {{"NMAD_DRIVER", "tcp"}});
+}
+
 TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
   expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});
 }

@@ -22,6 +22,7 @@ namespace {
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
+    if (!x.blocking && shm_ibarrier(x, req)) return;  // (before the hierarchy, as below)
     if (x.blocking && run_shm(x, [](shmcoll::area& a) { return shmcoll::barrier(a); }))
       return;  // (before the hierarchy)
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);

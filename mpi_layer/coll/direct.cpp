@@ -2,7 +2,9 @@
 // requests each thread keeps for them, the exchange that posts and waits
 // for their messages, and the fast entries that skip building a call.
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -344,6 +346,52 @@ void direct_barrier(call& x) {
       x.fail(MPI_ERR_PROC_FAILED, "rank " + std::to_string(word - 1) + " failed (rank 0 did not hear from it)");
   }
   x.nothing = true;
+}
+
+namespace {
+
+// A pending shared-memory MPI_Ibarrier (the request's extra).
+struct shm_ibarrier_job {
+  std::shared_ptr<shmcoll::area> area;  // mapped while the request lives
+  std::uint64_t op = 0;
+  int state = -2;  // shmcoll::ibarrier_test: -2 pending, -1 done, else a dead member
+  unsigned polls = 0;
+};
+
+}  // namespace
+
+bool shm_ibarrier(call& x, MPI_Request* req) {
+  if (x.inter || x.c->shm_state.load(std::memory_order_acquire) != 1) return false;
+  auto job = std::make_shared<shm_ibarrier_job>();
+  job->area = x.c->shm_area;
+  if (const int dead = shmcoll::ibarrier_start(*job->area, job->op); dead >= 0)
+    x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+  request_obj* r = new_request();
+  r->type = request_obj::kind::generic;
+  r->comm = x.c;
+  r->persistent = false;
+  r->local_done = false;
+  r->extra = job;
+  r->poll = [](request_obj& q) {
+    auto& j = *static_cast<shm_ibarrier_job*>(q.extra.get());
+    if (j.state == -2) j.state = shmcoll::ibarrier_test(*j.area, j.op, (++j.polls & 7) == 0);
+    return j.state != -2;
+  };
+  r->on_complete = [](request_obj& q, std::string& detail) {
+    const auto& j = *static_cast<shm_ibarrier_job*>(q.extra.get());
+    empty_status(&q.local_status);
+    int err = MPI_SUCCESS;
+    if (j.state >= 0) {
+      err = MPI_ERR_PROC_FAILED;
+      detail = "MPI_Ibarrier: " + shm_failure(j.state);
+    }
+    q.local_status.MPI_ERROR = err;
+    return err;
+  };
+  r->active = true;
+  *req = r->handle;
+  x.nothing = true;
+  return true;
 }
 
 }  // namespace nmad::mpi::coll_call

@@ -96,4 +96,13 @@ int rooted_fast(const char* fn, bool gather, const void* mine, int mcount, MPI_D
 inline bool direct_barrier_ok(const call& x) { return x.blocking && !x.inter && x.size >= 3 && x.size <= kDirectProcs; }
 void direct_barrier(call& x);
 
+// MPI_Ibarrier through the shared-memory area of x's communicator, when it
+// has one already (shm.hpp: every member reaches that state at the same
+// collective, so all take this path alike): the arrival is published now
+// and *req completes once every member's is there (MPI_ERR_PROC_FAILED
+// naming a member found dead before it arrived). False, with nothing
+// done, when the communicator has no area yet or none at all; the
+// schedule serves then.
+bool shm_ibarrier(call& x, MPI_Request* req);
+
 }  // namespace nmad::mpi::coll_call

@@ -38,6 +38,7 @@
 #include "api/nmad/services/config.hpp"
 #include "api/nmad/services/log.hpp"
 #include "mpi_layer/coll/bindings.hpp"
+#include "mpi_layer/coll/shm.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
@@ -132,6 +133,16 @@ void init_world_hosts() {
     p.numa = v[2] < 0 ? -1 : static_cast<int>(v[2]);
   }
   world_places() = std::move(places);
+  // The world's shared-memory area now, while every rank is here anyway:
+  // MPI_Ibarrier uses an area only once it exists (its set-up is an
+  // exchange a non-blocking call must not wait for), and a program whose
+  // first collective on MPI_COMM_WORLD is an Ibarrier polled with MPI_Test
+  // (graph codes) would otherwise never get one.
+  try {
+    shmcoll::area_of(*world);
+  } catch (const std::exception& e) {
+    log_write(log_level::warn, "mpi", std::string("no shared-memory collectives on MPI_COMM_WORLD: ") + e.what());
+  }
 }
 
 bool comm_on_one_host(const comm_obj& c) {

@@ -1,5 +1,5 @@
 // Shared-memory collectives (shm.hpp): the segment, its set-up over
-// the engine, and the four operations.
+// the engine, and the operations.
 #include "mpi_layer/coll/shm.hpp"
 
 #include <fcntl.h>
@@ -134,6 +134,8 @@ class area {
     return dead;
   }
   void finish(std::uint64_t op) { _blocks[_rank].done.v.store(op, std::memory_order_release); }
+  // Whether member r's process is alive (as the engine knows it).
+  bool alive(int r) const { return st().session->peer_alive(_world[static_cast<std::size_t>(r)]); }
   // Waits until member `from` has published op in c: -1, or `from` found dead.
   int await(const cell& c, std::uint64_t op, int from) {
     return wait([&] { return c.seq.load(std::memory_order_acquire) >= op; }, [&](int x) { return x == from; });
@@ -296,6 +298,27 @@ int barrier(area& a) {
   }
   a.finish(op);
   return -1;
+}
+
+int ibarrier_start(area& a, std::uint64_t& op) {
+  op = a.next_op();
+  if (const int d = a.writable(op, 0); d >= 0) return d;
+  cell_of(a.of(a.rank()).out, op, 0).seq.store(op, std::memory_order_release);
+  a.finish(op);  // nothing of op is read here any more but sequence words (see shm.hpp)
+  return -1;
+}
+
+int ibarrier_test(area& a, std::uint64_t op, bool check_alive) {
+  int missing = -1;
+  for (int r = 0; r < a.size() && missing < 0; ++r)
+    if (r != a.rank() && cell_of(a.of(r).out, op, 0).seq.load(std::memory_order_acquire) < op) missing = r;
+  if (missing < 0) return -1;
+  if (check_alive)
+    for (int r = missing; r < a.size(); ++r)
+      if (r != a.rank() && cell_of(a.of(r).out, op, 0).seq.load(std::memory_order_acquire) < op &&
+          !a.alive(r))
+        return r;
+  return -2;
 }
 
 int bcast(area& a, int root, void* buf, std::size_t bytes) {

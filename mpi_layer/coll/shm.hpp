@@ -12,7 +12,7 @@
 // for another to be scheduled unless the data it needs is not there yet.
 //
 // The segment (made by area_of on the communicator's first eligible
-// collective, every rank taking part) holds, per rank, a "done" counter
+// collective, every rank taking part; MPI_COMM_WORLD's at MPI_Init) holds, per rank, a "done" counter
 // and rings of slots: `out` (what the rank publishes: its bcast payload,
 // its gather block, its barrier arrival) and `in` (what the root of a
 // scatter writes for it), each as a deep ring of one-line slots for small
@@ -52,9 +52,19 @@
 //
 // Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter and
 // MPI_Allreduce of at most kSlotBytes per block, and by MPI_Alltoall of at
-// most kSlotBytes per peer, blocking forms only (the
-// non-blocking ones keep their schedules: a schedule's steps are engine
-// messages that progress without the caller).
+// most kSlotBytes per peer, blocking forms only (the other non-blocking
+// ones keep their schedules: a schedule's steps are engine messages that
+// progress without the caller), and by MPI_Ibarrier on a communicator
+// whose area is already set up (ibarrier_start below: the set-up is a
+// collective exchange, which a non-blocking call must not wait for).
+//
+// MPI_Ibarrier. The arrival is published when the call starts, as the
+// blocking barrier's, and the rank's "done" counter moves to the op at
+// once: the only thing the rank still reads for it is the other ranks'
+// sequence words, and a sequence word only grows (an op that reuses the
+// slot later stores a larger number), so ">= op" stays true however far
+// the others have gone. Completion is a look at those words (test, from
+// MPI_Test/Wait), which needs no progress of its own.
 //
 // Not used (the engine paths stay): intercommunicators, more than kMaxProcs
 // ranks, ranks on several hosts (NMAD_EMULATED_HOSTS counts), a job whose
@@ -100,6 +110,13 @@ void release(comm_obj& c);
 // Each returns -1, or the communicator rank of a member found dead while
 // this rank waited for it (the operation did not complete).
 int barrier(area& a);
+// MPI_Ibarrier: publishes this rank's arrival under the area's next op
+// (waiting only if some rank is a whole ring of ops behind, as every
+// writer does) and returns -1 with that op, or a member found dead.
+int ibarrier_start(area& a, std::uint64_t& op);
+// Whether every member has arrived at op: -1 yes, -2 not yet, or the rank
+// of a member found dead (looked for when check_alive) that has not.
+int ibarrier_test(area& a, std::uint64_t op, bool check_alive);
 // buf: bytes (<= kSlotBytes) of contiguous data, at every rank.
 int bcast(area& a, int root, void* buf, std::size_t bytes);
 // all: the root's blocks (rank order), mine: this rank's block (null at the

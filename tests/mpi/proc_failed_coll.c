@@ -2,7 +2,8 @@
  * and a timer ($MPITEST_DIE_AFTER_US microseconds, default 0) kills it
  * there (_exit from the signal handler, no MPI_Finalize). $MPITEST_COLL
  * chooses the collective: "allreduce" (MPI_SUM of 16 MiB of doubles, the
- * default), "bcast" (16 MiB from rank 0) or "barrier"; $MPITEST_COLL_DOUBLES
+ * default), "bcast" (16 MiB from rank 0), "barrier" or "ibarrier"
+ * (MPI_Ibarrier, then MPI_Wait); $MPITEST_COLL_DOUBLES
  * (default 2M) changes the size (8: the shared-memory collectives' path
  * when the ranks share a host). With MPI_ERRORS_RETURN every
  * survivor either gets MPI_ERR_PROC_FAILED, whose string names the rank
@@ -32,7 +33,8 @@ int main(int argc, char** argv) {
   const long die_after_us = d ? atol(d) : 0;
   const char* coll = getenv("MPITEST_COLL");
   const int bcast = coll && strcmp(coll, "bcast") == 0;
-  const int barrier = coll && strcmp(coll, "barrier") == 0;
+  const int ibarrier = coll && strcmp(coll, "ibarrier") == 0;
+  const int barrier = ibarrier || (coll && strcmp(coll, "barrier") == 0);
   const char* nd = getenv("MPITEST_COLL_DOUBLES");
   if (nd && atol(nd) > 0) N = atol(nd);
   double* in = malloc(N * sizeof(double));
@@ -49,12 +51,16 @@ int main(int argc, char** argv) {
     if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
     setitimer(ITIMER_REAL, &t, NULL);
   }
-  int err = barrier ? MPI_Barrier(MPI_COMM_WORLD)
-            : bcast ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
+  MPI_Request ireq = MPI_REQUEST_NULL;
+  int err = ibarrier ? MPI_Ibarrier(MPI_COMM_WORLD, &ireq) : MPI_SUCCESS;
+  if (ibarrier && err == MPI_SUCCESS) err = MPI_Wait(&ireq, MPI_STATUS_IGNORE);
+  if (!ibarrier)
+    err = barrier ? MPI_Barrier(MPI_COMM_WORLD)
+          : bcast ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
                   : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (mt_rank == DYING)
     for (;;) pause(); /* done before the timer: die anyway */
-  const char* what = barrier ? "MPI_Barrier" : bcast ? "MPI_Bcast" : "MPI_Allreduce";
+  const char* what = ibarrier ? "MPI_Ibarrier" : barrier ? "MPI_Barrier" : bcast ? "MPI_Bcast" : "MPI_Allreduce";
   if (err == MPI_SUCCESS && barrier) {
     printf("rank %d: %s completed\n", mt_rank, what);
   } else if (err == MPI_SUCCESS) {
