@@ -250,16 +250,19 @@ TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Barrier/Ibarr
         CHECK(count(r.out, " completed\n") + count(r.out, " failed: MPI_ERR_PROC_FAILED: a peer process failed (") ==
               3);
       }
-  // 8 doubles: bcast and allreduce through the shared-memory collectives
-  // (the barrier always is), where a dead member is noticed by the waits.
+  // 8 and 4096 doubles (a line and a large slot): bcast and allreduce
+  // through the shared-memory collectives (the barrier always is), where a
+  // dead member is noticed by the waits.
   for (const char* coll : {"allreduce", "bcast"})
-    for (const char* after_us : {"0", "20000"}) {
-      CAPTURE(coll);
-      CAPTURE(after_us);
-      auto r = run_with_deaths("proc_failed_coll", 4, {2},
-                               {{"MPITEST_COLL", coll}, {"MPITEST_DIE_AFTER_US", after_us}, {"MPITEST_COLL_DOUBLES", "8"}});
-      CHECK(count(r.out, " completed\n") + count(r.out, " failed: MPI_ERR_PROC_FAILED: a peer process failed (") == 3);
-    }
+    for (const char* doubles : {"8", "4096"})
+      for (const char* after_us : {"0", "20000"}) {
+        CAPTURE(coll);
+        CAPTURE(doubles);
+        CAPTURE(after_us);
+        auto r = run_with_deaths("proc_failed_coll", 4, {2},
+                                 {{"MPITEST_COLL", coll}, {"MPITEST_DIE_AFTER_US", after_us}, {"MPITEST_COLL_DOUBLES", doubles}});
+        CHECK(count(r.out, " completed\n") + count(r.out, " failed: MPI_ERR_PROC_FAILED: a peer process failed (") == 3);
+      }
 }
 
 TEST_CASE("mpi abort: MPI_Abort ends the job with the given code, naming the rank") {

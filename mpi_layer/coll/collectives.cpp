@@ -50,7 +50,7 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
       return;
     }
     std::byte* p = x.rank == root ? const_cast<std::byte*>(x.in(buf, count, t)) : x.out(buf, count, t, false);
-    if (direct_ok(x, sz(count, t)) &&
+    if (shm_ok(x, sz(count, t)) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::bcast(a, root, p, sz(count, t)); }))
       return;  // (before the hierarchy, as bcast_fast)
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast);
@@ -94,7 +94,7 @@ enum class red_kind { reduce, allreduce, scan, exscan };
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
-    if (k == red_kind::allreduce && direct_ok(x, sz(count, t)) &&
+    if (k == red_kind::allreduce && shm_ok(x, sz(count, t)) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::allreduce(a, s ? s : r, r, sz(count, t), n, *x.red); }))
       return;  // (before the hierarchy)
     const bool hier_kind = k == red_kind::reduce || k == red_kind::allreduce;
@@ -174,6 +174,9 @@ enum class red_kind { reduce, allreduce, scan, exscan };
     }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
     if (block == 0) s = g_dummy;
+    if (!all && !direct_ok(x, block) && shm_ok(x, block) &&  // (direct() tries the area first too)
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::gather(a, root, inplace ? nullptr : s, r, block); }))
+      return;
     if (!all && direct_ok(x, block)) return direct(x, rooted::gather, root, inplace ? nullptr : s, r, block);
     if (all) x.sch = coll::build_allgather(x.rank, x.size, s, r, block);
     else x.sch = coll::build_gather(x.rank, x.size, s, r, block, root);
@@ -281,6 +284,9 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
       x.nothing = true;
       return;
     }
+    if (!direct_ok(x, block) && shm_ok(x, block) &&  // (direct() tries the area first too)
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::scatter(a, root, s, inplace ? nullptr : r, block); }))
+      return;
     if (direct_ok(x, block)) return direct(x, rooted::scatter, root, s, inplace ? nullptr : r, block);
     if (block == 0) r = g_dummy;
     x.sch = coll::build_scatter(x.rank, x.size, s, r, block, root);

@@ -32,6 +32,13 @@ enum class rooted { bcast, scatter, gather };
 inline bool direct_ok(const call& x, std::size_t block) {
   return x.blocking && !x.inter && x.size <= kDirectProcs && block <= kDirectBytes;
 }
+// Whether a blocking bcast, gather, scatter or allreduce of `block` bytes
+// per rank may go through the communicator's shared-memory area (when it
+// has one: run_shm): blocks up to shmcoll::kBigBytes, beyond the engine's
+// direct path.
+inline bool shm_ok(const call& x, std::size_t block) {
+  return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs && block <= shmcoll::kBigBytes;
+}
 
 // The shared-memory area of x's communicator (shm.hpp) for a
 // blocking collective that takes the direct path, or null (engine

@@ -41,9 +41,14 @@ struct alignas(64) slot {
   std::atomic<std::uint64_t> seq{0};
   alignas(64) std::byte data[kSlotBytes];
 };
+struct alignas(64) big_slot {
+  std::atomic<std::uint64_t> seq{0};
+  alignas(64) std::byte data[kBigBytes];
+};
 struct ring {
   line lines[kLineDepth];
   slot slots[kDepth];
+  big_slot bigs[kBigDepth];  // (pages touched only when used: see create())
 };
 struct rank_block {
   counter done;  // the last op this rank completed
@@ -60,10 +65,16 @@ cell cell_of(ring& r, std::uint64_t op, std::size_t bytes) {
     line& l = r.lines[op % kLineDepth];
     return {l.seq, l.data};
   }
-  slot& s = r.slots[op % kDepth];
-  return {s.seq, s.data};
+  if (bytes <= kSlotBytes) {
+    slot& s = r.slots[op % kDepth];
+    return {s.seq, s.data};
+  }
+  big_slot& b = r.bigs[op % kBigDepth];
+  return {b.seq, b.data};
 }
-int depth_for(std::size_t bytes) { return bytes <= kLineBytes ? kLineDepth : kDepth; }
+int depth_for(std::size_t bytes) {
+  return bytes <= kLineBytes ? kLineDepth : bytes <= kSlotBytes ? kDepth : kBigDepth;
+}
 struct alignas(64) header {
   std::uint64_t magic;  // kSweepMagic, written last by the creator
   std::uint64_t layout;
@@ -193,7 +204,11 @@ void* create(const std::string& name, int n, int& fd) {
   if (!p) return nullptr;
   auto* h = ::new (p) header{};
   auto* blocks = reinterpret_cast<rank_block*>(static_cast<std::byte*>(p) + sizeof(header));
-  for (int r = 0; r < n; ++r) ::new (&blocks[r]) rank_block{};
+  // Default-initialised, not value-initialised: the sequence words and
+  // counters get their zeros, the payload bytes are left alone, so a
+  // segment's pages (fresh from ftruncate: zeros already) are touched only
+  // where a ring is used (the large slots are most of the segment).
+  for (int r = 0; r < n; ++r) ::new (&blocks[r]) rank_block;
   h->layout = kLayout;
   h->nprocs = static_cast<std::uint32_t>(n);
   std::atomic_thread_fence(std::memory_order_release);

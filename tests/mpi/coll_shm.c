@@ -1,8 +1,10 @@
 /* The small blocking collectives that go through the communicator's
  * shared segment (mpi_layer/coll/shm.hpp) when its ranks share a host:
  * many more operations than the segment's ring depth, every root, blocks
- * of 1, 8 and 1,024 bytes (the largest the segment takes) interleaved with
- * 1,025-byte ones (engine messages); a root on the fast path (predefined
+ * of 1, 8, 1,024 (a line, a slot) and 4,096 to 65,536 bytes (a large slot,
+ * the largest the segment takes) interleaved with 1,025-byte ones (the
+ * engine's direct path) and 65,537-byte ones (schedules); allreduce of up
+ * to 64 KiB and just over it; a root on the fast path (predefined
  * type) with the others on the full path (a derived type of the same
  * signature); MPI_IN_PLACE at the root; allreduce with a predefined
  * op (in place and not), a non-commutative user op (2x2 matrix product,
@@ -122,6 +124,30 @@ static void allreduce_round(MPI_Comm comm, int iter) {
   CHECK(memcmp(&sum, &root_sum, sizeof sum) == 0, "the same double sum on every rank (iter %d)", iter);
 }
 
+/* Sums of 1,024 to 16,385 ints (4 KiB to just over 64 KiB), in place
+ * every other time. */
+static void big_allreduce_round(MPI_Comm comm, int iter) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int counts[] = {16384, 1024, 16385, 5000};
+  const int n = counts[(iter / 4) % 4];
+  int* v = malloc(sizeof(int) * (size_t)n);
+  int* out = malloc(sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; ++i) v[i] = rank * 3 + i % 1000 + iter;
+  if (iter % 8)
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS, "big allreduce in place");
+  else
+    CHECK(MPI_Allreduce(v, out, n, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS, "big allreduce");
+  const int* got = iter % 8 ? v : out;
+  for (int i = 0; i < n; ++i) {
+    const int want = 3 * size * (size - 1) / 2 + size * (i % 1000 + iter);
+    CHECK(got[i] == want, "big allreduce iter %d (%d ints) element %d: %d, not %d", iter, n, i, got[i], want);
+  }
+  free(v);
+  free(out);
+}
+
 static void alltoall_round(MPI_Comm comm, int iter) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -158,9 +184,10 @@ int main(int argc, char** argv) {
     if (iter % 3 == 0) rooted_round(MPI_COMM_WORLD, iter + 1, 1000);
   }
   for (int iter = 0; iter < 60; ++iter) allreduce_round(MPI_COMM_WORLD, iter);
-  const size_t blocks[] = {8, 1, 1024, 1025, 8};
+  const size_t blocks[] = {8, 1, 1024, 1025, 8, 4096, 65536, 65537, 30000, 1024};
   for (int iter = 0; iter < 100; ++iter) {
-    rooted_round(MPI_COMM_WORLD, iter, blocks[iter % 5]);
+    rooted_round(MPI_COMM_WORLD, iter, blocks[iter % 10]);
+    if (iter % 4 == 0) big_allreduce_round(MPI_COMM_WORLD, iter);
     if (iter % 7 == 0) CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "barrier");
   }
 
