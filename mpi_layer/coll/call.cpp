@@ -244,12 +244,7 @@ int launch(call& x, MPI_Request* req) {
   job->tr = x.tr;
   job->fn = x.fn;
   job->ex = std::make_shared<coll::executor>(std::move(x.sch), *x.tr, seq);
-  request_obj* r = new_request();
-  r->type = request_obj::kind::generic;
-  r->comm = x.c;
-  r->persistent = false;
-  r->local_done = false;
-  r->extra = job;
+  request_obj* r = new_collective_request(x.c, job);
   r->poll = [](request_obj& q) { return static_cast<nb_coll*>(q.extra.get())->ex->advance(); };
   r->on_complete = [](request_obj& q, std::string& detail) {
     const auto* j = static_cast<nb_coll*>(q.extra.get());

@@ -251,6 +251,18 @@ int collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
   return launch(x, req);
 }
 
+// A non-blocking collective's request on c, not yet active: generic, not
+// persistent, holding `extra` (the caller sets poll and on_complete).
+inline request_obj* new_collective_request(comm_obj* c, std::shared_ptr<void> extra) {
+  request_obj* r = new_request();
+  r->type = request_obj::kind::generic;
+  r->comm = c;
+  r->persistent = false;
+  r->local_done = false;
+  r->extra = std::move(extra);
+  return r;
+}
+
 inline bool in_place(const void* p) { return p == MPI_IN_PLACE; }
 
 inline std::size_t sz(Count n, const tinfo& t) { return static_cast<std::size_t>(n) * t.size; }

@@ -366,12 +366,7 @@ bool shm_ibarrier(call& x, MPI_Request* req) {
   job->area = x.c->shm_area;
   if (const int dead = shmcoll::ibarrier_start(*job->area, job->op); dead >= 0)
     x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
-  request_obj* r = new_request();
-  r->type = request_obj::kind::generic;
-  r->comm = x.c;
-  r->persistent = false;
-  r->local_done = false;
-  r->extra = job;
+  request_obj* r = new_collective_request(x.c, job);
   r->poll = [](request_obj& q) {
     auto& j = *static_cast<shm_ibarrier_job*>(q.extra.get());
     if (j.state == -2) j.state = shmcoll::ibarrier_test(*j.area, j.op, (++j.polls & 7) == 0);
