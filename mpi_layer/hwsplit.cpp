@@ -37,6 +37,7 @@
 #include "api/nmad/services/hw_levels.hpp"
 #include "api/nmad/services/placement.hpp"
 #include "api/nmad/services/topology.hpp"
+#include "mpi_layer/comm_impl.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
@@ -406,15 +407,6 @@ void label_new_comm(MPI_Comm newcomm, const split_decision& d) {
   PMPI_Comm_set_attr(newcomm, level_keyval(), li);
 }
 
-comm_obj* intra_comm(const char* fn, MPI_Comm comm, int& err) {
-  comm_obj* c = lookup_comm(comm);
-  err = MPI_SUCCESS;
-  if (!c) err = mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  else if (c->inter)
-    err = mpi_raise(fn, c, MPI_ERR_COMM, "communicator " + std::to_string(comm) + " is an intercommunicator");
-  return err ? nullptr : c;
-}
-
 int gather_records(comm_obj* c, const split_record& mine, std::vector<split_record>& all, std::string& detail) {
   std::vector<std::byte> bytes;
   if (int e = comm_allgather(*c, &mine, sizeof mine, bytes, detail)) return e;
@@ -436,7 +428,7 @@ int split_type(const char* fn, comm_obj* c, int type, int key, MPI_Info info, MP
 
 // Common argument checks of split_type and hsplit_with_roots.
 comm_obj* split_args(const char* fn, MPI_Comm comm, MPI_Info info, const void* newcomm, int& err) {
-  comm_obj* c = intra_comm(fn, comm, err);
+  comm_obj* c = comms::intra_arg(fn, comm, err);
   if (!c) return nullptr;
   if (!newcomm) err = mpi_raise(fn, c, MPI_ERR_ARG, "null newcomm");
   else if (info != MPI_INFO_NULL && !info_get_entries(info))
@@ -568,7 +560,7 @@ int PMPIX_Get_hw_topo_common_level(MPI_Comm comm, int n, const int ranks[], char
   const char* fn = "MPIX_Get_hw_topo_common_level";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   int err;
-  comm_obj* c = intra_comm(fn, comm, err);
+  comm_obj* c = comms::intra_arg(fn, comm, err);
   if (!c) return err;
   // Gather first, check this process's arguments after: a bad argument
   // here must not leave the others waiting in the gather.

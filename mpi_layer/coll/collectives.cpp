@@ -174,7 +174,7 @@ enum class red_kind { reduce, allreduce, scan, exscan };
     }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
     if (block == 0) s = g_dummy;
-    if (!all && !direct_ok(x, block) && shm_ok(x, block) &&  // (direct() tries the area first too)
+    if (!all && shm_ok(x, block) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::gather(a, root, inplace ? nullptr : s, r, block); }))
       return;
     if (!all && direct_ok(x, block)) return direct(x, rooted::gather, root, inplace ? nullptr : s, r, block);
@@ -284,7 +284,7 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
       x.nothing = true;
       return;
     }
-    if (!direct_ok(x, block) && shm_ok(x, block) &&  // (direct() tries the area first too)
+    if (shm_ok(x, block) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::scatter(a, root, s, inplace ? nullptr : r, block); }))
       return;
     if (direct_ok(x, block)) return direct(x, rooted::scatter, root, s, inplace ? nullptr : r, block);

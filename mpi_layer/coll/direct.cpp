@@ -172,15 +172,6 @@ void direct_done(call& x) {
 // (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
 // gather at the root: every block).
 void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block) {
-  const bool shm = run_shm(x, [&](shmcoll::area& a) {
-    switch (op) {
-      case rooted::bcast: return shmcoll::bcast(a, root, r, block);
-      case rooted::gather: return shmcoll::gather(a, root, s, r, block);
-      case rooted::scatter: return shmcoll::scatter(a, root, s, r, block);
-    }
-    return -1;
-  });
-  if (shm) return;
   direct_exchange ex(*x.c);
   if (x.rank == root) {
     for (int i = 0; i < x.size; ++i) {

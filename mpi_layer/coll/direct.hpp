@@ -65,7 +65,8 @@ bool run_shm(call& x, Op op) {
 // s: the root's data (bcast: the buffer; scatter: every block; gather: this
 // rank's block, null for MPI_IN_PLACE); r: where this rank's data goes
 // (bcast: the buffer; scatter: this rank's block, null for MPI_IN_PLACE;
-// gather at the root: every block).
+// gather at the root: every block). Engine messages: the callers try the
+// communicator's shared-memory area first (shm_ok, run_shm).
 void direct(call& x, rooted op, int root, const std::byte* s, std::byte* r, std::size_t block);
 
 // The fast path of the direct rooted collectives: a blocking bcast,
