@@ -236,8 +236,8 @@ TEST_CASE("mpi proc_failed_relay: a rank that ends because another died makes it
   }
 }
 
-TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Barrier/Ibarrier gives the survivors an error, never a hang") {
-  for (const char* coll : {"allreduce", "bcast", "barrier", "ibarrier"})
+TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Alltoall/Barrier/Ibarrier gives the survivors an error, never a hang") {
+  for (const char* coll : {"allreduce", "bcast", "alltoall", "barrier", "ibarrier"})
     for (const char* driver : {"", "tcp"})
       for (const char* after_us : {"0", "20000"}) {
         CAPTURE(coll);
@@ -250,10 +250,11 @@ TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Barrier/Ibarr
         CHECK(count(r.out, " completed\n") + count(r.out, " failed: MPI_ERR_PROC_FAILED: a peer process failed (") ==
               3);
       }
-  // 8 and 4096 doubles (a line and a large slot): bcast and allreduce
-  // through the shared-memory collectives (the barrier always is), where a
-  // dead member is noticed by the waits.
-  for (const char* coll : {"allreduce", "bcast"})
+  // 8 and 4096 doubles (a line and a large slot; alltoall: 2 doubles and
+  // 8 KiB per peer): bcast, allreduce and alltoall through the
+  // shared-memory collectives (the barrier always is; the 16 MiB alltoall
+  // above by single copy), where a dead member is noticed by the waits.
+  for (const char* coll : {"allreduce", "bcast", "alltoall"})
     for (const char* doubles : {"8", "4096"})
       for (const char* after_us : {"0", "20000"}) {
         CAPTURE(coll);

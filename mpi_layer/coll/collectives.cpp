@@ -384,8 +384,11 @@ void inter_alltoall(call& x, const void* sbuf, int scount, MPI_Datatype stype, v
     }
     std::byte* r = x.out(rbuf, static_cast<Count>(rcount) * x.size, rt, inplace);
     if (block == 0) s = g_dummy;
-    if (direct_ok(x, block) &&  // (per peer: no direct engine path, the schedule follows)
-        run_shm(x, [&](shmcoll::area& a) { return shmcoll::alltoall(a, s ? s : r, r, block); }))
+    // (Per peer. No direct engine path: the schedule follows.)
+    if (shm_alltoall_ok(x) && run_shm(x, [&](shmcoll::area& a) {
+          return block <= shmcoll::kBigBytes ? shmcoll::alltoall(a, s ? s : r, r, block)
+                                             : shmcoll::alltoall_cma(a, s ? s : r, r, block);
+        }))
       return;
     x.sch = coll::build_alltoall(x.rank, x.size, s, r, block);
   });

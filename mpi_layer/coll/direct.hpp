@@ -39,6 +39,10 @@ inline bool direct_ok(const call& x, std::size_t block) {
 inline bool shm_ok(const call& x, std::size_t block) {
   return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs && block <= shmcoll::kBigBytes;
 }
+// Whether a blocking alltoall may go through the area: blocks up to
+// shmcoll::kBigBytes per peer through its slots, larger ones by single
+// copy (shmcoll::alltoall_cma) where the area allows it.
+inline bool shm_alltoall_ok(const call& x) { return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs; }
 
 // The shared-memory area of x's communicator (shm.hpp) for a
 // blocking collective that takes the direct path, or null (engine
@@ -51,13 +55,16 @@ std::string shm_failure(int rank);
 // The end of a direct collective: unpack steps, nothing left to launch.
 void direct_done(call& x);
 
-// Runs `op` (area& -> the rank found dead, or -1) on the shared-memory area
-// of x's communicator and ends the call, if it has an area; false if not.
+// Runs `op` (area& -> the rank found dead, or -1; shmcoll::kDeclined
+// when the area cannot do it, nothing done) on the shared-memory area of
+// x's communicator and ends the call, if it has an area; false if not.
 template <typename Op>
 bool run_shm(call& x, Op op) {
   shmcoll::area* a = shm_area(x);
   if (!a) return false;
-  if (const int dead = op(*a); dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
+  const int dead = op(*a);
+  if (dead == shmcoll::kDeclined) return false;
+  if (dead >= 0) x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
   direct_done(x);
   return true;
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "api/nmad/services/config.hpp"
 #include "api/nmad/services/shm_segment.hpp"
@@ -27,7 +29,7 @@ namespace {
 // Segments are made as the shm driver makes its own (shm_segment.hpp): its
 // start-up sweep removes an "nmad-<tag>-coll-..." segment whose creator
 // died holding the name.
-constexpr std::uint64_t kLayout = 0x434f4c4c53484d31ULL;  // "COLLSHM1"
+constexpr std::uint64_t kLayout = 0x434f4c4c53484d32ULL;  // "COLLSHM2"
 
 struct alignas(64) counter {
   std::atomic<std::uint64_t> v{0};
@@ -54,6 +56,9 @@ struct rank_block {
   counter done;  // the last op this rank completed
   ring out;      // written by this rank
   ring in;       // written by the root of a scatter for this rank
+  // from[i]: rank i's block for this rank in an alltoall of more than
+  // kSlotBytes per peer (pages touched only when used).
+  big_slot from[kMaxProcs];
 };
 // One slot of a ring for an op of `bytes` bytes per block.
 struct cell {
@@ -88,8 +93,8 @@ std::size_t segment_bytes(int n) { return sizeof(header) + static_cast<std::size
 
 class area {
  public:
-  area(void* base, std::size_t bytes, int n, int rank, std::vector<int> world)
-      : _base(base), _bytes(bytes), _n(n), _rank(rank), _world(std::move(world)) {
+  area(void* base, std::size_t bytes, int n, int rank, std::vector<int> world, bool cma)
+      : _base(base), _bytes(bytes), _n(n), _rank(rank), _cma(cma), _world(std::move(world)) {
     _blocks = reinterpret_cast<rank_block*>(static_cast<std::byte*>(base) + sizeof(header));
   }
   ~area() { ::munmap(_base, _bytes); }
@@ -98,6 +103,7 @@ class area {
 
   int size() const { return _n; }
   int rank() const { return _rank; }
+  bool cma() const { return _cma; }
   rank_block& of(int r) { return _blocks[r]; }
   std::uint64_t next_op() { return ++_op; }
   // Takes k more op numbers (an op that uses k + 1 slots); the last one.
@@ -145,6 +151,20 @@ class area {
     return dead;
   }
   void finish(std::uint64_t op) { _blocks[_rank].done.v.store(op, std::memory_order_release); }
+  // Before writing the pair slots (rank_block::from) for op: every rank
+  // finished the last op that used them (they have depth 1).
+  int pairs_writable(std::uint64_t op) {
+    const std::uint64_t need = _last_pairs;
+    _last_pairs = op;
+    if (_min_done >= need) return -1;
+    auto lowest = [&] {
+      std::uint64_t m = ~std::uint64_t{0};
+      for (int r = 0; r < _n; ++r) m = std::min(m, _blocks[r].done.v.load(std::memory_order_acquire));
+      return m;
+    };
+    return wait([&] { return (_min_done = lowest()) >= need; },
+                [&](int r) { return _blocks[r].done.v.load(std::memory_order_relaxed) < need; });
+  }
   // Whether member r's process is alive (as the engine knows it).
   bool alive(int r) const { return st().session->peer_alive(_world[static_cast<std::size_t>(r)]); }
   // Waits until member `from` has published op in c: -1, or `from` found dead.
@@ -156,10 +176,12 @@ class area {
   void* _base;
   std::size_t _bytes;
   int _n, _rank;
+  bool _cma;                // the ranks may read one another's memory
   std::vector<int> _world;  // comm rank -> session rank
   rank_block* _blocks;
   std::uint64_t _op = 0;
   std::uint64_t _min_done = 0;
+  std::uint64_t _last_pairs = 0;  // the last op that wrote pair slots
 };
 
 namespace {
@@ -234,6 +256,51 @@ void* attach(const std::string& name, int n) {
   return p;
 }
 
+// What rank 0 sends at set-up: the segment's name (empty: none), and its
+// pid and the address of kProbe, for the others' test of single copy.
+struct setup_message {
+  char name[80];
+  std::int64_t pid;
+  std::uint64_t probe;
+};
+constexpr std::uint64_t kProbe = 0x53494e474c45434fULL;  // "SINGLECO"
+constexpr std::byte kMapped{1}, kCanRead{2};
+
+bool cma_wanted() {
+  static const bool on = [] {
+    try {
+      return nmad::config::flag("NMAD_SHM_CMA");
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  return on;
+}
+
+// Whether this process can read `bytes` at `remote` in process `pid` into
+// `local`, all of it: 0 yes; else the errno of the failure (0 < n < bytes
+// read is retried from where it stopped).
+int read_remote(pid_t pid, std::byte* local, std::uintptr_t remote, std::size_t bytes) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    iovec l{local + done, bytes - done};
+    iovec r{reinterpret_cast<void*>(remote + done), bytes - done};
+    const ssize_t got = ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return got < 0 ? errno : EIO;
+    done += static_cast<std::size_t>(got);
+  }
+  return 0;
+}
+
+// The set-up's test of single copy: kProbe read out of rank 0's memory.
+bool can_read(pid_t pid, std::uint64_t probe) {
+  if (!cma_wanted() || pid <= 0 || probe == 0) return false;
+  std::uint64_t word = 0;
+  return read_remote(pid, reinterpret_cast<std::byte*>(&word), static_cast<std::uintptr_t>(probe), sizeof word) == 0 &&
+         word == kProbe;
+}
+
 }  // namespace
 
 area* area_of(comm_obj& c) {
@@ -247,16 +314,21 @@ area* area_of(comm_obj& c) {
   // Set-up, the same steps on every rank: rank 0 sends the name, each
   // rank answers whether it mapped the segment, rank 0 sends the verdict
   // (and unlinks the name: from then on only the mappings hold it).
+  // Each rank's answer carries two bits: it mapped the segment (kMapped),
+  // and it could read a word of rank 0's memory (kCanRead; rank 0: of its
+  // own), which decides single copy for everyone.
   const int n = c.size();
   const bool root = c.rank == 0;
-  char name[80] = {};
+  setup_message msg{};
   void* base = nullptr;
   int fd = -1;
   std::string nm;
   if (root) {
     nm = new_name();
     base = create(nm, n, fd);
-    std::snprintf(name, sizeof name, "%s", base ? nm.c_str() : "");
+    std::snprintf(msg.name, sizeof msg.name, "%s", base ? nm.c_str() : "");
+    msg.pid = static_cast<std::int64_t>(::getpid());
+    msg.probe = reinterpret_cast<std::uintptr_t>(&kProbe);
   }
   std::string why;
   auto step = [&](bool root_sends, std::byte* p, std::size_t bytes, std::byte* all) {
@@ -265,18 +337,20 @@ area* area_of(comm_obj& c) {
     return coll_direct_step(c, root_sends, p, bytes, all, why);
   };
   std::vector<std::byte> oks(static_cast<std::size_t>(n));
-  int failed = step(true, reinterpret_cast<std::byte*>(name), sizeof name, nullptr);
+  int failed = step(true, reinterpret_cast<std::byte*>(&msg), sizeof msg, nullptr);
   std::byte ok{0};
   if (failed < 0) {
-    if (!root && name[0]) base = attach(name, n);
-    ok = std::byte{static_cast<unsigned char>(base != nullptr)};
+    msg.name[sizeof msg.name - 1] = '\0';
+    if (!root && msg.name[0]) base = attach(msg.name, n);
+    if (base) ok |= kMapped;
+    if (can_read(static_cast<pid_t>(msg.pid), msg.probe)) ok |= kCanRead;
     failed = step(false, &ok, 1, oks.data());
   }
   std::byte verdict{0};
   if (failed < 0) {
     if (root) {
       oks[0] = ok;
-      verdict = std::byte{1};
+      verdict = kMapped | kCanRead;
       for (std::byte b : oks) verdict &= b;
     }
     failed = step(true, &verdict, 1, nullptr);
@@ -285,14 +359,15 @@ area* area_of(comm_obj& c) {
     ::shm_unlink(nm.c_str());
     ::close(fd);  // (the lock goes with it; the name is gone already)
   }
-  if (failed >= 0 || verdict == std::byte{0}) {
+  if (failed >= 0 || (verdict & kMapped) == std::byte{0}) {
     if (base) ::munmap(base, segment_bytes(n));
     if (failed >= 0) throw std::runtime_error(why);
     c.shm_state.store(2, std::memory_order_release);
     return nullptr;
   }
   std::vector<int> world = c.world_of;
-  c.shm_area = std::make_shared<area>(base, segment_bytes(n), n, c.rank, std::move(world));
+  c.shm_area = std::make_shared<area>(base, segment_bytes(n), n, c.rank, std::move(world),
+                                      (verdict & kCanRead) != std::byte{0});
   c.shm_state.store(1, std::memory_order_release);
   return c.shm_area.get();
 }
@@ -457,7 +532,107 @@ int alltoall_wide(area& a, const void* in, void* out, std::size_t block) {
 }
 }  // namespace
 
+bool single_copy(const area& a) { return a.cma(); }
+
+namespace {
+// What a rank publishes for a single-copy op: where its blocks are.
+struct published_buffer {
+  std::uint64_t addr;
+  std::int64_t pid;
+};
+static_assert(sizeof(published_buffer) <= kLineBytes);
+}  // namespace
+
+// Two op numbers: `op` (each rank's line slot: its buffer's address) and
+// `end` (its line slot: it has read every block it needs, so the others
+// may reuse their buffers). Both are line slots, written once every rank
+// finished end - kLineDepth.
+int alltoall_cma(area& a, const void* in, void* out, std::size_t block) {
+  if (!a.cma()) return kDeclined;
+  const int n = a.size(), me = a.rank();
+  const std::size_t row = block * static_cast<std::size_t>(n);
+  std::vector<std::byte> aside;
+  if (in == out) {  // in place: the others read the blocks this rank overwrites
+    aside.assign(static_cast<const std::byte*>(in), static_cast<const std::byte*>(in) + row);
+    in = aside.data();
+  }
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  if (const int d = a.writable(end, 0); d >= 0) return d;
+  const auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
+  const cell own = cell_of(a.of(me).out, op, 0);
+  const published_buffer mine{reinterpret_cast<std::uintptr_t>(src), static_cast<std::int64_t>(::getpid())};
+  std::memcpy(own.data, &mine, sizeof mine);
+  own.seq.store(op, std::memory_order_release);
+  std::memcpy(dst + static_cast<std::size_t>(me) * block, src + static_cast<std::size_t>(me) * block, block);
+  // Peers in turn from the next rank up, so that the ranks do not all
+  // read the same one first.
+  int unreadable = -1;
+  for (int k = 1; k < n; ++k) {
+    const int r = (me + k) % n;
+    const cell c = cell_of(a.of(r).out, op, 0);
+    if (const int d = a.await(c, op, r); d >= 0) return d;
+    published_buffer theirs{};
+    std::memcpy(&theirs, c.data, sizeof theirs);
+    if (read_remote(static_cast<pid_t>(theirs.pid), dst + static_cast<std::size_t>(r) * block,
+                    static_cast<std::uintptr_t>(theirs.addr) + static_cast<std::size_t>(me) * block, block) != 0 &&
+        unreadable < 0)
+      unreadable = r;  // gone (ESRCH), or its memory no longer readable
+  }
+  // (Published even after a failed read: the others wait for it.)
+  cell_of(a.of(me).out, end, 0).seq.store(end, std::memory_order_release);
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    if (const int d = a.await(cell_of(a.of(r).out, end, 0), end, r); d >= 0) return d;
+  }
+  a.finish(end);
+  return unreadable;
+}
+
+namespace {
+// Alltoall of more than kSlotBytes per peer (up to kBigBytes): rank i
+// writes its block for j into j's pair slot from[i] and publishes it; j
+// copies each out as soon as it is there, in whatever order they come.
+// One op number; the pair slots are reused once every rank finished the
+// op that last wrote them (pairs_writable).
+int alltoall_pairs(area& a, const void* in, void* out, std::size_t block) {
+  const std::uint64_t op = a.next_op();
+  const int n = a.size(), me = a.rank();
+  if (const int d = a.pairs_writable(op); d >= 0) return d;
+  const auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
+  for (int k = 1; k < n; ++k) {
+    const int j = (me + k) % n;
+    big_slot& s = a.of(j).from[me];
+    std::memcpy(s.data, src + static_cast<std::size_t>(j) * block, block);
+    s.seq.store(op, std::memory_order_release);
+  }
+  // (In place, src == dst: the others' blocks are written below only once
+  // this rank's own are published.)
+  if (src != dst)
+    std::memcpy(dst + static_cast<std::size_t>(me) * block, src + static_cast<std::size_t>(me) * block, block);
+  std::uint32_t pending = 0;  // bit i: rank i's block still to copy
+  for (int i = 0; i < n; ++i)
+    if (i != me) pending |= 1u << i;
+  auto copy_ready = [&] {
+    for (int i = 0; i < n; ++i) {
+      if (!(pending & (1u << i))) continue;
+      big_slot& s = a.of(me).from[i];
+      if (s.seq.load(std::memory_order_acquire) < op) continue;
+      std::memcpy(dst + static_cast<std::size_t>(i) * block, s.data, block);
+      pending &= ~(1u << i);
+    }
+    return pending == 0;
+  };
+  if (const int d = a.wait(copy_ready, [&](int i) { return (pending & (1u << i)) != 0; }); d >= 0) return d;
+  a.finish(op);
+  return -1;
+}
+}  // namespace
+
 int alltoall(area& a, const void* in, void* out, std::size_t block) {
+  if (block > kSlotBytes) return alltoall_pairs(a, in, out, block);
   if (block * static_cast<std::size_t>(a.size()) > kSlotBytes) return alltoall_wide(a, in, out, block);
   const std::uint64_t op = a.next_op();
   const std::size_t bytes = block * static_cast<std::size_t>(a.size());

@@ -35,7 +35,35 @@
 //   allreduce every rank publishes its operand, then reduces them all in
 //            rank order (the same result bits everywhere);
 //   alltoall every rank publishes all its blocks; each copies its own
-//            block out of everyone's.
+//            block out of everyone's. Blocks above kSlotBytes per peer
+//            (up to kBigBytes) go through pair slots: rank i writes its
+//            block for j into a slot of j's kept for i, and j copies each
+//            out as soon as it is there. Larger blocks are not copied
+//            through the segment: each rank publishes the address of its
+//            send blocks and every rank reads its own block straight out
+//            of the others' memory (alltoall_cma).
+//
+// Single copy (alltoall_cma, blocks above kBigBytes). Measured at 4 ranks
+// on 2 cores (medians of 10 alternating launches), a cross-memory read
+// costs more than two copies through the segment up to 64 KiB (a system
+// call and page pinning per block): 4, 8, 16 and 64 KiB alltoalls took
+// 23, 37, 69 and 270 us through pair slots, 45 (engine), 77, 100 and 326
+// by single copy; through the engine 64 KiB took about 390. Above 64 KiB
+// a block does not fit a slot, and single copy beats the engine (256 KiB:
+// 1.1 against 1.35 ms; docs/BENCHMARKS.md).
+// Where the kernel lets the ranks read one
+// another's memory (Linux cross-memory attach, process_vm_readv: same
+// user, Yama's ptrace_scope 0 or absent, NMAD_SHM_CMA not 0), a large
+// alltoall costs each rank one publication (its buffer's address and its
+// pid, in a line slot), one read per peer straight into its receive
+// buffer, and one arrival saying it has read everything; it returns once
+// every rank has arrived (its send blocks may be reused then). Through the
+// engine the same exchange is a rendezvous per pair and round, each
+// needing the peer to be scheduled to answer; here a rank needs another
+// only to have published, and reads whenever it runs. Whether the ranks
+// can is tested at the area's set-up (each rank reads a word of rank 0's
+// memory; rank 0 one of its own) and decided for all of them together, so
+// every rank takes the same path.
 //
 // Waiting. A rank whose data is not there yet calls one round of engine
 // progress between looks (so other traffic and non-blocking collectives
@@ -50,9 +78,10 @@
 // by rank 0 as soon as every rank has it mapped; it is unmapped when the
 // communicator is freed or at MPI_Finalize.
 //
-// Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter and
-// MPI_Allreduce of at most kBigBytes per block, and by MPI_Alltoall of at
-// most kSlotBytes per peer, blocking forms only (the other non-blocking
+// Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter,
+// MPI_Allreduce and MPI_Alltoall of at most kBigBytes per block, and by
+// a larger MPI_Alltoall where the area allows single copy, blocking forms
+// only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
 // progress without the caller), and by MPI_Ibarrier on a communicator
 // whose area is already set up (ibarrier_start below: the set-up is a
@@ -138,9 +167,22 @@ int scatter(area& a, int root, const void* all, void* mine, std::size_t block);
 // result. mine may be result (in place).
 int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::size_t count,
               nmad::coll::reducer& red);
-// Alltoall of `block` bytes per peer (block <= kSlotBytes): every rank
+// Alltoall of `block` bytes per peer (block <= kBigBytes): every rank
 // publishes its size() blocks (in one slot when they fit, else one slot
-// per peer), then copies block `rank` of each. out may be in (in place).
+// per peer; above kSlotBytes, in the pair slots of the receivers), then
+// copies block `rank` of each. out may be in (in place).
 int alltoall(area& a, const void* in, void* out, std::size_t block);
+
+// Whether a's ranks may read one another's memory (decided at set-up, the
+// same answer on every rank).
+bool single_copy(const area& a);
+// Alltoall of any block size by single copy (see above): in holds this
+// rank's size() blocks, out receives them; out may be in (in place: the
+// blocks are first copied aside, since the others read them while this
+// rank overwrites them). Returns kDeclined, changing nothing, when
+// !single_copy(a); else -1 or a member found dead (or whose memory could
+// not be read).
+constexpr int kDeclined = -3;
+int alltoall_cma(area& a, const void* in, void* out, std::size_t block);
 
 }  // namespace nmad::mpi::shmcoll

@@ -10,8 +10,10 @@
  * op (in place and not), a non-commutative user op (2x2 matrix product,
  * whose result depends on the rank order) and floating-point sums that
  * must be bit-identical on every rank; alltoall of 1 to 1,024-byte
- * blocks (a row in one slot, or one slot per peer) and 1,025-byte ones
- * (engine messages), in place or not, interleaved with 1,024-byte rooted
+ * blocks (a row in one slot, or one slot per peer), 1,025 to 65,536-byte
+ * ones (a pair slot per sender) and larger ones (single copy out of the
+ * others' memory, or engine messages with NMAD_SHM_CMA=0), in place or
+ * not, with a strided send type, interleaved with 1,024-byte rooted
  * operations that reuse the same slots; an Ibcast started before a
  * blocking Bcast and completed after it (the shared-memory wait must
  * progress it); two split communicators at once; and a barrier that
@@ -148,12 +150,50 @@ static void big_allreduce_round(MPI_Comm comm, int iter) {
   free(out);
 }
 
+static void alltoall_sized(MPI_Comm comm, int iter, int b);
+
 static void alltoall_round(MPI_Comm comm, int iter) {
+  const int blocks[] = {1, 8, 16, 128, 200, 1024, 1025, 512};
+  alltoall_sized(comm, iter, blocks[iter % 8]);
+}
+
+/* Blocks above 1 KiB per peer: through the pair slots up to 64 KiB, then
+ * read straight out of the others' memory where the ranks may (single
+ * copy), else engine messages. */
+static void big_alltoall_round(MPI_Comm comm, int iter) {
+  const int blocks[] = {1025, 4096, 65536, 3000, 200000, 8192, 65537};
+  alltoall_sized(comm, iter, blocks[iter % 7]);
+}
+
+/* Alltoall of 3-int blocks described by a strided type on the send side
+ * (every other int of a 6-int stretch) and contiguous ints on the receive
+ * side. */
+static void strided_alltoall_round(MPI_Comm comm, int iter, int ints) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const int blocks[] = {1, 8, 16, 128, 200, 1024, 1025, 512};
-  const int b = blocks[iter % 8];
+  MPI_Datatype every_other;
+  MPI_Type_vector(ints, 1, 2, MPI_INT, &every_other);
+  MPI_Type_create_resized(every_other, 0, (MPI_Aint)(2 * ints * sizeof(int)), &every_other);
+  MPI_Type_commit(&every_other);
+  int* in = malloc(sizeof(int) * 2 * (size_t)ints * (size_t)size);
+  int* out = malloc(sizeof(int) * (size_t)ints * (size_t)size);
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < 2 * ints; ++i) in[r * 2 * ints + i] = i % 2 ? -1 : rank * 1000000 + r * 10000 + i / 2 + iter;
+  CHECK(MPI_Alltoall(in, 1, every_other, out, ints, MPI_INT, comm) == MPI_SUCCESS, "strided alltoall");
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < ints; ++i)
+      CHECK(out[r * ints + i] == r * 1000000 + rank * 10000 + i + iter, "strided alltoall iter %d from %d int %d: %d",
+            iter, r, i, out[r * ints + i]);
+  MPI_Type_free(&every_other);
+  free(in);
+  free(out);
+}
+
+static void alltoall_sized(MPI_Comm comm, int iter, int b) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
   unsigned char* in = malloc((size_t)b * (size_t)size);
   unsigned char* out = malloc((size_t)b * (size_t)size);
   for (int r = 0; r < size; ++r)
@@ -184,6 +224,15 @@ int main(int argc, char** argv) {
     if (iter % 3 == 0) rooted_round(MPI_COMM_WORLD, iter + 1, 1000);
   }
   for (int iter = 0; iter < 60; ++iter) allreduce_round(MPI_COMM_WORLD, iter);
+  /* Large alltoall blocks (two line slots per operation where they go by
+   * single copy) interleaved with small operations on the same lines,
+   * well past the line ring's depth (256). */
+  for (int iter = 0; iter < 200; ++iter) {
+    big_alltoall_round(MPI_COMM_WORLD, iter);
+    if (iter % 5 == 0) allreduce_round(MPI_COMM_WORLD, iter);
+    if (iter % 9 == 0) strided_alltoall_round(MPI_COMM_WORLD, iter, iter % 2 ? 2100 : 300);
+    if (iter % 11 == 0) CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "barrier");
+  }
   const size_t blocks[] = {8, 1, 1024, 1025, 8, 4096, 65536, 65537, 30000, 1024};
   for (int iter = 0; iter < 100; ++iter) {
     rooted_round(MPI_COMM_WORLD, iter, blocks[iter % 10]);
@@ -239,6 +288,7 @@ int main(int argc, char** argv) {
       rooted_round(MPI_COMM_WORLD, iter, 16);
       if (iter % 4 == 0) allreduce_round(half, iter);
       if (iter % 4 == 1) alltoall_round(half, iter);
+      if (iter % 4 == 3) big_alltoall_round(half, iter);
     }
     MPI_Comm_free(&half);
   }

@@ -2,7 +2,8 @@
  * and a timer ($MPITEST_DIE_AFTER_US microseconds, default 0) kills it
  * there (_exit from the signal handler, no MPI_Finalize). $MPITEST_COLL
  * chooses the collective: "allreduce" (MPI_SUM of 16 MiB of doubles, the
- * default), "bcast" (16 MiB from rank 0), "barrier" or "ibarrier"
+ * default), "bcast" (16 MiB from rank 0), "alltoall" (16 MiB per rank,
+ * split in equal blocks), "barrier" or "ibarrier"
  * (MPI_Ibarrier, then MPI_Wait); $MPITEST_COLL_DOUBLES
  * (default 2M) changes the size (8: the shared-memory collectives' path
  * when the ranks share a host). With MPI_ERRORS_RETURN every
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   const long die_after_us = d ? atol(d) : 0;
   const char* coll = getenv("MPITEST_COLL");
   const int bcast = coll && strcmp(coll, "bcast") == 0;
+  const int alltoall = coll && strcmp(coll, "alltoall") == 0;
   const int ibarrier = coll && strcmp(coll, "ibarrier") == 0;
   const int barrier = ibarrier || (coll && strcmp(coll, "barrier") == 0);
   const char* nd = getenv("MPITEST_COLL_DOUBLES");
@@ -54,19 +56,30 @@ int main(int argc, char** argv) {
   MPI_Request ireq = MPI_REQUEST_NULL;
   int err = ibarrier ? MPI_Ibarrier(MPI_COMM_WORLD, &ireq) : MPI_SUCCESS;
   if (ibarrier && err == MPI_SUCCESS) err = MPI_Wait(&ireq, MPI_STATUS_IGNORE);
+  const long blk = N / mt_size; /* alltoall: doubles per peer */
   if (!ibarrier)
-    err = barrier ? MPI_Barrier(MPI_COMM_WORLD)
-          : bcast ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
-                  : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    err = barrier    ? MPI_Barrier(MPI_COMM_WORLD)
+          : bcast    ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
+          : alltoall ? MPI_Alltoall(in, (int)blk, MPI_DOUBLE, out, (int)blk, MPI_DOUBLE, MPI_COMM_WORLD)
+                     : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (mt_rank == DYING)
     for (;;) pause(); /* done before the timer: die anyway */
-  const char* what = ibarrier ? "MPI_Ibarrier" : barrier ? "MPI_Barrier" : bcast ? "MPI_Bcast" : "MPI_Allreduce";
+  const char* what = ibarrier   ? "MPI_Ibarrier"
+                     : barrier  ? "MPI_Barrier"
+                     : bcast    ? "MPI_Bcast"
+                     : alltoall ? "MPI_Alltoall"
+                                : "MPI_Allreduce";
   if (err == MPI_SUCCESS && barrier) {
     printf("rank %d: %s completed\n", mt_rank, what);
   } else if (err == MPI_SUCCESS) {
     /* Possible only when this rank got all it needed before the death. */
     const double sum = (double)mt_size * (mt_size + 1) / 2;
-    for (long i = 0; i < N; ++i) {
+    for (long i = 0; alltoall && i < blk * mt_size; ++i) {
+      /* block r came from rank r: its block mt_rank of (r + 1) * (k % 1000) */
+      const long r = i / blk, k = mt_rank * blk + i % blk;
+      CHECK(out[i] == (double)(r + 1) * (double)(k % 1000), "%s succeeded but element %ld is %g", what, i, out[i]);
+    }
+    for (long i = 0; !alltoall && i < N; ++i) {
       const double want = bcast ? (mt_rank == 0 ? in[i] : (double)(i % 1000)) : sum * (double)(i % 1000);
       CHECK((bcast && mt_rank == 0 ? in[i] : out[i]) == want, "%s succeeded but element %ld is %g, not %g", what, i,
             out[i], want);
