@@ -236,8 +236,8 @@ TEST_CASE("mpi proc_failed_relay: a rank that ends because another died makes it
   }
 }
 
-TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Alltoall/Barrier/Ibarrier gives the survivors an error, never a hang") {
-  for (const char* coll : {"allreduce", "bcast", "alltoall", "barrier", "ibarrier"})
+TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Alltoall/Scatter/Gather/Barrier/Ibarrier gives the survivors an error, never a hang") {
+  for (const char* coll : {"allreduce", "bcast", "alltoall", "scatter", "gather", "barrier", "ibarrier"})
     for (const char* driver : {"", "tcp"})
       for (const char* after_us : {"0", "20000"}) {
         CAPTURE(coll);

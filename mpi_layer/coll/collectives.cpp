@@ -53,6 +53,9 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
     if (shm_ok(x, sz(count, t)) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::bcast(a, root, p, sz(count, t)); }))
       return;  // (before the hierarchy, as bcast_fast)
+    if (shm_single_copy_ok(x, sz(count, t)) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::bcast_cma(a, root, p, sz(count, t)); }))
+      return;
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::bcast);
     if (!h && direct_ok(x, sz(count, t))) return direct(x, rooted::bcast, root, p, p, sz(count, t));
     if (h) x.sch = coll::build_hier_bcast(*h, x.rank, p, sz(count, t), root);
@@ -177,6 +180,9 @@ enum class red_kind { reduce, allreduce, scan, exscan };
     if (!all && shm_ok(x, block) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::gather(a, root, inplace ? nullptr : s, r, block); }))
       return;
+    if (!all && shm_single_copy_ok(x, block) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::gather_cma(a, root, inplace ? nullptr : s, r, block); }))
+      return;
     if (!all && direct_ok(x, block)) return direct(x, rooted::gather, root, inplace ? nullptr : s, r, block);
     if (all) x.sch = coll::build_allgather(x.rank, x.size, s, r, block);
     else x.sch = coll::build_gather(x.rank, x.size, s, r, block, root);
@@ -286,6 +292,9 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
     }
     if (shm_ok(x, block) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::scatter(a, root, s, inplace ? nullptr : r, block); }))
+      return;
+    if (shm_single_copy_ok(x, block) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::scatter_cma(a, root, s, inplace ? nullptr : r, block); }))
       return;
     if (direct_ok(x, block)) return direct(x, rooted::scatter, root, s, inplace ? nullptr : r, block);
     if (block == 0) r = g_dummy;

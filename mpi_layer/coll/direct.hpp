@@ -43,6 +43,12 @@ inline bool shm_ok(const call& x, std::size_t block) {
 // shmcoll::kBigBytes per peer through its slots, larger ones by single
 // copy (shmcoll::alltoall_cma) where the area allows it.
 inline bool shm_alltoall_ok(const call& x) { return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs; }
+// Whether a blocking bcast, gather or scatter of `block` bytes per rank,
+// too large for the area's slots, may go by single copy through it
+// (shmcoll::bcast_cma and its kind, where the area allows it).
+inline bool shm_single_copy_ok(const call& x, std::size_t block) {
+  return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs && block > shmcoll::kBigBytes;
+}
 
 // The shared-memory area of x's communicator (shm.hpp) for a
 // blocking collective that takes the direct path, or null (engine

@@ -541,12 +541,52 @@ struct published_buffer {
   std::int64_t pid;
 };
 static_assert(sizeof(published_buffer) <= kLineBytes);
+
+// This rank's buffer p, published under op (its line slot).
+void publish_buffer(area& a, std::uint64_t op, const void* p) {
+  const cell own = cell_of(a.of(a.rank()).out, op, 0);
+  const published_buffer b{reinterpret_cast<std::uintptr_t>(p), static_cast<std::int64_t>(::getpid())};
+  std::memcpy(own.data, &b, sizeof b);
+  own.seq.store(op, std::memory_order_release);
+}
+// This rank has reached op (its line slot, no payload).
+void publish_mark(area& a, std::uint64_t op) {
+  cell_of(a.of(a.rank()).out, op, 0).seq.store(op, std::memory_order_release);
+}
+// Waits for rank r's buffer published under op and reads `bytes` at
+// `offset` in it into `into`. Returns r if r was found dead while waiting,
+// else -1; a read that failed (r gone since, or its memory unreadable)
+// sets `unreadable` to r if it is not set yet, and the caller goes on (its
+// marks must still be published: the others wait for them).
+int read_published(area& a, int r, std::uint64_t op, std::size_t offset, void* into, std::size_t bytes,
+                   int& unreadable) {
+  const cell c = cell_of(a.of(r).out, op, 0);
+  if (const int d = a.await(c, op, r); d >= 0) return d;
+  published_buffer theirs{};
+  std::memcpy(&theirs, c.data, sizeof theirs);
+  if (read_remote(static_cast<pid_t>(theirs.pid), static_cast<std::byte*>(into),
+                  static_cast<std::uintptr_t>(theirs.addr) + offset, bytes) != 0 &&
+      unreadable < 0)
+    unreadable = r;
+  return -1;
+}
+// Waits until every rank but `except` (and this one) has published mark op
+// or is found dead: -1, or the first rank found dead. (It does not stop at
+// a dead rank: the live ones may still be reading this rank's buffer.)
+int await_marks(area& a, std::uint64_t op, int except) {
+  int dead = -1;
+  for (int r = 0; r < a.size(); ++r) {
+    if (r == a.rank() || r == except) continue;
+    if (const int d = a.await(cell_of(a.of(r).out, op, 0), op, r); d >= 0 && dead < 0) dead = d;
+  }
+  return dead;
+}
 }  // namespace
 
-// Two op numbers: `op` (each rank's line slot: its buffer's address) and
-// `end` (its line slot: it has read every block it needs, so the others
-// may reuse their buffers). Both are line slots, written once every rank
-// finished end - kLineDepth.
+// Every single-copy op takes two op numbers, both line slots: `op` (the
+// buffers read from are published) and `end` (the reads are done, so
+// those buffers may be reused), written once every rank finished
+// end - kLineDepth.
 int alltoall_cma(area& a, const void* in, void* out, std::size_t block) {
   if (!a.cma()) return kDeclined;
   const int n = a.size(), me = a.rank();
@@ -561,30 +601,87 @@ int alltoall_cma(area& a, const void* in, void* out, std::size_t block) {
   if (const int d = a.writable(end, 0); d >= 0) return d;
   const auto* src = static_cast<const std::byte*>(in);
   auto* dst = static_cast<std::byte*>(out);
-  const cell own = cell_of(a.of(me).out, op, 0);
-  const published_buffer mine{reinterpret_cast<std::uintptr_t>(src), static_cast<std::int64_t>(::getpid())};
-  std::memcpy(own.data, &mine, sizeof mine);
-  own.seq.store(op, std::memory_order_release);
+  publish_buffer(a, op, src);
   std::memcpy(dst + static_cast<std::size_t>(me) * block, src + static_cast<std::size_t>(me) * block, block);
   // Peers in turn from the next rank up, so that the ranks do not all
   // read the same one first.
-  int unreadable = -1;
+  // A peer found dead is skipped: the others still read this rank's blocks
+  // and wait for its mark.
+  int failed = -1;
   for (int k = 1; k < n; ++k) {
     const int r = (me + k) % n;
-    const cell c = cell_of(a.of(r).out, op, 0);
-    if (const int d = a.await(c, op, r); d >= 0) return d;
-    published_buffer theirs{};
-    std::memcpy(&theirs, c.data, sizeof theirs);
-    if (read_remote(static_cast<pid_t>(theirs.pid), dst + static_cast<std::size_t>(r) * block,
-                    static_cast<std::uintptr_t>(theirs.addr) + static_cast<std::size_t>(me) * block, block) != 0 &&
-        unreadable < 0)
-      unreadable = r;  // gone (ESRCH), or its memory no longer readable
+    if (const int d = read_published(a, r, op, static_cast<std::size_t>(me) * block,
+                                     dst + static_cast<std::size_t>(r) * block, block, failed);
+        d >= 0 && failed < 0)
+      failed = d;
   }
-  // (Published even after a failed read: the others wait for it.)
-  cell_of(a.of(me).out, end, 0).seq.store(end, std::memory_order_release);
-  for (int r = 0; r < n; ++r) {
-    if (r == me) continue;
-    if (const int d = a.await(cell_of(a.of(r).out, end, 0), end, r); d >= 0) return d;
+  publish_mark(a, end);  // (even after a failure: the others wait for it)
+  if (const int d = await_marks(a, end, -1); d >= 0 && failed < 0) failed = d;
+  a.finish(end);
+  return failed;
+}
+
+// The root publishes its buffer; every other rank reads it and marks the
+// end; the root returns once every mark is there.
+int bcast_cma(area& a, int root, void* buf, std::size_t bytes) {
+  if (!a.cma()) return kDeclined;
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  if (const int d = a.writable(end, 0); d >= 0) return d;
+  int unreadable = -1;
+  if (a.rank() == root) {
+    publish_buffer(a, op, buf);
+    unreadable = await_marks(a, end, root);
+  } else {
+    // (A dead root: nobody waits for this rank's mark.)
+    if (const int d = read_published(a, root, op, 0, buf, bytes, unreadable); d >= 0) return d;
+    publish_mark(a, end);
+  }
+  a.finish(end);
+  return unreadable;
+}
+
+int scatter_cma(area& a, int root, const void* all, void* mine, std::size_t block) {
+  if (!a.cma()) return kDeclined;
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  if (const int d = a.writable(end, 0); d >= 0) return d;
+  int unreadable = -1;
+  const std::size_t at = static_cast<std::size_t>(a.rank()) * block;
+  if (a.rank() == root) {
+    publish_buffer(a, op, all);
+    if (mine) std::memcpy(mine, static_cast<const std::byte*>(all) + at, block);
+    unreadable = await_marks(a, end, root);
+  } else {
+    if (const int d = read_published(a, root, op, at, mine, block, unreadable); d >= 0) return d;
+    publish_mark(a, end);
+  }
+  a.finish(end);
+  return unreadable;
+}
+
+// Every other rank publishes its block; the root reads them all and marks
+// the end, which they wait for (their blocks are read until then).
+int gather_cma(area& a, int root, const void* mine, void* all, std::size_t block) {
+  if (!a.cma()) return kDeclined;
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  if (const int d = a.writable(end, 0); d >= 0) return d;
+  int unreadable = -1;
+  if (a.rank() != root) {
+    publish_buffer(a, op, mine);
+    if (const int d = a.await(cell_of(a.of(root).out, end, 0), end, root); d >= 0) return d;
+  } else {
+    auto* out = static_cast<std::byte*>(all);
+    if (mine) std::memcpy(out + static_cast<std::size_t>(root) * block, mine, block);
+    // A rank found dead is skipped: the others wait for the root's mark.
+    for (int k = 1; k < a.size(); ++k) {
+      const int r = (root + k) % a.size();
+      if (const int d = read_published(a, r, op, 0, out + static_cast<std::size_t>(r) * block, block, unreadable);
+          d >= 0 && unreadable < 0)
+        unreadable = d;
+    }
+    publish_mark(a, end);
   }
   a.finish(end);
   return unreadable;

@@ -43,7 +43,8 @@
 //            send blocks and every rank reads its own block straight out
 //            of the others' memory (alltoall_cma).
 //
-// Single copy (alltoall_cma, blocks above kBigBytes). Measured at 4 ranks
+// Single copy (alltoall_cma, bcast_cma, scatter_cma, gather_cma: blocks
+// above kBigBytes). Measured at 4 ranks
 // on 2 cores (medians of 10 alternating launches), a cross-memory read
 // costs more than two copies through the segment up to 64 KiB (a system
 // call and page pinning per block): 4, 8, 16 and 64 KiB alltoalls took
@@ -80,8 +81,8 @@
 //
 // Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter,
 // MPI_Allreduce and MPI_Alltoall of at most kBigBytes per block, and by
-// a larger MPI_Alltoall where the area allows single copy, blocking forms
-// only (the other non-blocking
+// a larger MPI_Bcast, MPI_Gather, MPI_Scatter or MPI_Alltoall where the
+// area allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
 // progress without the caller), and by MPI_Ibarrier on a communicator
 // whose area is already set up (ibarrier_start below: the set-up is a
@@ -184,5 +185,13 @@ bool single_copy(const area& a);
 // not be read).
 constexpr int kDeclined = -3;
 int alltoall_cma(area& a, const void* in, void* out, std::size_t block);
+// Bcast, scatter and gather of any size by single copy, same returns: the
+// root publishes its buffer and the others read their part of it (bcast,
+// scatter), or the others publish their blocks and the root reads them
+// (gather, mine null at the root for MPI_IN_PLACE); whoever was read from
+// returns once its readers marked the end.
+int bcast_cma(area& a, int root, void* buf, std::size_t bytes);
+int scatter_cma(area& a, int root, const void* all, void* mine, std::size_t block);
+int gather_cma(area& a, int root, const void* mine, void* all, std::size_t block);
 
 }  // namespace nmad::mpi::shmcoll

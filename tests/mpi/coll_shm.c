@@ -3,7 +3,8 @@
  * many more operations than the segment's ring depth, every root, blocks
  * of 1, 8, 1,024 (a line, a slot) and 4,096 to 65,536 bytes (a large slot,
  * the largest the segment takes) interleaved with 1,025-byte ones (the
- * engine's direct path) and 65,537-byte ones (schedules); allreduce of up
+ * engine's direct path) and 65,537 and 300,000-byte ones (single copy out
+ * of the root's or the senders' memory; schedules with NMAD_SHM_CMA=0); allreduce of up
  * to 64 KiB and just over it; a root on the fast path (predefined
  * type) with the others on the full path (a derived type of the same
  * signature); MPI_IN_PLACE at the root; allreduce with a predefined
@@ -233,7 +234,7 @@ int main(int argc, char** argv) {
     if (iter % 9 == 0) strided_alltoall_round(MPI_COMM_WORLD, iter, iter % 2 ? 2100 : 300);
     if (iter % 11 == 0) CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "barrier");
   }
-  const size_t blocks[] = {8, 1, 1024, 1025, 8, 4096, 65536, 65537, 30000, 1024};
+  const size_t blocks[] = {8, 1, 1024, 1025, 8, 4096, 65536, 65537, 300000, 1024};
   for (int iter = 0; iter < 100; ++iter) {
     rooted_round(MPI_COMM_WORLD, iter, blocks[iter % 10]);
     if (iter % 4 == 0) big_allreduce_round(MPI_COMM_WORLD, iter);

@@ -3,7 +3,8 @@
  * there (_exit from the signal handler, no MPI_Finalize). $MPITEST_COLL
  * chooses the collective: "allreduce" (MPI_SUM of 16 MiB of doubles, the
  * default), "bcast" (16 MiB from rank 0), "alltoall" (16 MiB per rank,
- * split in equal blocks), "barrier" or "ibarrier"
+ * split in equal blocks), "scatter" / "gather" (root 0, 16 MiB in equal
+ * blocks), "barrier" or "ibarrier"
  * (MPI_Ibarrier, then MPI_Wait); $MPITEST_COLL_DOUBLES
  * (default 2M) changes the size (8: the shared-memory collectives' path
  * when the ranks share a host). With MPI_ERRORS_RETURN every
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
   const char* coll = getenv("MPITEST_COLL");
   const int bcast = coll && strcmp(coll, "bcast") == 0;
   const int alltoall = coll && strcmp(coll, "alltoall") == 0;
+  const int scatter = coll && strcmp(coll, "scatter") == 0;
+  const int gather = coll && strcmp(coll, "gather") == 0;
   const int ibarrier = coll && strcmp(coll, "ibarrier") == 0;
   const int barrier = ibarrier || (coll && strcmp(coll, "barrier") == 0);
   const char* nd = getenv("MPITEST_COLL_DOUBLES");
@@ -61,6 +64,8 @@ int main(int argc, char** argv) {
     err = barrier    ? MPI_Barrier(MPI_COMM_WORLD)
           : bcast    ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
           : alltoall ? MPI_Alltoall(in, (int)blk, MPI_DOUBLE, out, (int)blk, MPI_DOUBLE, MPI_COMM_WORLD)
+          : scatter  ? MPI_Scatter(in, (int)blk, MPI_DOUBLE, out, (int)blk, MPI_DOUBLE, 0, MPI_COMM_WORLD)
+          : gather   ? MPI_Gather(in, (int)blk, MPI_DOUBLE, out, (int)blk, MPI_DOUBLE, 0, MPI_COMM_WORLD)
                      : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (mt_rank == DYING)
     for (;;) pause(); /* done before the timer: die anyway */
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
                      : barrier  ? "MPI_Barrier"
                      : bcast    ? "MPI_Bcast"
                      : alltoall ? "MPI_Alltoall"
+                     : scatter  ? "MPI_Scatter"
+                     : gather   ? "MPI_Gather"
                                 : "MPI_Allreduce";
   if (err == MPI_SUCCESS && barrier) {
     printf("rank %d: %s completed\n", mt_rank, what);
@@ -79,7 +86,16 @@ int main(int argc, char** argv) {
       const long r = i / blk, k = mt_rank * blk + i % blk;
       CHECK(out[i] == (double)(r + 1) * (double)(k % 1000), "%s succeeded but element %ld is %g", what, i, out[i]);
     }
-    for (long i = 0; !alltoall && i < N; ++i) {
+    /* scatter: block mt_rank of rank 0's in; gather at rank 0: block r of rank r's in */
+    for (long i = 0; scatter && i < blk; ++i) {
+      const long k = mt_rank * blk + i;
+      CHECK(out[i] == (double)(k % 1000), "%s succeeded but element %ld is %g", what, i, out[i]);
+    }
+    for (long i = 0; gather && mt_rank == 0 && i < blk * mt_size; ++i) {
+      const long r = i / blk, k = i % blk;
+      CHECK(out[i] == (double)(r + 1) * (double)(k % 1000), "%s succeeded but element %ld is %g", what, i, out[i]);
+    }
+    for (long i = 0; !alltoall && !scatter && !gather && i < N; ++i) {
       const double want = bcast ? (mt_rank == 0 ? in[i] : (double)(i % 1000)) : sum * (double)(i % 1000);
       CHECK((bcast && mt_rank == 0 ? in[i] : out[i]) == want, "%s succeeded but element %ld is %g, not %g", what, i,
             out[i], want);
