@@ -100,6 +100,10 @@ enum class red_kind { reduce, allreduce, scan, exscan };
     if (k == red_kind::allreduce && shm_ok(x, sz(count, t)) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::allreduce(a, s ? s : r, r, sz(count, t), n, *x.red); }))
       return;  // (before the hierarchy)
+    if (k == red_kind::reduce && shm_ok(x, sz(count, t)) && run_shm(x, [&](shmcoll::area& a) {
+          return shmcoll::reduce(a, root, s ? s : r, r, sz(count, t), n, *x.red);
+        }))
+      return;
     const bool hier_kind = k == red_kind::reduce || k == red_kind::allreduce;
     const coll::hierarchy* h =
         hier_kind && x.red->commutative()
@@ -184,6 +188,9 @@ enum class red_kind { reduce, allreduce, scan, exscan };
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::gather_cma(a, root, inplace ? nullptr : s, r, block); }))
       return;
     if (!all && direct_ok(x, block)) return direct(x, rooted::gather, root, inplace ? nullptr : s, r, block);
+    if (all && shm_ok(x, block) &&
+        run_shm(x, [&](shmcoll::area& a) { return shmcoll::allgather(a, inplace ? nullptr : s, r, block); }))
+      return;
     if (all) x.sch = coll::build_allgather(x.rank, x.size, s, r, block);
     else x.sch = coll::build_gather(x.rank, x.size, s, r, block, root);
   });
@@ -502,6 +509,20 @@ int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, con
       r = x.out(rbuf, mine, t, false);
     }
     if (inplace && sz(total, t) == 0) s = g_dummy;
+    // Through the shared segment: an allreduce of the whole vector into a
+    // temporary, of which this rank keeps its part.
+    if (shm_ok(x, sz(total, t)) && sz(total, t) > 0) {
+      std::vector<std::byte> whole(sz(total, t));
+      std::size_t before = 0;
+      for (int i = 0; i < x.rank; ++i) before += counts[static_cast<std::size_t>(i)];
+      if (run_shm(x, [&](shmcoll::area& a) {
+            const int d = shmcoll::allreduce(a, s ? s : r, whole.data(), whole.size(),
+                                             static_cast<std::size_t>(total), *x.red);
+            if (d < 0) std::memcpy(r, whole.data() + before * t.size, sz(mine, t));
+            return d;
+          }))
+        return;
+    }
     if (block)
       x.sch = coll::build_reduce_scatter_block(x.rank, x.size, s, r, static_cast<std::size_t>(block_count), t.size,
                                                *x.red);

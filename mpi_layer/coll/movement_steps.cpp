@@ -181,13 +181,16 @@ void add_gatherv_linear(schedule& s, int rank, int n, const byte* own, std::size
                         std::span<const std::size_t> rb, std::span<const std::size_t> displs, int root) {
   const auto blk = s.tag_block();
   s.new_round();
+  // Empty blocks are not sent (the sender's count and the root's count for
+  // it agree: matching type signatures), as in Open MPI and MPICH: a rank
+  // with nothing to contribute leaves at once.
   if (rank != root) {
-    s.send(root, T(blk, 0), own, send_bytes);
+    if (send_bytes) s.send(root, T(blk, 0), own, send_bytes);
     return;
   }
   for (int i = 1; i < n; ++i) {
     const int p = (root + i) % n;
-    s.recv(p, T(blk, 0), recvbuf + displs[p], rb[p]);
+    if (rb[p]) s.recv(p, T(blk, 0), recvbuf + displs[p], rb[p]);
   }
   if (own) s.copy(own, recvbuf + displs[root], std::min(send_bytes, rb[root]));
 }
@@ -196,13 +199,13 @@ void add_scatterv_linear(schedule& s, int rank, int n, const byte* sendbuf, std:
                          std::span<const std::size_t> displs, byte* own, std::size_t recv_bytes, int root) {
   const auto blk = s.tag_block();
   s.new_round();
-  if (rank != root) {
-    s.recv(root, T(blk, 0), own, recv_bytes);
+  if (rank != root) {  // (empty blocks are not sent: see add_gatherv_linear)
+    if (recv_bytes) s.recv(root, T(blk, 0), own, recv_bytes);
     return;
   }
   for (int i = 1; i < n; ++i) {
     const int p = (root + i) % n;
-    s.send(p, T(blk, 0), sendbuf + displs[p], sb[p]);
+    if (sb[p]) s.send(p, T(blk, 0), sendbuf + displs[p], sb[p]);
   }
   if (own) s.copy(sendbuf + displs[root], own, std::min(recv_bytes, sb[root]));
 }
@@ -217,8 +220,9 @@ void add_allgatherv_ring(schedule& s, int rank, int n, const byte* own, std::siz
   for (int i = 0; i < n - 1; ++i) {
     const int sb = ((rank - i) % n + n) % n, rbk = ((rank - i - 1) % n + n) % n;
     s.new_round();
-    s.send(right, T(blk, i), recvbuf + displs[sb], rb[sb]);
-    s.recv(left, T(blk, i), recvbuf + displs[rbk], rb[rbk]);
+    // (Every rank knows every block's size: an empty one is not passed on.)
+    if (rb[sb]) s.send(right, T(blk, i), recvbuf + displs[sb], rb[sb]);
+    if (rb[rbk]) s.recv(left, T(blk, i), recvbuf + displs[rbk], rb[rbk]);
   }
 }
 
@@ -263,8 +267,9 @@ void add_alltoallv(schedule& s, int rank, int n, const byte* sendbuf, std::span<
   for (int i = 1; i < n; ++i) {
     const int to = (rank + i) % n, from = (rank - i + n) % n;
     if (pairwise) s.new_round();
-    s.send(to, T(blk, 0), sendbuf + sd[to], sb[to]);
-    s.recv(from, T(blk, 0), recvbuf + rd[from], rb[from]);
+    // (Empty blocks are not sent: see add_gatherv_linear.)
+    if (sb[to]) s.send(to, T(blk, 0), sendbuf + sd[to], sb[to]);
+    if (rb[from]) s.recv(from, T(blk, 0), recvbuf + rd[from], rb[from]);
   }
   s.copy(sendbuf + sd[rank], recvbuf + rd[rank], std::min(sb[rank], rb[rank]));
 }

@@ -492,6 +492,47 @@ int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::s
   return -1;
 }
 
+int reduce(area& a, int root, const void* mine, void* result, std::size_t bytes, std::size_t count,
+           nmad::coll::reducer& red) {
+  const std::uint64_t op = a.next_op();
+  if (const int d = a.writable(op, bytes); d >= 0) return d;
+  const cell own = cell_of(a.of(a.rank()).out, op, bytes);
+  std::memcpy(own.data, mine, bytes);
+  own.seq.store(op, std::memory_order_release);
+  if (a.rank() == root) {
+    for (int r = 0; r < a.size(); ++r) {
+      if (r == root) continue;
+      if (const int d = a.await(cell_of(a.of(r).out, op, bytes), op, r); d >= 0) return d;
+    }
+    // The canonical order, as allreduce: a0 op (a1 op (... op an-1)).
+    auto* acc = static_cast<std::byte*>(result);
+    std::memcpy(acc, cell_of(a.of(a.size() - 1).out, op, bytes).data, bytes);
+    for (int r = a.size() - 2; r >= 0; --r) red.apply(cell_of(a.of(r).out, op, bytes).data, acc, count);
+  }
+  a.finish(op);  // (a non-root is done once its operand is published)
+  return -1;
+}
+
+int allgather(area& a, const void* mine, void* all, std::size_t block) {
+  const std::uint64_t op = a.next_op();
+  if (const int d = a.writable(op, block); d >= 0) return d;
+  auto* out = static_cast<std::byte*>(all);
+  const std::size_t at = static_cast<std::size_t>(a.rank()) * block;
+  const void* own_block = mine ? mine : out + at;
+  const cell own = cell_of(a.of(a.rank()).out, op, block);
+  std::memcpy(own.data, own_block, block);
+  own.seq.store(op, std::memory_order_release);
+  if (mine) std::memcpy(out + at, mine, block);
+  for (int k = 1; k < a.size(); ++k) {
+    const int r = (a.rank() + k) % a.size();
+    const cell c = cell_of(a.of(r).out, op, block);
+    if (const int d = a.await(c, op, r); d >= 0) return d;
+    std::memcpy(out + static_cast<std::size_t>(r) * block, c.data, block);
+  }
+  a.finish(op);
+  return -1;
+}
+
 namespace {
 // Alltoall whose row (size() blocks) does not fit a slot: block j of this
 // rank goes to slot (first + j) of its ring, one slot per peer. The op

@@ -33,7 +33,10 @@
 //   scatter  the root writes each rank's block into that rank's `in` ring;
 //            each copies its own;
 //   allreduce every rank publishes its operand, then reduces them all in
-//            rank order (the same result bits everywhere);
+//            rank order (the same result bits everywhere); reduce: only
+//            the root reduces; reduce_scatter(_block) is an allreduce of
+//            the whole vector of which each rank keeps its part;
+//   allgather every rank publishes its block; each copies all of them;
 //   alltoall every rank publishes all its blocks; each copies its own
 //            block out of everyone's. Blocks above kSlotBytes per peer
 //            (up to kBigBytes) go through pair slots: rank i writes its
@@ -80,7 +83,9 @@
 // communicator is freed or at MPI_Finalize.
 //
 // Used by MPI_Barrier, by MPI_Bcast, MPI_Gather, MPI_Scatter,
-// MPI_Allreduce and MPI_Alltoall of at most kBigBytes per block, and by
+// MPI_Allgather, MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter(_block) and
+// MPI_Alltoall of at most kBigBytes per block (reduce_scatter: the whole
+// vector), and by
 // a larger MPI_Bcast, MPI_Gather, MPI_Scatter or MPI_Alltoall where the
 // area allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
@@ -168,6 +173,15 @@ int scatter(area& a, int root, const void* all, void* mine, std::size_t block);
 // result. mine may be result (in place).
 int allreduce(area& a, const void* mine, void* result, std::size_t bytes, std::size_t count,
               nmad::coll::reducer& red);
+// Reduce to root: every rank publishes its operand (mine; at the root it
+// may be result, in place) and returns, the root reduces them in rank
+// order as allreduce does. bytes <= kBigBytes.
+int reduce(area& a, int root, const void* mine, void* result, std::size_t bytes, std::size_t count,
+           nmad::coll::reducer& red);
+// Allgather of `block` bytes per rank (<= kBigBytes): every rank publishes
+// its block (mine; null for MPI_IN_PLACE: its block is in all already) and
+// copies everyone's into all.
+int allgather(area& a, const void* mine, void* all, std::size_t block);
 // Alltoall of `block` bytes per peer (block <= kBigBytes): every rank
 // publishes its size() blocks (in one slot when they fit, else one slot
 // per peer; above kSlotBytes, in the pair slots of the receivers), then

@@ -151,6 +151,74 @@ static void big_allreduce_round(MPI_Comm comm, int iter) {
   free(out);
 }
 
+/* Reduce to every root (in place at the root every other round; a
+ * non-commutative matrix product checked against rank order), allgather
+ * (in place every third round) and reduce_scatter_block of 1 to 16,384
+ * ints per block, through the segment up to 64 KiB. */
+static void reduce_gather_round(MPI_Comm comm, int iter) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int root = iter % size;
+  const int counts[] = {1, 7, 256, 1000, 16384};
+  const int n = counts[iter % 5];
+  int* v = malloc(sizeof(int) * (size_t)n * (size_t)size);
+  int* out = malloc(sizeof(int) * (size_t)n * (size_t)size);
+  for (int i = 0; i < n; ++i) v[i] = rank * 1000 + i + iter;
+  const int inplace = rank == root && iter % 2;
+  CHECK(MPI_Reduce(inplace ? MPI_IN_PLACE : v, inplace ? v : out, n, MPI_INT, MPI_SUM, root, comm) == MPI_SUCCESS,
+        "reduce");
+  if (rank == root)
+    for (int i = 0; i < n; ++i) {
+      const int want = 1000 * size * (size - 1) / 2 + size * (i + iter);
+      const int got = inplace ? v[i] : out[i];
+      CHECK(got == want, "reduce iter %d root %d element %d: %d, not %d", iter, root, i, got, want);
+    }
+  MPI_Op mm;
+  MPI_Op_create(matmul, 0, &mm);
+  MPI_Datatype m4;
+  MPI_Type_contiguous(4, MPI_UNSIGNED, &m4);
+  MPI_Type_commit(&m4);
+  unsigned mine[4] = {1u + (unsigned)rank, 2u, (unsigned)iter, 1u + 3u * (unsigned)rank}, prod[4] = {0, 0, 0, 0};
+  CHECK(MPI_Reduce(mine, prod, 1, m4, mm, root, comm) == MPI_SUCCESS, "reduce matmul");
+  if (rank == root) {
+    unsigned want[4] = {1, 0, 0, 1};
+    for (int r = size - 1; r >= 0; --r) {
+      unsigned a[4] = {1u + (unsigned)r, 2u, (unsigned)iter, 1u + 3u * (unsigned)r};
+      int one = 1;
+      matmul(a, want, &one, NULL);
+    }
+    CHECK(memcmp(prod, want, sizeof want) == 0, "reduce: matrix product in rank order (iter %d)", iter);
+  }
+  MPI_Type_free(&m4);
+  MPI_Op_free(&mm);
+  /* allgather */
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < n; ++i) out[r * n + i] = r == rank ? -(rank * 100000 + i + iter) : 0;
+  if (iter % 3 == 0)
+    CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, n, MPI_INT, comm) == MPI_SUCCESS,
+          "allgather in place");
+  else {
+    for (int i = 0; i < n; ++i) v[i] = -(rank * 100000 + i + iter);
+    CHECK(MPI_Allgather(v, n, MPI_INT, out, n, MPI_INT, comm) == MPI_SUCCESS, "allgather");
+  }
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < n; ++i)
+      CHECK(out[r * n + i] == -(r * 100000 + i + iter), "allgather iter %d block %d element %d: %d", iter, r, i,
+            out[r * n + i]);
+  /* reduce_scatter_block: block r of the sum to rank r */
+  if ((size_t)n * (size_t)size * sizeof(int) <= 65536 * 4) {
+    for (int i = 0; i < n * size; ++i) v[i] = rank + i + iter;
+    CHECK(MPI_Reduce_scatter_block(v, out, n, MPI_INT, MPI_SUM, comm) == MPI_SUCCESS, "reduce_scatter_block");
+    for (int i = 0; i < n; ++i) {
+      const int want = size * (size - 1) / 2 + size * (rank * n + i + iter);
+      CHECK(out[i] == want, "reduce_scatter_block iter %d element %d: %d, not %d", iter, i, out[i], want);
+    }
+  }
+  free(v);
+  free(out);
+}
+
 static void alltoall_sized(MPI_Comm comm, int iter, int b);
 
 static void alltoall_round(MPI_Comm comm, int iter) {
@@ -225,6 +293,7 @@ int main(int argc, char** argv) {
     if (iter % 3 == 0) rooted_round(MPI_COMM_WORLD, iter + 1, 1000);
   }
   for (int iter = 0; iter < 60; ++iter) allreduce_round(MPI_COMM_WORLD, iter);
+  for (int iter = 0; iter < 60; ++iter) reduce_gather_round(MPI_COMM_WORLD, iter);
   /* Large alltoall blocks (two line slots per operation where they go by
    * single copy) interleaved with small operations on the same lines,
    * well past the line ring's depth (256). */
@@ -290,6 +359,7 @@ int main(int argc, char** argv) {
       if (iter % 4 == 0) allreduce_round(half, iter);
       if (iter % 4 == 1) alltoall_round(half, iter);
       if (iter % 4 == 3) big_alltoall_round(half, iter);
+      if (iter % 4 == 2) reduce_gather_round(half, iter);
     }
     MPI_Comm_free(&half);
   }
