@@ -242,6 +242,12 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
     }
     const std::byte* s = inplace ? nullptr : x.in(sbuf, scount, st_);
     if (sbytes == 0) s = g_dummy;
+    if (shm_alltoall_ok(x) && run_shm(x, [&](shmcoll::area& a) {
+          return all ? shmcoll::allgatherv(a, inplace ? nullptr : s, sbytes, v.base, v.bytes, v.displs)
+                     : shmcoll::gatherv(a, root, inplace ? nullptr : s, sbytes, is_root ? v.base : nullptr, v.bytes,
+                                        v.displs);
+        }))
+      return;
     if (all) x.sch = coll::build_allgatherv(x.rank, x.size, s, sbytes, v.base, v.bytes, v.displs);
     else x.sch = coll::build_gatherv(x.rank, x.size, s, sbytes, is_root ? v.base : nullptr, v.bytes, v.displs, root);
   });
@@ -350,6 +356,11 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
     }
     if (!inplace) r = x.out(rbuf, rcount, rt, false);
     if (!inplace && rbytes == 0) r = g_dummy;
+    if (shm_alltoall_ok(x) && run_shm(x, [&](shmcoll::area& a) {
+          return shmcoll::scatterv(a, root, is_root ? v.base : nullptr, v.bytes, v.displs, inplace ? nullptr : r,
+                                   rbytes);
+        }))
+      return;
     x.sch = coll::build_scatterv(x.rank, x.size, is_root ? v.base : nullptr, v.bytes, v.displs, r, rbytes, root);
   });
 }

@@ -39,9 +39,11 @@ inline bool direct_ok(const call& x, std::size_t block) {
 inline bool shm_ok(const call& x, std::size_t block) {
   return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs && block <= shmcoll::kBigBytes;
 }
-// Whether a blocking alltoall may go through the area: blocks up to
+// Whether a blocking alltoall may go through the area (blocks up to
 // shmcoll::kBigBytes per peer through its slots, larger ones by single
-// copy (shmcoll::alltoall_cma) where the area allows it.
+// copy, shmcoll::alltoall_cma, where the area allows it), and likewise a
+// blocking gatherv, scatterv or allgatherv (shmcoll::gatherv and its
+// kind, where the area allows single copy).
 inline bool shm_alltoall_ok(const call& x) { return x.blocking && !x.inter && x.size <= shmcoll::kMaxProcs; }
 // Whether a blocking bcast, gather or scatter of `block` bytes per rank,
 // too large for the area's slots, may go by single copy through it

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <span>
 #include <vector>
 
 #include "api/nmad/services/config.hpp"
@@ -768,6 +769,144 @@ int alltoall_pairs(area& a, const void* in, void* out, std::size_t block) {
   return -1;
 }
 }  // namespace
+
+// ---- v-collectives: blocks of any size, each copied through the slot
+// its size selects (as cell_of: a line, a 1 KiB slot, a 64 KiB slot) or,
+// above kBigBytes, read in place by single copy (its address in a line
+// slot; its owner waits for its readers' marks). Both sides of a block
+// know its size. Two op numbers as the single-copy ops (`op`: the blocks,
+// `end`: the reads done). Only on an area with single copy: else a block
+// above kBigBytes has no way through, and only the root of a gatherv or
+// scatterv knows every block's size, so the others could not tell.
+
+namespace {
+// Puts `bytes` of p in ring r for op: copied, or p's address.
+void put_block(ring& r, std::uint64_t op, const void* p, std::size_t bytes) {
+  if (bytes <= kBigBytes) {
+    const cell c = cell_of(r, op, bytes);
+    if (bytes) std::memcpy(c.data, p, bytes);
+    c.seq.store(op, std::memory_order_release);
+    return;
+  }
+  const cell c = cell_of(r, op, 0);
+  const published_buffer b{reinterpret_cast<std::uintptr_t>(p), static_cast<std::int64_t>(::getpid())};
+  std::memcpy(c.data, &b, sizeof b);
+  c.seq.store(op, std::memory_order_release);
+}
+// Takes `bytes` from ring r (published under op by rank `from`) into p:
+// -1, or `from` if found dead while waiting; a failed read sets unreadable.
+int take_block(area& a, ring& r, std::uint64_t op, int from, void* p, std::size_t bytes, int& unreadable) {
+  const cell c = cell_of(r, op, bytes <= kBigBytes ? bytes : 0);
+  if (const int d = a.await(c, op, from); d >= 0) return d;
+  if (bytes <= kBigBytes) {
+    if (bytes) std::memcpy(p, c.data, bytes);
+    return -1;
+  }
+  published_buffer theirs{};
+  std::memcpy(&theirs, c.data, sizeof theirs);
+  if (read_remote(static_cast<pid_t>(theirs.pid), static_cast<std::byte*>(p),
+                  static_cast<std::uintptr_t>(theirs.addr), bytes) != 0 &&
+      unreadable < 0)
+    unreadable = from;
+  return -1;
+}
+// The largest block (at most kBigBytes) this rank copies into slots, for
+// the ring-depth check (a line is always written: the end mark).
+std::size_t copied(std::size_t bytes) { return bytes <= kBigBytes ? bytes : 0; }
+}  // namespace
+
+int gatherv(area& a, int root, const void* mine, std::size_t send_bytes, void* all,
+            std::span<const std::size_t> bytes, std::span<const std::size_t> displs) {
+  if (!a.cma()) return kDeclined;
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  const bool is_root = a.rank() == root;
+  if (const int d = a.writable(end, is_root ? 0 : copied(send_bytes)); d >= 0) return d;
+  int failed = -1;
+  if (!is_root) {
+    put_block(a.of(a.rank()).out, op, mine, send_bytes);
+    // Read in place by the root: wait for its mark.
+    if (send_bytes > kBigBytes)
+      if (const int d = a.await(cell_of(a.of(root).out, end, 0), end, root); d >= 0) return d;
+  } else {
+    auto* out = static_cast<std::byte*>(all);
+    if (mine && send_bytes) std::memcpy(out + displs[static_cast<std::size_t>(root)], mine, send_bytes);
+    for (int k = 1; k < a.size(); ++k) {
+      const int r = (root + k) % a.size();
+      const auto i = static_cast<std::size_t>(r);
+      if (bytes[i] == 0) continue;
+      if (const int d = take_block(a, a.of(r).out, op, r, out + displs[i], bytes[i], failed); d >= 0 && failed < 0)
+        failed = d;  // (skipped: the others wait for the root's mark)
+    }
+    publish_mark(a, end);
+  }
+  a.finish(end);
+  return failed;
+}
+
+int scatterv(area& a, int root, const void* all, std::span<const std::size_t> bytes,
+             std::span<const std::size_t> displs, void* mine, std::size_t recv_bytes) {
+  if (!a.cma()) return kDeclined;
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  const bool is_root = a.rank() == root;
+  std::size_t widest = 0;
+  if (is_root)
+    for (int r = 0; r < a.size(); ++r)
+      if (r != root) widest = std::max(widest, copied(bytes[static_cast<std::size_t>(r)]));
+  if (const int d = a.writable(end, widest); d >= 0) return d;
+  int failed = -1;
+  if (is_root) {
+    const auto* in = static_cast<const std::byte*>(all);
+    for (int r = 0; r < a.size(); ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (r == root || bytes[i] == 0) continue;
+      put_block(a.of(r).in, op, in + displs[i], bytes[i]);
+    }
+    if (mine && recv_bytes) std::memcpy(mine, in + displs[static_cast<std::size_t>(root)], recv_bytes);
+    // The readers of blocks read in place mark the end.
+    for (int r = 0; r < a.size(); ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (r == root || bytes[i] <= kBigBytes) continue;
+      if (const int d = a.await(cell_of(a.of(r).out, end, 0), end, r); d >= 0 && failed < 0) failed = d;
+    }
+  } else if (recv_bytes) {
+    if (const int d = take_block(a, a.of(a.rank()).in, op, root, mine, recv_bytes, failed); d >= 0) return d;
+    if (recv_bytes > kBigBytes) publish_mark(a, end);
+  }
+  a.finish(end);
+  return failed;
+}
+
+int allgatherv(area& a, const void* mine, std::size_t send_bytes, void* all, std::span<const std::size_t> bytes,
+               std::span<const std::size_t> displs) {
+  if (!a.cma()) return kDeclined;
+  const std::uint64_t op = a.next_op();
+  const std::uint64_t end = a.next_op();
+  if (const int d = a.writable(end, copied(send_bytes)); d >= 0) return d;
+  const int me = a.rank();
+  auto* out = static_cast<std::byte*>(all);
+  const auto my = static_cast<std::size_t>(me);
+  const void* own = mine ? mine : out + displs[my];
+  put_block(a.of(me).out, op, own, send_bytes);
+  if (mine && send_bytes) std::memcpy(out + displs[my], mine, send_bytes);
+  int failed = -1;
+  bool read_in_place = false;
+  for (int k = 1; k < a.size(); ++k) {
+    const int r = (me + k) % a.size();
+    const auto i = static_cast<std::size_t>(r);
+    if (bytes[i] == 0) continue;
+    read_in_place |= bytes[i] > kBigBytes;
+    if (const int d = take_block(a, a.of(r).out, op, r, out + displs[i], bytes[i], failed); d >= 0 && failed < 0)
+      failed = d;
+  }
+  if (read_in_place) publish_mark(a, end);
+  // Read in place by every other rank: wait for their marks.
+  if (send_bytes > kBigBytes)
+    if (const int d = await_marks(a, end, -1); d >= 0 && failed < 0) failed = d;
+  a.finish(end);
+  return failed;
+}
 
 int alltoall(area& a, const void* in, void* out, std::size_t block) {
   if (block > kSlotBytes) return alltoall_pairs(a, in, out, block);

@@ -86,8 +86,9 @@
 // MPI_Allgather, MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter(_block) and
 // MPI_Alltoall of at most kBigBytes per block (reduce_scatter: the whole
 // vector), and by
-// a larger MPI_Bcast, MPI_Gather, MPI_Scatter or MPI_Alltoall where the
-// area allows single copy, blocking forms only (the other non-blocking
+// a larger MPI_Bcast, MPI_Gather, MPI_Scatter or MPI_Alltoall and by
+// MPI_Gatherv, MPI_Scatterv and MPI_Allgatherv of any size where the area
+// allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
 // progress without the caller), and by MPI_Ibarrier on a communicator
 // whose area is already set up (ibarrier_start below: the set-up is a
@@ -108,6 +109,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace nmad::coll {
@@ -182,6 +184,19 @@ int reduce(area& a, int root, const void* mine, void* result, std::size_t bytes,
 // its block (mine; null for MPI_IN_PLACE: its block is in all already) and
 // copies everyone's into all.
 int allgather(area& a, const void* mine, void* all, std::size_t block);
+// The v-collectives, blocks of any size, where single_copy(a) (else
+// kDeclined, nothing done): a block of at most kBigBytes is copied through
+// the slot its size selects, a larger one is read in place by single copy
+// (its owner waits for its readers' marks). `bytes`/`displs`: every rank's block size
+// and place in `all` (gatherv: at the root; allgatherv: everywhere);
+// mine null for MPI_IN_PLACE (the root's block, or this rank's, is in all
+// already). Empty blocks are not read.
+int gatherv(area& a, int root, const void* mine, std::size_t send_bytes, void* all,
+            std::span<const std::size_t> bytes, std::span<const std::size_t> displs);
+int scatterv(area& a, int root, const void* all, std::span<const std::size_t> bytes,
+             std::span<const std::size_t> displs, void* mine, std::size_t recv_bytes);
+int allgatherv(area& a, const void* mine, std::size_t send_bytes, void* all, std::span<const std::size_t> bytes,
+               std::span<const std::size_t> displs);
 // Alltoall of `block` bytes per peer (block <= kBigBytes): every rank
 // publishes its size() blocks (in one slot when they fit, else one slot
 // per peer; above kSlotBytes, in the pair slots of the receivers), then

@@ -219,6 +219,62 @@ static void reduce_gather_round(MPI_Comm comm, int iter) {
   free(out);
 }
 
+/* Gatherv, scatterv and allgatherv with blocks of different sizes on each
+ * rank (0, 8, 56 and 57 bytes - a line slot's edge -, 5,000 and 100,000:
+ * read in place), rotating with the round; every root; in place at the
+ * root every other round. */
+static int vsize(int rank, int iter) {
+  const int sizes[] = {0, 8, 56, 57, 5000, 100000};
+  return sizes[(rank + iter) % 6];
+}
+static void v_round(MPI_Comm comm, int iter) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int root = iter % size;
+  int counts[64], displs[64], total = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[r] = vsize(r, iter);
+    displs[r] = total + 3; /* gaps between blocks */
+    total += counts[r] + 3;
+  }
+  unsigned char* all = calloc((size_t)total + 1, 1);
+  unsigned char* mine = malloc((size_t)vsize(rank, iter) + 1);
+  const int inplace = iter % 2;
+  /* gatherv */
+  for (int i = 0; i < counts[rank]; ++i) mine[i] = val(iter, rank, i);
+  if (rank == root && inplace) memcpy(all + displs[rank], mine, (size_t)counts[rank]);
+  CHECK(MPI_Gatherv(rank == root && inplace ? MPI_IN_PLACE : mine, counts[rank], MPI_BYTE, all, counts, displs,
+                    MPI_BYTE, root, comm) == MPI_SUCCESS,
+        "gatherv");
+  if (rank == root)
+    for (int r = 0; r < size; ++r)
+      for (int i = 0; i < counts[r]; ++i)
+        CHECK(all[displs[r] + i] == val(iter, r, i), "gatherv iter %d block %d byte %d", iter, r, i);
+  /* scatterv: the root's blocks, each rank checks its own */
+  if (rank == root)
+    for (int r = 0; r < size; ++r)
+      for (int i = 0; i < counts[r]; ++i) all[displs[r] + i] = val(iter + 7, r, i);
+  memset(mine, 0, (size_t)counts[rank] + 1);
+  CHECK(MPI_Scatterv(all, counts, displs, MPI_BYTE, rank == root && inplace ? MPI_IN_PLACE : mine, counts[rank],
+                     MPI_BYTE, root, comm) == MPI_SUCCESS,
+        "scatterv");
+  if (!(rank == root && inplace))
+    for (int i = 0; i < counts[rank]; ++i) CHECK(mine[i] == val(iter + 7, rank, i), "scatterv iter %d byte %d", iter, i);
+  /* allgatherv */
+  memset(all, 0, (size_t)total);
+  for (int i = 0; i < counts[rank]; ++i) mine[i] = val(iter + 3, rank, i);
+  if (inplace) memcpy(all + displs[rank], mine, (size_t)counts[rank]);
+  CHECK(MPI_Allgatherv(inplace ? MPI_IN_PLACE : mine, counts[rank], MPI_BYTE, all, counts, displs, MPI_BYTE, comm) ==
+            MPI_SUCCESS,
+        "allgatherv");
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < counts[r]; ++i)
+      CHECK(all[displs[r] + i] == val(iter + 3, r, i), "allgatherv iter %d block %d byte %d", iter, r, i);
+  free(all);
+  free(mine);
+}
+
 static void alltoall_sized(MPI_Comm comm, int iter, int b);
 
 static void alltoall_round(MPI_Comm comm, int iter) {
@@ -294,6 +350,7 @@ int main(int argc, char** argv) {
   }
   for (int iter = 0; iter < 60; ++iter) allreduce_round(MPI_COMM_WORLD, iter);
   for (int iter = 0; iter < 60; ++iter) reduce_gather_round(MPI_COMM_WORLD, iter);
+  for (int iter = 0; iter < 150; ++iter) v_round(MPI_COMM_WORLD, iter);
   /* Large alltoall blocks (two line slots per operation where they go by
    * single copy) interleaved with small operations on the same lines,
    * well past the line ring's depth (256). */
@@ -360,6 +417,7 @@ int main(int argc, char** argv) {
       if (iter % 4 == 1) alltoall_round(half, iter);
       if (iter % 4 == 3) big_alltoall_round(half, iter);
       if (iter % 4 == 2) reduce_gather_round(half, iter);
+      if (iter % 4 == 0) v_round(half, iter);
     }
     MPI_Comm_free(&half);
   }
