@@ -1,5 +1,7 @@
-/* The small blocking collectives that go through the communicator's
- * shared segment (mpi_layer/coll/shm.hpp) when its ranks share a host:
+/* The blocking collectives that go through the communicator's
+ * shared segment (mpi_layer/coll/shm.hpp) when its ranks share a host
+ * (reduce, allgather, reduce_scatter_block and the v-collectives: see
+ * reduce_gather_round and v_round):
  * many more operations than the segment's ring depth, every root, blocks
  * of 1, 8, 1,024 (a line, a slot) and 4,096 to 65,536 bytes (a large slot,
  * the largest the segment takes) interleaved with 1,025-byte ones (the
