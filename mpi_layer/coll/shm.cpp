@@ -140,16 +140,7 @@ class area {
   int writable(std::uint64_t op, std::size_t bytes) {
     const auto depth = static_cast<std::uint64_t>(depth_for(bytes));
     if (op <= depth) return -1;
-    const std::uint64_t need = op - depth;
-    if (_min_done >= need) return -1;
-    auto lowest = [&] {
-      std::uint64_t m = ~std::uint64_t{0};
-      for (int r = 0; r < _n; ++r) m = std::min(m, _blocks[r].done.v.load(std::memory_order_acquire));
-      return m;
-    };
-    const int dead = wait([&] { return (_min_done = lowest()) >= need; },
-                          [&](int r) { return _blocks[r].done.v.load(std::memory_order_relaxed) < need; });
-    return dead;
+    return all_done(op - depth);
   }
   void finish(std::uint64_t op) { _blocks[_rank].done.v.store(op, std::memory_order_release); }
   // Before writing the pair slots (rank_block::from) for op: every rank
@@ -157,6 +148,11 @@ class area {
   int pairs_writable(std::uint64_t op) {
     const std::uint64_t need = _last_pairs;
     _last_pairs = op;
+    return all_done(need);
+  }
+  // Waits until every rank finished op `need` (its "done" counter): -1, or
+  // a member found dead that had not.
+  int all_done(std::uint64_t need) {
     if (_min_done >= need) return -1;
     auto lowest = [&] {
       std::uint64_t m = ~std::uint64_t{0};
@@ -663,43 +659,39 @@ int alltoall_cma(area& a, const void* in, void* out, std::size_t block) {
   return failed;
 }
 
-// The root publishes its buffer; every other rank reads it and marks the
-// end; the root returns once every mark is there.
-int bcast_cma(area& a, int root, void* buf, std::size_t bytes) {
-  if (!a.cma()) return kDeclined;
+namespace {
+// The root publishes src; every other rank reads n bytes of it, at
+// offset_of(its rank), into `into` and marks the end; the root returns
+// once every mark is there.
+template <class Offset>
+int root_publishes(area& a, int root, const void* src, Offset offset_of, void* into, std::size_t n) {
   const std::uint64_t op = a.next_op();
   const std::uint64_t end = a.next_op();
   if (const int d = a.writable(end, 0); d >= 0) return d;
   int unreadable = -1;
   if (a.rank() == root) {
-    publish_buffer(a, op, buf);
+    publish_buffer(a, op, src);
     unreadable = await_marks(a, end, root);
   } else {
     // (A dead root: nobody waits for this rank's mark.)
-    if (const int d = read_published(a, root, op, 0, buf, bytes, unreadable); d >= 0) return d;
+    if (const int d = read_published(a, root, op, offset_of(a.rank()), into, n, unreadable); d >= 0) return d;
     publish_mark(a, end);
   }
   a.finish(end);
   return unreadable;
 }
+}  // namespace
+
+int bcast_cma(area& a, int root, void* buf, std::size_t bytes) {
+  if (!a.cma()) return kDeclined;
+  return root_publishes(a, root, buf, [](int) { return std::size_t{0}; }, buf, bytes);
+}
 
 int scatter_cma(area& a, int root, const void* all, void* mine, std::size_t block) {
   if (!a.cma()) return kDeclined;
-  const std::uint64_t op = a.next_op();
-  const std::uint64_t end = a.next_op();
-  if (const int d = a.writable(end, 0); d >= 0) return d;
-  int unreadable = -1;
-  const std::size_t at = static_cast<std::size_t>(a.rank()) * block;
-  if (a.rank() == root) {
-    publish_buffer(a, op, all);
-    if (mine) std::memcpy(mine, static_cast<const std::byte*>(all) + at, block);
-    unreadable = await_marks(a, end, root);
-  } else {
-    if (const int d = read_published(a, root, op, at, mine, block, unreadable); d >= 0) return d;
-    publish_mark(a, end);
-  }
-  a.finish(end);
-  return unreadable;
+  const auto at = [block](int r) { return static_cast<std::size_t>(r) * block; };
+  if (a.rank() == root && mine) std::memcpy(mine, static_cast<const std::byte*>(all) + at(root), block);
+  return root_publishes(a, root, all, at, mine, block);
 }
 
 // Every other rank publishes its block; the root reads them all and marks
