@@ -97,6 +97,11 @@ constexpr error_entry kErrors[] = {
     {MPI_T_ERR_INVALID, "MPI_T_ERR_INVALID", "MPI_T: invalid argument"},
     {MPI_T_ERR_NOT_ACCESSIBLE, "MPI_T_ERR_NOT_ACCESSIBLE", "MPI_T: not accessible"},
     {MPI_T_ERR_NOT_SUPPORTED, "MPI_T_ERR_NOT_SUPPORTED", "MPI_T: not supported"},
+    // Process creation and management (dynamic.cpp: declared, not provided).
+    {MPI_ERR_SPAWN, "MPI_ERR_SPAWN", "processes could not be spawned"},
+    {MPI_ERR_PORT, "MPI_ERR_PORT", "invalid port name"},
+    {MPI_ERR_SERVICE, "MPI_ERR_SERVICE", "service name could not be published or unpublished"},
+    {MPI_ERR_NAME, "MPI_ERR_NAME", "service name not published"},
 };
 const error_entry* find_error(int code) {
   for (const auto& e : kErrors)

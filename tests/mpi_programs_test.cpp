@@ -418,6 +418,10 @@ nmad_test::run_result run_mpi_arg(const std::string& prog, int nprocs, const std
 }
 }  // namespace
 
+TEST_CASE("mpi dynamic_decls: spawning, ports and names are MPI_ERR_UNSUPPORTED_OPERATION; Comm_disconnect works") {
+  expect_pass("dynamic_decls", {1, 2, 3});
+}
+
 TEST_CASE("mpi onesided_decls: one-sided calls are MPI_ERR_UNSUPPORTED_OPERATION, Win_free MPI_ERR_WIN") {
   expect_pass("onesided_decls", {1, 2});
   auto r = run_mpi_arg("onesided_decls", 2, "fatal");

@@ -203,7 +203,12 @@ typedef long long MPI_Offset;
 #define MPI_T_ERR_INVALID 74
 #define MPI_T_ERR_NOT_ACCESSIBLE 75
 #define MPI_T_ERR_NOT_SUPPORTED 76
-#define MPI_ERR_LASTCODE 76
+/* Process creation and management (MPI 4.1 chapter 11.8-11.10). */
+#define MPI_ERR_SPAWN 77
+#define MPI_ERR_PORT 78
+#define MPI_ERR_SERVICE 79
+#define MPI_ERR_NAME 80
+#define MPI_ERR_LASTCODE 80
 
 /* ---- status --------------------------------------------------------------- */
 typedef struct MPI_Status {
@@ -607,6 +612,7 @@ int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 #include "nmad_mpi/misc_onesided.h"
 #include "nmad_mpi/io.h"
 #include "nmad_mpi/mpi4.h"
+#include "nmad_mpi/dynamic.h"
 
 #ifdef __cplusplus
 }
