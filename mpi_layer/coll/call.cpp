@@ -192,7 +192,7 @@ call::vblocks call::blocks(const std::vector<std::byte*>& addr, const std::vecto
 }
 // The blocks of a v-collective's buffer: counts[i] elements of t at
 // displs[i] extents from buf, one per peer (see blocks()).
-call::vblocks vector_blocks(call& x, const void* buf, const int* counts, const int* displs, const tinfo& t,
+call::vblocks vector_blocks(call& x, const void* buf, count_array counts, count_array displs, const tinfo& t,
                             const char* what, bool send, bool preload) {
   x.array(counts, send ? "sendcounts" : "recvcounts");
   x.array(displs, "displs");
