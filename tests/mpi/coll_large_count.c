@@ -196,12 +196,16 @@ static void intra(MPI_Comm c, int p, int r) {
     fill(99);
     CHECK(MPI_Allreduce_c(sb, rb, 11, pair, op, c) == MPI_SUCCESS, "Allreduce_c user op");
     for (int i = 0; i < 11; ++i) {
-      long long a = 1, b = 0;
+      long long a = 0, b = 0;
       for (int q = 0; q < p; ++q) {
         unsigned st = (unsigned)(99 * 7919 + q * 104729 + 17), v[2] = {0, 0};
         for (int k = 0; k <= 2 * i + 1; ++k) st = st * 1103515245u + 12345u, v[k & 1] = (st >> 8) % 100000u;
+        if (q == 0) { /* (one rank: its own vector, untouched by the op) */
+          a = v[0], b = v[1];
+          continue;
+        }
         const long long a2 = v[0] % MOD, b2 = v[1] % MOD;
-        b = (a2 * b + b2) % MOD, a = a * a2 % MOD;
+        b = (a2 * (b % MOD) + b2) % MOD, a = a % MOD * a2 % MOD;
       }
       CHECK(rb[2 * i] == a && rb[2 * i + 1] == b, "Allreduce_c user op element %d: (%d, %d), want (%lld, %lld)", i,
             rb[2 * i], rb[2 * i + 1], a, b);
