@@ -33,7 +33,7 @@ COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes 
 COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
 COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph and distributed-graph topologies")
 COLL_PROGRAM("coll_persistent", "every MPI_<Coll>_init started 3 times against the blocking form, Startall, neighbourhood, derived type")
-COLL_PROGRAM("coll_large_count", "every _c collective (blocking, I..._c, _init_c) against its int form, intercommunicator, neighbourhood, user op; at 2 ranks a Bcast_c of 2^31 + 13 chars and a Gatherv_c displacement above INT_MAX")
+COLL_PROGRAM("coll_large_count", "every _c collective (3 forms) against its int form; at 2 ranks 2^31 + 13 chars")
 COLL_PROGRAM("coll_bottom", "MPI_BOTTOM with absolute addresses: (I)Neighbor_alltoallw, Alltoallw, null blocks refused")
 
 // The large transfers of coll_large_count (2 ranks) once more through

@@ -3,7 +3,8 @@
 // path, the direct path of direct.hpp, or a schedule of mpi_layer/coll
 // built over byte ranges, see call.hpp), then the MPI_* entry points. The
 // builders never see datatypes: call.hpp turns MPI buffers into byte
-// ranges and reductions into reducers.
+// ranges and reductions into reducers. The collectives themselves are
+// declared in entries.hpp: large_count.cpp's `_c` bindings call them too.
 #include <climits>
 #include <cstring>
 #include <numeric>
@@ -33,7 +34,8 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   });
 }
 
-[[gnu::noinline]] int bcast(const char* fn, void* buf, Count count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
+[[gnu::noinline]] int bcast(const char* fn, void* buf, Count count, MPI_Datatype dt, int root, MPI_Comm comm,
+                            MPI_Request* req) {
   if (!req && count <= INT_MAX)
     if (const int e = bcast_fast(fn, buf, static_cast<int>(count), dt, root, comm); e != kDeclined) return e;
   return collective(fn, comm, req, [&](call& x) {
@@ -64,8 +66,8 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   });
 }
 
-[[gnu::noinline]] int reduce(const char* fn, const void* sbuf, void* rbuf, Count count, MPI_Datatype dt, MPI_Op op, int root,
-           red_kind k, MPI_Comm comm, MPI_Request* req) {
+[[gnu::noinline]] int reduce(const char* fn, const void* sbuf, void* rbuf, Count count, MPI_Datatype dt, MPI_Op op,
+                             int root, red_kind k, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
     const tinfo t = x.type(dt, "datatype");

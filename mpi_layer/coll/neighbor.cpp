@@ -193,8 +193,8 @@ int allgather(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype
   });
 }
 
-int allgatherv(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf, count_array rcounts,
-               count_array displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
+int allgatherv(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf,
+               count_array rcounts, count_array displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return neighbor_collective(fn, comm, req, [&](neighbor_call& x) {
     check_count(scount, "sendcount");
     const tinfo st = type_info(stype, "sendtype"), rt = type_info(rtype, "recvtype");
