@@ -5,9 +5,9 @@
  * write outside a block is seen). On the world communicator, on a periodic
  * ring (neighbourhood collectives) and, from 2 ranks, on an
  * intercommunicator of world's two halves (the collectives defined there).
- * Then Allreduce_c with a user op (MPI_Op_create, non-commutative), bad
- * arguments (negative counts, null arrays) refused with their class, and,
- * at 2 ranks, the large transfers: a Bcast_c of more than 2^31 MPI_CHARs
+ * Then MPI_IN_PLACE forms, Allreduce_c with a user op (MPI_Op_create, not
+ * commutative), bad arguments (negative counts, null arrays) refused with
+ * their class, and, at 2 ranks, the large transfers: a Bcast_c of more than 2^31 MPI_CHARs
  * and a Gatherv_c whose displacement exceeds INT_MAX (skipped, with the
  * reason printed, when memory is short). Any number of ranks. */
 #include <limits.h>
@@ -21,7 +21,7 @@
 static int me, n;
 static int *sb, *rb, *ref;
 static size_t cap; /* ints in each of sb, rb, ref */
-static int bcast_root = -1;    /* >= 0: the bcast's root starts with its data in rb and ref */
+static int preload = -1; /* this rank (or every rank: -2) starts with sb's data in rb and ref (bcast, in place) */
 static unsigned rng_state = 1;
 
 static int rnd(void) {
@@ -33,7 +33,7 @@ static void fill(int iter) {
   rng_state = (unsigned)(iter * 7919 + me * 104729 + 17);
   for (size_t i = 0; i < cap; ++i) sb[i] = rnd();
   for (size_t i = 0; i < cap; ++i) rb[i] = ref[i] = -77;
-  if (bcast_root == me) memcpy(rb, sb, cap * sizeof(int)), memcpy(ref, sb, cap * sizeof(int));
+  if (preload == me || preload == -2) memcpy(rb, sb, cap * sizeof(int)), memcpy(ref, sb, cap * sizeof(int));
 }
 
 static void compare(const char* name, int mode, int iter) {
@@ -114,10 +114,10 @@ static void intra(MPI_Comm c, int p, int r) {
   const int root = p - 1, mine = cnt[r];
   const MPI_Info I = MPI_INFO_NULL;
 
-  bcast_root = root;
+  preload = root;
   TRIPLE("Bcast_c", MPI_Bcast_c(R, 7, MPI_INT, root, c), MPI_Ibcast_c(R, 7, MPI_INT, root, c, &req),
          MPI_Bcast_init_c(R, 7, MPI_INT, root, c, I, &req), MPI_Bcast(R, 7, MPI_INT, root, c));
-  bcast_root = -1;
+  preload = -1;
   TRIPLE("Reduce_c", MPI_Reduce_c(sb, R, 9, MPI_INT, MPI_SUM, root, c),
          MPI_Ireduce_c(sb, R, 9, MPI_INT, MPI_SUM, root, c, &req),
          MPI_Reduce_init_c(sb, R, 9, MPI_INT, MPI_SUM, root, c, I, &req),
@@ -181,6 +181,22 @@ static void intra(MPI_Comm c, int p, int r) {
          MPI_Reduce_scatter_block_init_c(sb, R, 3, MPI_INT, MPI_SUM, c, I, &req),
          MPI_Reduce_scatter_block(sb, R, 3, MPI_INT, MPI_SUM, c));
 
+  /* MPI_IN_PLACE: every rank's input already in its receive buffer. */
+  preload = -2;
+  TRIPLE("Allreduce_c in place", MPI_Allreduce_c(MPI_IN_PLACE, R, 9, MPI_INT, MPI_SUM, c),
+         MPI_Iallreduce_c(MPI_IN_PLACE, R, 9, MPI_INT, MPI_SUM, c, &req),
+         MPI_Allreduce_init_c(MPI_IN_PLACE, R, 9, MPI_INT, MPI_SUM, c, I, &req),
+         MPI_Allreduce(MPI_IN_PLACE, R, 9, MPI_INT, MPI_SUM, c));
+  TRIPLE("Allgatherv_c in place", MPI_Allgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, R, ccnt, cdsp, MPI_INT, c),
+         MPI_Iallgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, R, ccnt, cdsp, MPI_INT, c, &req),
+         MPI_Allgatherv_init_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, R, ccnt, cdsp, MPI_INT, c, I, &req),
+         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, R, cnt, dsp, MPI_INT, c));
+  TRIPLE("Reduce_scatter_c in place", MPI_Reduce_scatter_c(MPI_IN_PLACE, R, ccnt, MPI_INT, MPI_SUM, c),
+         MPI_Ireduce_scatter_c(MPI_IN_PLACE, R, ccnt, MPI_INT, MPI_SUM, c, &req),
+         MPI_Reduce_scatter_init_c(MPI_IN_PLACE, R, ccnt, MPI_INT, MPI_SUM, c, I, &req),
+         MPI_Reduce_scatter(MPI_IN_PLACE, R, cnt, MPI_INT, MPI_SUM, c));
+  preload = -1;
+
   /* A user op (int MPI_User_function; the MPI_User_function_c forms are
    * Op_create_c's), not commutative, on a derived type: rank order matters. */
   {
@@ -238,10 +254,10 @@ static void inter(MPI_Comm ic, int group) {
   int* irs = malloc(sizeof(int) * lsize);
   for (int i = 0; i < lsize; ++i) crs[i] = irs[i] = rsize; /* reduce_scatter: lsize * rsize in both groups */
 
-  bcast_root = group == 0 && rank == 0 ? me : -1;
+  preload = group == 0 && rank == 0 ? me : -1;
   TRIPLE("inter Bcast_c", MPI_Bcast_c(R, 5, MPI_INT, root, ic), MPI_Ibcast_c(R, 5, MPI_INT, root, ic, &req),
          MPI_Bcast_init_c(R, 5, MPI_INT, root, ic, I, &req), MPI_Bcast(R, 5, MPI_INT, root, ic));
-  bcast_root = -1;
+  preload = -1;
   TRIPLE("inter Reduce_c", MPI_Reduce_c(sb, R, 5, MPI_INT, MPI_SUM, root, ic),
          MPI_Ireduce_c(sb, R, 5, MPI_INT, MPI_SUM, root, ic, &req),
          MPI_Reduce_init_c(sb, R, 5, MPI_INT, MPI_SUM, root, ic, I, &req),
