@@ -33,7 +33,14 @@ COLL_PROGRAM("coll_nbc_progress", "Iallreduce completes while the rank computes 
 COLL_PROGRAM("coll_sequence", "mixed blocking/non-blocking on two communicators, Comm_free and Finalize pending")
 COLL_PROGRAM("coll_neighbor", "Neighbor_* and Ineighbor_* on Cartesian, graph and distributed-graph topologies")
 COLL_PROGRAM("coll_persistent", "every MPI_<Coll>_init started 3 times against the blocking form, Startall, neighbourhood, derived type")
+COLL_PROGRAM("coll_large_count", "every _c collective (3 forms) against its int form; at 2 ranks 2^31 + 13 chars")
 COLL_PROGRAM("coll_bottom", "MPI_BOTTOM with absolute addresses: (I)Neighbor_alltoallw, Alltoallw, null blocks refused")
+
+// The large transfers of coll_large_count (2 ranks) once more through
+// engine messages: no shared segment, no single copy.
+TEST_CASE("mpi coll_large_count: Bcast_c of more than 2^31 chars and Gatherv_c above INT_MAX through the engine") {
+  expect_pass("coll_large_count", {2}, {{"NMAD_COLL_SHM", "off"}, {"NMAD_SHM_CMA", "0"}});
+}
 
 // The shared-memory collectives (mpi_layer/coll/shm.hpp): on by default on
 // one host (8 ranks on the 2 cores: oversubscribed), off, and across
@@ -72,7 +79,8 @@ TEST_CASE("mpi coll programs with thresholds forcing the other algorithms") {
       {"NMAD_COLL_ALLTOALL_BRUCK_PROCS", "2"}, {"NMAD_COLL_REDUCE_SCATTER_LARGE", "64"},
       {"NMAD_COLL_SCAN_LARGE", "64"},          {"NMAD_COLL_SHM", "off"}};
   for (const char* prog : {"coll_derived", "coll_inplace", "op_user", "op_minmaxloc", "coll_alltoall",
-                           "coll_nonblocking", "coll_reduce_scatter", "coll_scan_exscan", "coll_allgather"}) {
+                           "coll_nonblocking", "coll_reduce_scatter", "coll_scan_exscan", "coll_allgather",
+                           "coll_large_count"}) {
     CAPTURE(prog);
     expect_pass(prog, {3, 4}, env);
   }

@@ -17,6 +17,28 @@ inline std::byte* addr_at(const void* buf, Aint off) {
   return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(off));
 }
 
+// A per-process array of counts or displacements as a binding received it:
+// int (the MPI-3 forms) or MPI_Count / MPI_Aint (the large-count _c forms of
+// MPI 4.0), read as Count without truncation. Null when none was given.
+class count_array {
+ public:
+  count_array() = default;
+  count_array(std::nullptr_t) {}
+  count_array(const int* a) : _int(a) {}
+  count_array(const MPI_Count* a) : _count(a) {}
+  count_array(const MPI_Aint* a) : _aint(a) {}
+  explicit operator bool() const { return _int || _count || _aint; }
+  Count operator[](std::size_t k) const {
+    if (_int) return _int[k];
+    return _count ? _count[k] : static_cast<Count>(_aint[k]);
+  }
+
+ private:
+  const int* _int = nullptr;
+  const MPI_Count* _count = nullptr;
+  const MPI_Aint* _aint = nullptr;
+};
+
 // A predefined datatype by handle (h: 1..kLastPredefinedType), made once.
 inline const Datatype& predefined_datatype(MPI_Datatype h) {
   static const auto table = [] {

@@ -2,7 +2,9 @@
 // communicators' transports, the registry of pending non-blocking
 // collectives, the reducers of MPI operations, a call's v-blocks, its
 // prologue and its launch, and MPI_Finalize's part (see call.hpp).
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -103,8 +105,7 @@ struct mpi_reducer final : coll::reducer {
       return;
     }
     if (contiguous) {  // the user function sees the buffers' own layout
-      op.reduce_user(static_cast<const std::byte*>(in) - true_lb, static_cast<std::byte*>(inout) - true_lb, n,
-                     handle);
+      user(static_cast<const std::byte*>(in) - true_lb, static_cast<std::byte*>(inout) - true_lb, n);
       return;
     }
     // Non-contiguous: unpack both operands into the type's layout.
@@ -118,9 +119,20 @@ struct mpi_reducer final : coll::reducer {
     type.unpack(in, bytes, pos, ua, n);
     pos = 0;
     type.unpack(inout, bytes, pos, ub, n);
-    op.reduce_user(ua, ub, n, handle);
+    user(ua, ub, n);
     pos = 0;
     type.pack(ub, n, inout, bytes, pos);
+  }
+  // The user function on n elements laid out as the type says: its count is
+  // an int, so a reduction of more elements (a large-count _c collective)
+  // calls it on consecutive slices of at most INT_MAX elements, which the
+  // standard allows (the function combines elements one by one).
+  void user(const std::byte* in, std::byte* inout, Count n) const {
+    for (Count done = 0; done < n;) {
+      const Count k = std::min<Count>(n - done, INT_MAX);
+      op.reduce_user(in + done * extent, inout + done * extent, k, handle);
+      done += k;
+    }
   }
   void apply_into(const void* in, const void* b, void* out, std::size_t count, std::size_t bytes) override {
     if (op.is_predefined()) {
@@ -192,7 +204,7 @@ call::vblocks call::blocks(const std::vector<std::byte*>& addr, const std::vecto
 }
 // The blocks of a v-collective's buffer: counts[i] elements of t at
 // displs[i] extents from buf, one per peer (see blocks()).
-call::vblocks vector_blocks(call& x, const void* buf, const int* counts, const int* displs, const tinfo& t,
+call::vblocks vector_blocks(call& x, const void* buf, count_array counts, count_array displs, const tinfo& t,
                             const char* what, bool send, bool preload) {
   x.array(counts, send ? "sendcounts" : "recvcounts");
   x.array(displs, "displs");

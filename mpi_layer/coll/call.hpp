@@ -128,7 +128,7 @@ struct call {
     if (int e = describe_type(h, ti, detail)) fail(e, std::string(what) + ": " + detail);
     return ti;
   }
-  void count(int n, const char* what) {
+  void count(Count n, const char* what) {
     if (n < 0) fail(MPI_ERR_COUNT, std::string(what) + " " + std::to_string(n) + " is negative");
   }
   void root(int r) {
@@ -151,7 +151,7 @@ struct call {
       fail(MPI_ERR_BUFFER, std::string("null address for ") + what + " block " + std::to_string(i) +
                                (buf ? "" : " (MPI_BOTTOM + displacement 0)") + " with count " + std::to_string(n));
   }
-  const int* array(const int* a, const char* what) {
+  count_array array(count_array a, const char* what) {
     if (!a) fail(MPI_ERR_ARG, std::string("null ") + what + " array");
     for (int i = 0; i < size; ++i)
       if (std::strstr(what, "count") && a[i] < 0)
@@ -208,7 +208,7 @@ struct call {
 
 // The blocks of a v-collective's buffer: counts[i] elements of t at
 // displs[i] extents from buf, one per peer (see blocks()).
-call::vblocks vector_blocks(call& x, const void* buf, const int* counts, const int* displs, const tinfo& t,
+call::vblocks vector_blocks(call& x, const void* buf, count_array counts, count_array displs, const tinfo& t,
                             const char* what, bool send, bool preload);
 
 // Common prologue: communicator checks (x.c, rank, size, the intercommunicator

@@ -3,7 +3,9 @@
 // path, the direct path of direct.hpp, or a schedule of mpi_layer/coll
 // built over byte ranges, see call.hpp), then the MPI_* entry points. The
 // builders never see datatypes: call.hpp turns MPI buffers into byte
-// ranges and reductions into reducers.
+// ranges and reductions into reducers. The collectives themselves are
+// declared in entries.hpp: large_count.cpp's `_c` bindings call them too.
+#include <climits>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -11,11 +13,11 @@
 
 #include "mpi_layer/coll/call.hpp"
 #include "mpi_layer/coll/direct.hpp"
+#include "mpi_layer/coll/entries.hpp"
 #include "mpi_layer/coll/inter.hpp"
 #include "mpi_layer/coll/shm.hpp"
 
 namespace nmad::mpi::coll_call {
-namespace {
 
 // ---- the collectives (shared by blocking and non-blocking forms) ----------
 
@@ -32,9 +34,10 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   });
 }
 
-[[gnu::noinline]] int bcast(const char* fn, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req) {
-  if (!req)
-    if (const int e = bcast_fast(fn, buf, count, dt, root, comm); e != kDeclined) return e;
+[[gnu::noinline]] int bcast(const char* fn, void* buf, Count count, MPI_Datatype dt, int root, MPI_Comm comm,
+                            MPI_Request* req) {
+  if (!req && count <= INT_MAX)
+    if (const int e = bcast_fast(fn, buf, static_cast<int>(count), dt, root, comm); e != kDeclined) return e;
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
     const tinfo t = x.type(dt, "datatype");
@@ -63,10 +66,8 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   });
 }
 
-// reduce (root >= 0), allreduce (root == -1), scan (-2), exscan (-3)
-enum class red_kind { reduce, allreduce, scan, exscan };
-[[gnu::noinline]] int reduce(const char* fn, const void* sbuf, void* rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
-           red_kind k, MPI_Comm comm, MPI_Request* req) {
+[[gnu::noinline]] int reduce(const char* fn, const void* sbuf, void* rbuf, Count count, MPI_Datatype dt, MPI_Op op,
+                             int root, red_kind k, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     x.count(count, "count");
     const tinfo t = x.type(dt, "datatype");
@@ -128,10 +129,12 @@ enum class red_kind { reduce, allreduce, scan, exscan };
   });
 }
 
-[[gnu::noinline]] int gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
-           MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
-  if (!req && !all)
-    if (const int e = rooted_fast(fn, true, sbuf, scount, stype, rbuf, rcount, rtype, root, comm); e != kDeclined)
+[[gnu::noinline]] int gather(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf,
+                             Count rcount, MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
+  if (!req && !all && scount <= INT_MAX && rcount <= INT_MAX)
+    if (const int e = rooted_fast(fn, true, sbuf, static_cast<int>(scount), stype, rbuf, static_cast<int>(rcount),
+                                  rtype, root, comm);
+        e != kDeclined)
       return e;
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {
@@ -196,8 +199,8 @@ enum class red_kind { reduce, allreduce, scan, exscan };
   });
 }
 
-int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int* rcounts,
-            const int* displs, MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
+int gatherv(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf, count_array rcounts,
+            count_array displs, MPI_Datatype rtype, int root, bool all, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {
       inter::no_in_place(x, sbuf, rbuf);
@@ -253,10 +256,12 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
   });
 }
 
-[[gnu::noinline]] int scatter(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
-            MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
-  if (!req)
-    if (const int e = rooted_fast(fn, false, rbuf, rcount, rtype, sbuf, scount, stype, root, comm); e != kDeclined)
+[[gnu::noinline]] int scatter(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf,
+                              Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
+  if (!req && scount <= INT_MAX && rcount <= INT_MAX)
+    if (const int e = rooted_fast(fn, false, rbuf, static_cast<int>(rcount), rtype, sbuf, static_cast<int>(scount),
+                                  stype, root, comm);
+        e != kDeclined)
       return e;
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {
@@ -315,8 +320,8 @@ int gatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, vo
   });
 }
 
-int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* displs, MPI_Datatype stype, void* rbuf,
-             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
+int scatterv(const char* fn, const void* sbuf, count_array scounts, count_array displs, MPI_Datatype stype,
+             void* rbuf, Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {
       inter::no_in_place(x, sbuf, rbuf);
@@ -368,7 +373,8 @@ int scatterv(const char* fn, const void* sbuf, const int* scounts, const int* di
 // Alltoall on an intercommunicator: scount elements to every remote
 // process and rcount from each; the two need not agree at one process
 // (what this group sends, the other receives: e.g. one direction empty).
-void inter_alltoall(call& x, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+namespace {
+void inter_alltoall(call& x, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf, Count rcount,
                     MPI_Datatype rtype) {
   inter::no_in_place(x, sbuf, rbuf);
   x.count(scount, "sendcount");
@@ -385,9 +391,10 @@ void inter_alltoall(call& x, const void* sbuf, int scount, MPI_Datatype stype, v
   call::vblocks in = inter::even(r, rblock, x.size);
   inter::exchange(x, tag, &out, &in);
 }
+}  // namespace
 
-[[gnu::noinline]] int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
-             MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
+[[gnu::noinline]] int alltoall(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf,
+                               Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter_alltoall(x, sbuf, scount, stype, rbuf, rcount, rtype);
     const bool inplace = in_place(sbuf);
@@ -423,8 +430,8 @@ void inter_alltoall(call& x, const void* sbuf, int scount, MPI_Datatype stype, v
 
 // alltoallv (stypes/rtypes: one type repeated, displacements in its extent)
 // and alltoallw (per-peer types, displacements in bytes).
-int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* sdispls, const MPI_Datatype* stypes,
-              void* rbuf, const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes, bool w,
+int alltoallw(const char* fn, const void* sbuf, count_array scounts, count_array sdispls, const MPI_Datatype* stypes,
+              void* rbuf, count_array rcounts, count_array rdispls, const MPI_Datatype* rtypes, bool w,
               MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) inter::no_in_place(x, sbuf, rbuf);
@@ -471,7 +478,7 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
   });
 }
 
-int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, const int* rcounts, int block_count,
+int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, count_array rcounts, Count block_count,
                    MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) {  // counts: one per process of the LOCAL group
@@ -540,8 +547,6 @@ int reduce_scatter(const char* fn, const void* sbuf, void* rbuf, bool block, con
     else x.sch = coll::build_reduce_scatter(x.rank, x.size, s, r, counts, t.size, *x.red);
   });
 }
-
-}  // namespace
 
 namespace {
 

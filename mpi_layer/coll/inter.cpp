@@ -39,7 +39,7 @@ void barrier(call& x) {
   local_phase(x, coll::build_bcast(x.rank, x.lsize, g_dummy, 0, 0));
 }
 
-void bcast(call& x, void* buf, int count, const tinfo& t, int root) {
+void bcast(call& x, void* buf, Count count, const tinfo& t, int root) {
   const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
   const int r = root_of(x, root);
   if (r == proc_null) return;
@@ -54,7 +54,7 @@ void bcast(call& x, void* buf, int count, const tinfo& t, int root) {
 }
 
 // Reduce (root given) or allreduce (all = true).
-void reduce(call& x, const void* sbuf, void* rbuf, int count, const tinfo& t, int root, bool all) {
+void reduce(call& x, const void* sbuf, void* rbuf, Count count, const tinfo& t, int root, bool all) {
   const std::uint32_t tag = schedule::make_tag(x.sch.tag_block(), 0);
   const std::size_t bytes = sz(count, t), n = static_cast<std::size_t>(count);
   const int r = all ? 0 : root_of(x, root);
@@ -124,7 +124,7 @@ call::vblocks even(std::byte* base, std::size_t block, int n) {
 }
 
 // This process's send block, the same for every remote process.
-call::vblocks my_block(call& x, const void* sbuf, int scount, MPI_Datatype stype) {
+call::vblocks my_block(call& x, const void* sbuf, Count scount, MPI_Datatype stype) {
   x.count(scount, "sendcount");
   const tinfo t = x.type(stype, "sendtype");
   x.buffer(sbuf, scount, t, "send buffer");
@@ -134,7 +134,7 @@ call::vblocks my_block(call& x, const void* sbuf, int scount, MPI_Datatype stype
 }
 
 // Scatter(v) outside the root group: this process's block from the root.
-void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount, MPI_Datatype rtype) {
+void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, Count rcount, MPI_Datatype rtype) {
   x.count(rcount, "recvcount");
   const tinfo t = x.type(rtype, "recvtype");
   x.buffer(rbuf, rcount, t, "receive buffer");

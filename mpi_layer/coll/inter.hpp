@@ -46,10 +46,10 @@ void leaders_exchange(call& x, std::uint32_t tag, const std::byte* out, std::siz
 void barrier(call& x);
 
 // root: MPI_ROOT, MPI_PROC_NULL or the remote root (see root_of).
-void bcast(call& x, void* buf, int count, const tinfo& t, int root);
+void bcast(call& x, void* buf, Count count, const tinfo& t, int root);
 
 // Reduce (root given) or allreduce (all = true).
-void reduce(call& x, const void* sbuf, void* rbuf, int count, const tinfo& t, int root, bool all);
+void reduce(call& x, const void* sbuf, void* rbuf, Count count, const tinfo& t, int root, bool all);
 
 // Reduce_scatter(_block): every process of this group gives `total`
 // elements (the sum of `counts`, one count per LOCAL process, equal to the
@@ -66,9 +66,9 @@ void exchange(call& x, std::uint32_t tag, const call::vblocks* out, const call::
 call::vblocks even(std::byte* base, std::size_t block, int n);
 
 // This process's send block, the same for every remote process.
-call::vblocks my_block(call& x, const void* sbuf, int scount, MPI_Datatype stype);
+call::vblocks my_block(call& x, const void* sbuf, Count scount, MPI_Datatype stype);
 
 // Scatter(v) outside the root group: this process's block from the root.
-void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, int rcount, MPI_Datatype rtype);
+void recv_from_root(call& x, std::uint32_t tag, int root, void* rbuf, Count rcount, MPI_Datatype rtype);
 
 }  // namespace nmad::mpi::coll_call::inter

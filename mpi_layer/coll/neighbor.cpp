@@ -27,6 +27,7 @@
 #include "mpi_layer/coll/schedule.hpp"
 #include "mpi_layer/coll/args.hpp"
 #include "mpi_layer/coll/bindings.hpp"
+#include "mpi_layer/coll/entries.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 #include "mpi_layer/topo.hpp"
 
@@ -50,7 +51,7 @@ tinfo type_info(MPI_Datatype h, const std::string& what) {
   return ti;
 }
 
-void check_count(int n, const std::string& what) {
+void check_count(Count n, const std::string& what) {
   if (n < 0) fail(MPI_ERR_COUNT, what + " = " + std::to_string(n) + " is negative");
 }
 
@@ -76,6 +77,9 @@ template <class T>
 const T* need_array(const T* a, std::size_t n, const char* what) {
   if (n > 0 && !a) fail(MPI_ERR_ARG, std::string("null ") + what + " array");
   return a;
+}
+void need_array(count_array a, std::size_t n, const char* what) {
+  if (n > 0 && !a) fail(MPI_ERR_ARG, std::string("null ") + what + " array");
 }
 
 // One neighbourhood collective being built.
@@ -171,7 +175,11 @@ int neighbor_collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& 
   }
 }
 
-int allgather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+}  // namespace
+
+namespace neighbor {
+
+int allgather(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf, Count rcount,
               MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return neighbor_collective(fn, comm, req, [&](neighbor_call& x) {
     check_count(scount, "sendcount");
@@ -185,8 +193,8 @@ int allgather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, 
   });
 }
 
-int allgatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int* rcounts,
-               const int* displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
+int allgatherv(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf,
+               count_array rcounts, count_array displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return neighbor_collective(fn, comm, req, [&](neighbor_call& x) {
     check_count(scount, "sendcount");
     const tinfo st = type_info(stype, "sendtype"), rt = type_info(rtype, "recvtype");
@@ -203,7 +211,7 @@ int allgatherv(const char* fn, const void* sbuf, int scount, MPI_Datatype stype,
   });
 }
 
-int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+int alltoall(const char* fn, const void* sbuf, Count scount, MPI_Datatype stype, void* rbuf, Count rcount,
              MPI_Datatype rtype, MPI_Comm comm, MPI_Request* req) {
   return neighbor_collective(fn, comm, req, [&](neighbor_call& x) {
     check_count(scount, "sendcount");
@@ -218,21 +226,18 @@ int alltoall(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, v
 
 // alltoallv (one type, displacements in its extent; types/aint null) and
 // alltoallw (per-neighbour types, displacements in bytes).
-int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* sdispls, const MPI_Aint* sdispls_w,
-              const MPI_Datatype* stypes, void* rbuf, const int* rcounts, const int* rdispls,
-              const MPI_Aint* rdispls_w, const MPI_Datatype* rtypes, bool w, MPI_Comm comm, MPI_Request* req) {
+int alltoallw(const char* fn, const void* sbuf, count_array scounts, count_array sdispls, const MPI_Datatype* stypes,
+              void* rbuf, count_array rcounts, count_array rdispls, const MPI_Datatype* rtypes, bool w,
+              MPI_Comm comm, MPI_Request* req) {
   return neighbor_collective(fn, comm, req, [&](neighbor_call& x) {
     const int in = x.indegree(), out = x.outdegree();
     need_array(rcounts, in, "recvcounts");
     need_array(scounts, out, "sendcounts");
+    need_array(rdispls, in, "rdispls");
+    need_array(sdispls, out, "sdispls");
     if (w) {
-      need_array(rdispls_w, in, "rdispls");
-      need_array(sdispls_w, out, "sdispls");
       need_array(rtypes, in, "recvtypes");
       need_array(stypes, out, "sendtypes");
-    } else {
-      need_array(rdispls, in, "rdispls");
-      need_array(sdispls, out, "sdispls");
     }
     std::vector<tinfo> rts, sts;
     for (int k = 0; k < (w ? in : 1); ++k)
@@ -243,13 +248,13 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
     for (int k = 0; k < in; ++k) {
       const tinfo& t = rts[w ? k : 0];
       check_count(rcounts[k], "recvcounts[" + std::to_string(k) + "]");
-      raddr[k] = at(rbuf, w ? rdispls_w[k] : static_cast<Aint>(rdispls[k]) * t.extent);
+      raddr[k] = at(rbuf, w ? static_cast<Aint>(rdispls[k]) : static_cast<Aint>(rdispls[k]) * t.extent);
       check_block(rbuf, raddr[k], rcounts[k], t, "receive buffer", k);
     }
     for (int k = 0; k < out; ++k) {
       const tinfo& t = sts[w ? k : 0];
       check_count(scounts[k], "sendcounts[" + std::to_string(k) + "]");
-      saddr[k] = at(sbuf, w ? sdispls_w[k] : static_cast<Aint>(sdispls[k]) * t.extent);
+      saddr[k] = at(sbuf, w ? static_cast<Aint>(sdispls[k]) : static_cast<Aint>(sdispls[k]) * t.extent);
       check_block(sbuf, saddr[k], scounts[k], t, "send buffer", k);
     }
     for (int k = 0; k < in; ++k) x.recv(k, raddr[k], rcounts[k], rts[w ? k : 0]);
@@ -257,10 +262,11 @@ int alltoallw(const char* fn, const void* sbuf, const int* scounts, const int* s
   });
 }
 
-}  // namespace
+}  // namespace neighbor
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
+using namespace nmad::mpi::neighbor;
 
 extern "C" {
 
@@ -297,27 +303,27 @@ int PMPI_Ineighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
 int PMPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                             void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                             MPI_Comm comm) {
-  return alltoallw("MPI_Neighbor_alltoallv", sendbuf, sendcounts, sdispls, nullptr, &sendtype, recvbuf, recvcounts,
-                   rdispls, nullptr, &recvtype, false, comm, nullptr);
+  return alltoallw("MPI_Neighbor_alltoallv", sendbuf, sendcounts, sdispls, &sendtype, recvbuf, recvcounts, rdispls,
+                   &recvtype, false, comm, nullptr);
 }
 int PMPI_Ineighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                              void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                              MPI_Comm comm, MPI_Request* request) {
-  return alltoallw("MPI_Ineighbor_alltoallv", sendbuf, sendcounts, sdispls, nullptr, &sendtype, recvbuf, recvcounts,
-                   rdispls, nullptr, &recvtype, false, comm, request);
+  return alltoallw("MPI_Ineighbor_alltoallv", sendbuf, sendcounts, sdispls, &sendtype, recvbuf, recvcounts, rdispls,
+                   &recvtype, false, comm, request);
 }
 int PMPI_Neighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
                             const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  return alltoallw("MPI_Neighbor_alltoallw", sendbuf, sendcounts, nullptr, sdispls, sendtypes, recvbuf, recvcounts,
-                   nullptr, rdispls, recvtypes, true, comm, nullptr);
+  return alltoallw("MPI_Neighbor_alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, true, comm, nullptr);
 }
 int PMPI_Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
                              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                              const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                              MPI_Request* request) {
-  return alltoallw("MPI_Ineighbor_alltoallw", sendbuf, sendcounts, nullptr, sdispls, sendtypes, recvbuf, recvcounts,
-                   nullptr, rdispls, recvtypes, true, comm, request);
+  return alltoallw("MPI_Ineighbor_alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, true, comm, request);
 }
 
 }  // extern "C"
