@@ -56,7 +56,10 @@ read -r launcher launcher_args <<<"$mpiexec"
 paths=()
 for d in "${dirlist[@]}" util include; do paths+=("test/mpi/$d"); done
 if [[ -d $src/test/mpi ]]; then
-  for p in "${paths[@]}"; do cp -r "$src/$p" "$work/" || exit 2; done
+  for p in "${paths[@]}"; do
+    rel=${p#test/mpi/}
+    mkdir -p "$work/$(dirname "$rel")" && cp -r "$src/$p" "$work/$(dirname "$rel")/" || exit 2
+  done
 elif git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
   git -C "$src" archive HEAD "${paths[@]}" | tar -x -C "$work" --strip-components=2 || exit 2
 else
@@ -88,11 +91,13 @@ cat >include/mpitestconf.h <<'EOF'
 EOF
 : >include/mtest_mpix.h
 # mtest.c with the single-threaded hooks (as MPICH's Makefile_single.mtest),
-# and the driver whose main() calls the run() of newer programs.
+# the threaded ones (threads/*), and the driver whose main() calls the run()
+# of newer programs.
 "$mpicc" -Iinclude -c util/mtest.c -o mtest.o >build.log 2>&1 &&
   "$mpicc" -Iinclude -c util/mtest_single.c -o mtest_single.o >>build.log 2>&1 &&
   "$mpicc" -Iinclude -c util/mtest_common.c -o mtest_common.o >>build.log 2>&1 &&
-  "$mpicc" -Iinclude -c util/run_mpitests.c -o run_mpitests.o >>build.log 2>&1 ||
+  "$mpicc" -Iinclude -c util/run_mpitests.c -o run_mpitests.o >>build.log 2>&1 &&
+  "$mpicc" -Iinclude -c util/mtest_thread.c -o mtest_thread.o >>build.log 2>&1 ||
   { tail -20 build.log; exit 1; }
 
 # The source and extra flags of program $2 in directory $1, from its
@@ -133,7 +138,7 @@ for d in "${dirlist[@]}"; do
       skip=$((skip + 1))
       continue
     fi
-    exe=bin.$d.$prog
+    exe=bin.${d//\//.}.$prog
     if [[ ! -x $exe ]]; then
       srcs=() flags=()
       for s in $(program_source "$d" "$prog"); do [[ $s == *.c ]] && srcs+=("$d/$s"); done
@@ -142,7 +147,9 @@ for d in "${dirlist[@]}"; do
       grep -qE '^int run\(' "${srcs[@]}" && ! grep -qE '^int main' "${srcs[@]}" && srcs+=(run_mpitests.o)
       # ROMIO's old request names, used by io/async.
       [[ $d/$prog == io/async ]] && flags+=(-DMPIO_Request=MPI_Request -DMPIO_Wait=MPI_Wait -DMPIO_Test=MPI_Test)
-      if ! "$mpicc" -Iinclude "${flags[@]}" "${srcs[@]}" mtest.o mtest_single.o mtest_common.o -o "$exe" -lm \
+      hooks=mtest_single.o
+      [[ $d == threads* ]] && hooks=mtest_thread.o  # as MPICH's Makefile_threads.mtest
+      if ! "$mpicc" -Iinclude "${flags[@]}" "${srcs[@]}" mtest.o "$hooks" mtest_common.o -o "$exe" -lm -lpthread \
           >"$exe.build.log" 2>&1; then
         printf '%-34s %5s  %-10s %s\n' "$name" "$np" "not-built" "$(grep -m1 -i error "$exe.build.log" | cut -c1-110)"
         fail=$((fail + 1))
