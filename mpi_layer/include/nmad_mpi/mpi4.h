@@ -141,6 +141,9 @@ int MPI_Session_call_errhandler(MPI_Session session, int errorcode);
 int MPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI_Group* newgroup);
 int MPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
                                MPI_Comm* newcomm);
+int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                      int remote_leader, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                                      MPI_Comm* newintercomm);
 MPI_Fint MPI_Session_c2f(MPI_Session session);
 MPI_Session MPI_Session_f2c(MPI_Fint session);
 /* Partitioned communication (MPI 4.0 chapter 4). */
@@ -253,6 +256,9 @@ int PMPI_Session_call_errhandler(MPI_Session session, int errorcode);
 int PMPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI_Group* newgroup);
 int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
                                 MPI_Comm* newcomm);
+int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                       int remote_leader, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                                       MPI_Comm* newintercomm);
 MPI_Fint PMPI_Session_c2f(MPI_Session session);
 MPI_Session PMPI_Session_f2c(MPI_Fint session);
 int PMPI_Psend_init(const void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
