@@ -108,6 +108,7 @@ void session::set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin)
 }
 
 wait_policy session::get_wait_policy() const { return _impl->the_waiter().config().policy; }
+std::chrono::nanoseconds session::get_wait_spin() const { return _impl->the_waiter().config().spin; }
 
 bool session::improbe(int source, tag_t tag, recv_status& st, message_handle& msg, tag_t mask) {
   msg._msg = _impl->improbe(source, tag, mask, st);
@@ -136,6 +137,8 @@ bool session::contended() const { return _impl->the_waiter().yield_now(); }
 void session::notify_waiters() { _impl->notify_waiters(); }
 session_stats session::stats() const { return _impl->stats(); }
 std::vector<gate_stats> session::peer_stats() const { return _impl->peer_stats(); }
+std::size_t session::rdv_threshold(int peer) const { return _impl->rdv_threshold(peer); }
+std::size_t session::set_rdv_threshold(std::size_t bytes) { return _impl->set_rdv_threshold(bytes); }
 bool session::peer_alive(int rank) const { return _impl->peer_alive(rank); }
 std::string session::local_address(std::string_view driver) const { return _impl->local_address(driver); }
 std::string session::driver_name() const { return _impl->driver_name(); }

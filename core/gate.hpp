@@ -75,7 +75,11 @@ class gate : public send_side {
   std::atomic<int> cause_reported{-1};
   std::atomic<bool> notice_sent{false};
 
-  std::size_t rdv_threshold = 1;  // messages this long and up: rendezvous (set-up)
+  // Messages this long and up: rendezvous. Set at set-up, changed at run
+  // time by session::set_rdv_threshold (MPI_T_cvar_write): read once per
+  // message (relaxed), so a message sees one value or the other.
+  std::atomic<std::size_t> rdv_threshold{1};
+  std::size_t rdv_limit() const { return rdv_threshold.load(std::memory_order_relaxed); }
 
   // Send side (send_side, core/collect/): under `lock`.
   domain_mutex lock;

@@ -132,6 +132,8 @@ class session_impl final : private wait_engine, private scheduler::host, private
   thread_level level() const { return _level; }
   session_stats stats() const;
   std::vector<gate_stats> peer_stats() const;
+  std::size_t rdv_threshold(int peer) const;
+  std::size_t set_rdv_threshold(std::size_t bytes);
   void print_stats() const;  // NMAD_STATS=1, at the end (stderr)
   bool peer_alive(int rank) const;
   std::string local_address(std::string_view driver = {}) const;
@@ -349,6 +351,7 @@ class session_impl final : private wait_engine, private scheduler::host, private
   std::string _strategy_name;
   std::shared_ptr<const strategy_source> _strategy_source;  // creates each gate's instance
   std::size_t _rdv_threshold = 0;  // asked for, or the default (gates may prefer their driver's)
+  std::size_t _max_eager = 0;      // the longest message a packet of every driver carries
   bool _print_stats = false;  // NMAD_STATS=1
   std::chrono::milliseconds _finalize_timeout{30000};  // NMAD_FINALIZE_TIMEOUT_MS, read at start-up
   // NMAD_TRACE: this session records events (api/nmad/services/trace.hpp); stops

@@ -10,6 +10,7 @@
 
 #include "api/nmad/services/log.hpp"
 #include "api/nmad/services/thread_heap.hpp"
+#include "core/common/events.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {
@@ -82,6 +83,8 @@ void session_impl::connection_failed(driver_slot& slot, connection_id conn, std:
       if (t.slot == &slot)
         why = "rail " + std::to_string(t.rail + 1) + " of " + std::to_string(g.tracks.size()) + " (" +
               slot.caps.name + ") failed: " + why;
+  if (events::wanted(layer::event_kind::rail_failed))
+    events::emit_text(layer::event_kind::rail_failed, g.rank, std::string(slot.caps.name) + ": " + std::string(reason));
   fail_gate(g, std::move(why));
 }
 

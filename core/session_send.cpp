@@ -3,6 +3,7 @@
 // wants, offer answers) act on the gate's send side -- a ready-to-receive
 // becomes a bulk-data transfer.
 #include "api/nmad/services/log.hpp"
+#include "core/common/events.hpp"
 #include "core/session_impl.hpp"
 
 namespace nmad {
@@ -82,10 +83,11 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   // when this thread goes back to the application: see counts_work()).
   // Not to itself: the self driver's copy is the receive's, and a message
   // to self must be there for an any-source receive at once (see irecv).
-  const bool offload = _copy_offload_min && !sync && len >= _copy_offload_min && len < g.rdv_threshold &&
+  const std::size_t rdv_threshold = g.rdv_limit();
+  const bool offload = _copy_offload_min && !sync && len >= _copy_offload_min && len < rdv_threshold &&
                        dest != _rank && _waiter.counts_work();
   std::unique_lock gl(g.lock);
-  if (!offload && !sync && len < g.rdv_threshold && _sched.send_inline(g, r.first_piece.tag, buf, len)) {
+  if (!offload && !sync && len < rdv_threshold && _sched.send_inline(g, r.first_piece.tag, buf, len)) {
     gl.unlock();
     complete(r);
     return errc::ok;
@@ -95,7 +97,9 @@ errc session_impl::isend(int dest, tag_t tag, const void* buf, std::size_t len, 
   // A synchronous send always goes through the rendezvous: its completion
   // (all data asked for by the receiver's rtr) then means it was matched.
   // An empty one waits for a zero-length rtr (see ask_rdvs).
-  e.kind = (sync || len >= g.rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
+  e.kind = (sync || len >= rdv_threshold) ? chunk_kind::rdv_req : chunk_kind::data;
+  if (e.kind == chunk_kind::rdv_req && events::wanted(layer::event_kind::rdv_started))
+    events::emit_message(layer::event_kind::rdv_started, dest, tag, len);
   e.awaiting_ack = sync && len == 0;
   e.flags = chunk_flag::last;
   e.priority = priority;
@@ -207,7 +211,9 @@ errc session_impl::pack_piece(request_state& r, const void* buf, std::size_t len
   chunk_entry* e = g.entry_pool.get();
   *e = chunk_entry{};
   e->pooled = true;
-  e->kind = len >= g.rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  e->kind = len >= g.rdv_limit() ? chunk_kind::rdv_req : chunk_kind::data;
+  if (e->kind == chunk_kind::rdv_req && events::wanted(layer::event_kind::rdv_started))
+    events::emit_message(layer::event_kind::rdv_started, g.rank, r.first_piece.tag, len);
   e->priority = mode == pack_mode::express ? std::max<std::uint8_t>(r.first_piece.priority, 1)
                                            : r.first_piece.priority;
   e->hints = mode == pack_mode::express ? chunk_hint::express : chunk_hint::cheaper;
@@ -286,7 +292,9 @@ errc session_impl::psend_piece(request_state& r, std::uint64_t offset, const voi
   chunk_entry* e = g.entry_pool.get();
   *e = chunk_entry{};
   e->pooled = true;
-  e->kind = len >= g.rdv_threshold ? chunk_kind::rdv_req : chunk_kind::data;
+  e->kind = len >= g.rdv_limit() ? chunk_kind::rdv_req : chunk_kind::data;
+  if (e->kind == chunk_kind::rdv_req && events::wanted(layer::event_kind::rdv_started))
+    events::emit_message(layer::event_kind::rdv_started, g.rank, r.first_piece.tag, len);
   e->priority = r.first_piece.priority;
   e->hints = chunk_hint::cheaper;
   e->tag = r.first_piece.tag;

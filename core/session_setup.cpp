@@ -120,6 +120,7 @@ session_impl::session_impl(const session_options& opts)
   for (std::size_t i = 1; i < _slots.size(); ++i)
     max_packet = std::min(max_packet, _slots[i]->drv->caps().max_packet_size);
   std::size_t max_eager = max_packet - sizeof(wire::packet_header) - sizeof(wire::chunk_header);
+  _max_eager = max_eager;
   // Asked for (options, NMAD_RDV_THRESHOLD): every gate uses it. Else each
   // gate takes its first driver's preference, or the engine default.
   const bool asked = opts.rdv_threshold || t.rdv_threshold_set;

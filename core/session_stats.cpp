@@ -20,12 +20,19 @@ session_stats session_impl::stats() const {
       out.bytes_sent += t.bytes;
       out.rdv_data_sent += t.rdv_transfers;
       out.rail_sends[std::min<std::size_t>(i, 3)] += t.packets + t.rdv_transfers;
+      // (Each counter read on its own: never let a race read as a wrap.)
+      out.aggregated_packets += t.packets > t.chunks_histogram[0] ? t.packets - t.chunks_histogram[0] : 0;
     }
   out.packets_received = _recv.packets_received();
   out.unexpected_messages = _recv.unexpected_messages();
   out.protocol_errors = get(_stats.protocol_errors);
   out.offloaded_sends = get(_stats.offloaded_sends);
   out.offload_tasks_by_thread = get(_stats.offload_tasks_by_thread);
+  out.unexpected_queued = _recv.unexpected_queued();
+  out.unexpected_queued_max = _recv.unexpected_queued_max();
+  out.progress_wakeups = _waiter.background_wakeups();
+  out.waits = _waiter.waits();
+  out.wait_ns = _waiter.wait_ns();
   return out;
 }
 
@@ -106,6 +113,19 @@ void session_impl::print_stats() const {
   }
   std::fwrite(out.data(), 1, out.size(), stderr);
   std::fflush(stderr);
+}
+
+std::size_t session_impl::rdv_threshold(int peer) const {
+  if (peer < 0 || peer >= _size) return 0;
+  return _gates[static_cast<std::size_t>(peer)]->rdv_limit();
+}
+
+// Every gate's, as set-up does (one value for all, within what a packet
+// carries); a message already queued keeps the path it took.
+std::size_t session_impl::set_rdv_threshold(std::size_t bytes) {
+  const std::size_t v = std::max<std::size_t>(1, std::min(bytes, _max_eager + 1));
+  for (const auto& g : _gates) g->rdv_threshold.store(v, std::memory_order_relaxed);
+  return v;
 }
 
 bool session_impl::peer_alive(int rank) const {

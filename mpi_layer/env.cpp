@@ -125,6 +125,7 @@ int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 }
 
 int PMPI_Finalize(void) {
+  deliver_tool_events();  // what MPI_T events are still queued, while MPI calls still work
   state& s = st();
   if (!check_initialized("MPI_Finalize")) return MPI_ERR_OTHER;
   // The library runs for sessions only.

@@ -478,6 +478,31 @@ int delete_attrs(comm_obj& c, std::string& detail);
 int copy_type_attrs(MPI_Datatype from, MPI_Datatype to, std::string& detail);
 int delete_type_attrs(MPI_Datatype type, std::string& detail);
 
+// ---- the tool interface (mpi_t.cpp, mpi_t_events.cpp) ----
+// Whether MPI_T is initialised (MPI_T_init_thread more often than
+// MPI_T_finalize).
+bool tool_initialized();
+// MPI_T's string convention (*len 0 asks for the length).
+void tool_give_string(const std::string& s, char* out, int* len);
+// MPI_T events: how many event types; the last MPI_T_finalize frees every
+// registration. Queued events are delivered at safe points (no lock held,
+// the end of blocking and polling calls): tool_event_point's destructor,
+// which costs one relaxed load when nothing is queued.
+int tool_event_count();
+void tool_events_end();
+extern std::atomic<bool> g_tool_events_pending;
+void deliver_tool_events_slow();
+inline void deliver_tool_events() {
+  if (g_tool_events_pending.load(std::memory_order_relaxed)) [[unlikely]]
+    deliver_tool_events_slow();
+}
+struct tool_event_point {
+  tool_event_point() = default;
+  tool_event_point(const tool_event_point&) = delete;
+  tool_event_point& operator=(const tool_event_point&) = delete;
+  ~tool_event_point() { deliver_tool_events(); }
+};
+
 // ---- info (info.cpp) ----
 using info_entries = std::vector<std::pair<std::string, std::string>>;
 // Fills MPI_INFO_ENV (called by MPI_Init*).

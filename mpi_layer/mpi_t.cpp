@@ -8,22 +8,31 @@
 // duration) are MPI_LONG_LONG (sizes in bytes, durations in microseconds;
 // -1 for a value the engine computes, e.g. "auto"), the others MPI_CHAR
 // (the value as set, else the default; count MPI_MAX_INFO_VAL). They are
-// read from the environment as the engine reads them, at any time. None
-// can be written: every knob is read once, at start-up (scope
-// MPI_T_SCOPE_CONSTANT when it only matters before MPI_Init, READONLY
-// otherwise); MPI_T_cvar_write answers MPI_T_ERR_CVAR_SET_NEVER.
+// read from the environment as the engine reads them, at any time. Those
+// read on every use can be written while the library runs (see
+// "writable control variables" below: NMAD_RDV_THRESHOLD, NMAD_WAIT,
+// NMAD_WAIT_SPIN_US with scope MPI_T_SCOPE_LOCAL, the NMAD_COLL_* algorithm
+// thresholds with MPI_T_SCOPE_ALL_EQ) and then read back as they are now;
+// the others are read once, at start-up (scope MPI_T_SCOPE_CONSTANT when
+// it only matters before MPI_Init, READONLY otherwise) and
+// MPI_T_cvar_write answers MPI_T_ERR_CVAR_SET_NEVER.
 // Categories: one per part of nmad reading the knobs ("nmad_engine",
 // "nmad_shm", ...).
 //
 // Performance variables: the engine's counters (session::stats, and per
 // peer session::peer_stats: arrays with one entry per rank of
-// MPI_COMM_WORLD), class MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
-// bound to no object, continuous (no start/stop: MPI_T_ERR_PVAR_NO_STARTSTOP)
-// and read-only (no write/reset: MPI_T_ERR_PVAR_NO_WRITE), in category
-// "nmad_counters". They read 0 while the library is not running.
+// MPI_COMM_WORLD; per rail: 4 entries), MPI_UNSIGNED_LONG_LONG, bound to
+// no object, in category "nmad_counters": counters, a level and a
+// high-water mark (the unexpected queue) continuous and read-only (no
+// start/stop: MPI_T_ERR_PVAR_NO_STARTSTOP, no write/reset:
+// MPI_T_ERR_PVAR_NO_WRITE); the counters and the timer marked so count
+// per handle between MPI_T_pvar_start and stop, and reset or write set
+// what the handle reads. They read 0 while the library is not running.
 //
-// No enumerations and no events (MPI 4.0): their counts are 0.
+// Events (MPI 4.0): mpi_layer/mpi_t_events.cpp, in category "nmad_events".
+// No enumerations: their count is 0.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -31,6 +40,7 @@
 #include <vector>
 
 #include "api/nmad/services/config.hpp"
+#include "mpi_layer/coll/algorithms.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
@@ -43,12 +53,24 @@ struct cvar {
   bool numeric;
 };
 
+// How many entries a variable has: one, one per rank of MPI_COMM_WORLD,
+// one per rail (track index of the gates; rails 3 and up in the last).
+enum class shape { one, per_peer, per_rail };
+constexpr int kRails = 4;
+
 struct pvar {
   const char* name;
   const char* desc;
-  bool per_peer;
-  // Session totals: the field; per peer: the value of one gate.
-  std::uint64_t (*total)(const nmad::session_stats&);
+  int cls;          // MPI_T_PVAR_CLASS_*
+  shape entries;
+  // Continuous: always counting, read-only. Otherwise the handle starts
+  // stopped and counts only between MPI_T_pvar_start and stop; reset and
+  // write set what the handle reads (handle-local: the engine's counter
+  // is not touched).
+  bool continuous;
+  // one: the value from the session's totals; per_peer: of one gate;
+  // per_rail: entry i of the totals.
+  std::uint64_t (*total)(const nmad::session_stats&, int i);
   std::uint64_t (*peer)(const nmad::gate_stats&);
 };
 
@@ -58,46 +80,79 @@ std::uint64_t sum_tracks(const nmad::gate_stats& g, std::uint64_t nmad::track_st
   return n;
 }
 
+using ss = nmad::session_stats;
+using gs = nmad::gate_stats;
+
 const std::vector<pvar>& pvars() {
+  constexpr int C = MPI_T_PVAR_CLASS_COUNTER;
   static const std::vector<pvar> v = {
-      {"nmad_packets_sent", "packets this process sent (all peers)", false,
-       [](const nmad::session_stats& s) { return s.packets_sent; }, nullptr},
-      {"nmad_chunks_sent", "chunks (message pieces and control items) those packets carried", false,
-       [](const nmad::session_stats& s) { return s.chunks_sent; }, nullptr},
-      {"nmad_bytes_sent", "packet bytes sent, headers included", false,
-       [](const nmad::session_stats& s) { return s.bytes_sent; }, nullptr},
-      {"nmad_rdv_transfers", "bulk rendezvous transfers sent", false,
-       [](const nmad::session_stats& s) { return s.rdv_data_sent; }, nullptr},
-      {"nmad_packets_received", "packets this process received", false,
-       [](const nmad::session_stats& s) { return s.packets_received; }, nullptr},
-      {"nmad_unexpected_messages", "messages that arrived before their receive was posted", false,
-       [](const nmad::session_stats& s) { return s.unexpected_messages; }, nullptr},
-      {"nmad_protocol_errors", "malformed or foreign packets refused", false,
-       [](const nmad::session_stats& s) { return s.protocol_errors; }, nullptr},
-      {"nmad_offloaded_sends", "eager sends whose copy went to the progress thread", false,
-       [](const nmad::session_stats& s) { return s.offloaded_sends; }, nullptr},
-      {"nmad_peer_packets", "packets sent to each rank of MPI_COMM_WORLD (one entry per rank)", true, nullptr,
-       [](const nmad::gate_stats& g) { return sum_tracks(g, &nmad::track_stats::packets); }},
+      {"nmad_packets_sent", "packets this process sent (all peers)", C, shape::one, true,
+       [](const ss& s, int) { return s.packets_sent; }, nullptr},
+      {"nmad_chunks_sent", "chunks (message pieces and control items) those packets carried", C, shape::one, true,
+       [](const ss& s, int) { return s.chunks_sent; }, nullptr},
+      {"nmad_bytes_sent", "packet bytes sent, headers included", C, shape::one, true,
+       [](const ss& s, int) { return s.bytes_sent; }, nullptr},
+      {"nmad_rdv_transfers", "bulk rendezvous transfers sent", C, shape::one, true,
+       [](const ss& s, int) { return s.rdv_data_sent; }, nullptr},
+      {"nmad_packets_received", "packets this process received", C, shape::one, true,
+       [](const ss& s, int) { return s.packets_received; }, nullptr},
+      {"nmad_unexpected_messages", "messages that arrived before their receive was posted", C, shape::one, true,
+       [](const ss& s, int) { return s.unexpected_messages; }, nullptr},
+      {"nmad_protocol_errors", "malformed or foreign packets refused", C, shape::one, true,
+       [](const ss& s, int) { return s.protocol_errors; }, nullptr},
+      {"nmad_offloaded_sends", "eager sends whose copy went to the progress thread", C, shape::one, true,
+       [](const ss& s, int) { return s.offloaded_sends; }, nullptr},
+      {"nmad_peer_packets", "packets sent to each rank of MPI_COMM_WORLD (one entry per rank)", C, shape::per_peer,
+       true, nullptr, [](const gs& g) { return sum_tracks(g, &nmad::track_stats::packets); }},
       {"nmad_peer_bytes",
        "bytes sent to each rank of MPI_COMM_WORLD: packets (headers included) and pushed rendezvous data "
        "(data the receiver pulled from this process's memory is not counted)",
-       true, nullptr,
-       [](const nmad::gate_stats& g) {
+       C, shape::per_peer, true, nullptr,
+       [](const gs& g) {
          return sum_tracks(g, &nmad::track_stats::bytes) + sum_tracks(g, &nmad::track_stats::rdv_bytes);
        }},
-      {"nmad_peer_chunks", "chunks sent to each rank of MPI_COMM_WORLD (aggregation: chunks per packet)", true,
-       nullptr, [](const nmad::gate_stats& g) { return sum_tracks(g, &nmad::track_stats::chunks); }},
-      {"nmad_peer_rdv_requests", "messages sent to each rank of MPI_COMM_WORLD by rendezvous", true, nullptr,
-       [](const nmad::gate_stats& g) { return g.rdv_requests; }},
-      {"nmad_peer_idle_ns", "time each rank's tracks had work queued but nothing posted (ns)", true, nullptr,
-       [](const nmad::gate_stats& g) { return sum_tracks(g, &nmad::track_stats::idle_ns); }},
+      {"nmad_peer_chunks", "chunks sent to each rank of MPI_COMM_WORLD (aggregation: chunks per packet)", C,
+       shape::per_peer, true, nullptr, [](const gs& g) { return sum_tracks(g, &nmad::track_stats::chunks); }},
+      {"nmad_peer_rdv_requests", "messages sent to each rank of MPI_COMM_WORLD by rendezvous", C, shape::per_peer,
+       true, nullptr, [](const gs& g) { return g.rdv_requests; }},
+      {"nmad_peer_idle_ns", "time each rank's tracks had work queued but nothing posted (ns)", C, shape::per_peer,
+       true, nullptr, [](const gs& g) { return sum_tracks(g, &nmad::track_stats::idle_ns); }},
+      // MPI 4.1's list: per track, aggregation, the unexpected queue,
+      // progress-thread wake-ups, time waiting.
+      {"nmad_rail_sends",
+       "sends (packets and bulk rendezvous transfers) posted on each rail: entry i for track i of the gates, "
+       "rails 3 and up in entry 3",
+       C, shape::per_rail, true, [](const ss& s, int i) { return s.rail_sends[i]; }, nullptr},
+      {"nmad_peer_aggregated_packets",
+       "packets sent to each rank of MPI_COMM_WORLD that carried more than one chunk (aggregated)", C,
+       shape::per_peer, true, nullptr,
+       [](const gs& g) {
+         std::uint64_t n = 0;
+         for (const auto& t : g.tracks) n += t.packets > t.chunks_histogram[0] ? t.packets - t.chunks_histogram[0] : 0;
+         return n;
+       }},
+      {"nmad_aggregated_packets",
+       "packets sent that carried more than one chunk (aggregated); counts between start and stop", C, shape::one,
+       false, [](const ss& s, int) { return s.aggregated_packets; }, nullptr},
+      {"nmad_unexpected_queued", "unexpected messages queued now (arrived, no receive posted yet)",
+       MPI_T_PVAR_CLASS_LEVEL, shape::one, true, [](const ss& s, int) { return s.unexpected_queued; }, nullptr},
+      {"nmad_unexpected_queued_max", "the most unexpected messages ever queued at once",
+       MPI_T_PVAR_CLASS_HIGHWATERMARK, shape::one, true,
+       [](const ss& s, int) { return s.unexpected_queued_max; }, nullptr},
+      {"nmad_progress_wakeups",
+       "times the progress thread woke up from a sleep (0 without one); counts between start and stop", C,
+       shape::one, false, [](const ss& s, int) { return s.progress_wakeups; }, nullptr},
+      {"nmad_waits", "blocking calls that had to wait (not done at once); counts between start and stop", C,
+       shape::one, false, [](const ss& s, int) { return s.waits; }, nullptr},
+      {"nmad_wait_time", "time spent waiting in blocking calls (ns); counts between start and stop",
+       MPI_T_PVAR_CLASS_TIMER, shape::one, false, [](const ss& s, int) { return s.wait_ns; }, nullptr},
   };
   return v;
 }
 
 struct category {
   std::string name, desc;
-  std::vector<int> cvars, pvars;
+  std::vector<int> cvars, pvars, events;
 };
 
 struct tool_state {
@@ -112,6 +167,10 @@ struct tool_state {
     int session;  // 0: freed
     int index;    // into pvars()
     int count;    // entries, fixed at allocation
+    // Not continuous: started or not, what was counted while started
+    // before the last start (or written), the counter at that start.
+    bool started = false;
+    std::vector<std::uint64_t> accum, base;
   };
   std::vector<pvar_handle> pvar_handles;
 };
@@ -134,13 +193,16 @@ void build_tables(tool_state& t) {
     auto it = cat_of.find(cname);
     if (it == cat_of.end()) {
       it = cat_of.emplace(cname, static_cast<int>(t.cats.size())).first;
-      t.cats.push_back({cname, "the NMAD_* knobs read by nmad's " + std::string(k.scope) + " part", {}, {}});
+      t.cats.push_back({cname, "the NMAD_* knobs read by nmad's " + std::string(k.scope) + " part", {}, {}, {}});
     }
     t.cats[static_cast<std::size_t>(it->second)].cvars.push_back(index);
   }
-  category counters{"nmad_counters", "the engine's counters (since the library started)", {}, {}};
+  category counters{"nmad_counters", "the engine's counters (since the library started)", {}, {}, {}};
   for (int i = 0; i < static_cast<int>(pvars().size()); ++i) counters.pvars.push_back(i);
   t.cats.push_back(std::move(counters));
+  category events{"nmad_events", "the engine's events (mpi_layer/mpi_t_events.cpp)", {}, {}, {}};
+  for (int i = 0; i < tool_event_count(); ++i) events.events.push_back(i);
+  t.cats.push_back(std::move(events));
 }
 
 // MPI-3.1 14.3.3's string convention: *len 0 asks for the length (with the
@@ -162,25 +224,167 @@ bool live_cvar(const tool_state& t, MPI_T_cvar_handle h) {
   return h >= 1 && h <= static_cast<int>(t.cvar_handles.size()) && t.cvar_handles[static_cast<std::size_t>(h - 1)] >= 0;
 }
 
-std::string cvar_desc(const cfg::knob& k) { return std::string(k.what) + " (" + cfg::accepts(k) + ")"; }
+// ---- writable control variables ----
+// What the engine and the MPI layer read on every use (through atomics)
+// can change while the library runs; the rest is read once, at start-up
+// (changing it would need the drivers, the gates or the progress thread
+// made again), and stays read-only.
+enum class writable {
+  no,
+  rdv_threshold,  // session::set_rdv_threshold: the sender alone decides (LOCAL)
+  wait,           // session::set_wait_policy (LOCAL)
+  wait_spin,      // the same, its spin (LOCAL)
+  coll,           // coll::set_tunable: every process must agree (ALL_EQ)
+};
 
-// The pvar's current values (count entries, as the handle was given).
+writable writable_kind(const cfg::knob& k) {
+  if (k.name == "NMAD_RDV_THRESHOLD") return writable::rdv_threshold;
+  if (k.name == "NMAD_WAIT") return writable::wait;
+  if (k.name == "NMAD_WAIT_SPIN_US") return writable::wait_spin;
+  if (nmad::coll::is_tunable(k.name)) return writable::coll;
+  return writable::no;
+}
+
+int cvar_scope(const cfg::knob& k) {
+  switch (writable_kind(k)) {
+    case writable::coll: return MPI_T_SCOPE_ALL_EQ;
+    case writable::no: return k.scope == "launcher" || k.scope == "tools" ? MPI_T_SCOPE_CONSTANT : MPI_T_SCOPE_READONLY;
+    default: return MPI_T_SCOPE_LOCAL;
+  }
+}
+
+std::string cvar_desc(const cfg::knob& k) {
+  std::string d = std::string(k.what) + " (" + cfg::accepts(k) + ")";
+  switch (writable_kind(k)) {
+    case writable::no:
+      return d + "; read-only: " +
+             (k.scope == "launcher" || k.scope == "tools" ? "read by nmad-run and the tools, not by the library"
+                                                          : "read once, at start-up");
+    case writable::coll:
+      return d + "; writable while running (MPI_T_SCOPE_ALL_EQ: every process must write the same value before "
+                 "its next collective)";
+    default: return d + "; writable while the library runs (this process only)";
+  }
+}
+
+nmad::session* running_session() {
+  state& s = st();
+  return s.initialized.load() && !s.finalized.load() && s.session ? s.session.get() : nullptr;
+}
+
+const char* policy_name(nmad::wait_policy p) {
+  return p == nmad::wait_policy::busy ? "busy" : p == nmad::wait_policy::block ? "block" : "fixed-spin";
+}
+
+// The live value of a writable knob; false to read it from the environment.
+bool read_live(const cvar& c, void* buf) {
+  const writable w = writable_kind(*c.k);
+  nmad::session* ses = running_session();
+  long long n = 0;
+  switch (w) {
+    case writable::no: return false;
+    case writable::coll: n = static_cast<long long>(*nmad::coll::get_tunable(c.k->name)); break;
+    case writable::rdv_threshold:
+      if (!ses) return false;
+      // Another rank's gate (they all have the same once it was written).
+      n = static_cast<long long>(ses->rdv_threshold(ses->size() > 1 ? (ses->rank() + 1) % ses->size() : 0));
+      break;
+    case writable::wait_spin:
+      if (!ses) return false;
+      n = static_cast<long long>(ses->get_wait_spin().count() / 1000);
+      break;
+    case writable::wait: {
+      if (!ses) return false;
+      int len = MPI_MAX_INFO_VAL;
+      give_string(policy_name(ses->get_wait_policy()), static_cast<char*>(buf), &len);
+      return true;
+    }
+  }
+  std::memcpy(buf, &n, sizeof n);
+  return true;
+}
+
+int write_live(const cvar& c, const void* buf) {
+  const writable w = writable_kind(*c.k);
+  if (w == writable::no) return MPI_T_ERR_CVAR_SET_NEVER;
+  long long n = 0;
+  if (c.numeric) {
+    std::memcpy(&n, buf, sizeof n);
+    if (n < 0) return MPI_T_ERR_INVALID;
+  }
+  if (w == writable::coll) return nmad::coll::set_tunable(c.k->name, static_cast<std::size_t>(n)) ? MPI_SUCCESS
+                                                                                                    : MPI_T_ERR_INVALID;
+  nmad::session* ses = running_session();
+  if (!ses) return MPI_T_ERR_CVAR_SET_NOT_NOW;  // the engine takes it from the environment when it starts
+  switch (w) {
+    case writable::rdv_threshold:
+      if (n == 0) return MPI_T_ERR_INVALID;
+      ses->set_rdv_threshold(static_cast<std::size_t>(n));
+      break;
+    case writable::wait_spin:
+      if (n > 10'000'000) return MPI_T_ERR_INVALID;  // the knob's range
+      ses->set_wait_policy(ses->get_wait_policy(), std::chrono::microseconds(n));
+      break;
+    case writable::wait: {
+      const char* text = static_cast<const char*>(buf);
+      nmad::wait_policy p;
+      if (!std::strcmp(text, "busy")) p = nmad::wait_policy::busy;
+      else if (!std::strcmp(text, "block")) p = nmad::wait_policy::block;
+      else if (!std::strcmp(text, "fixed-spin")) p = nmad::wait_policy::fixed_spin;
+      else return MPI_T_ERR_INVALID;
+      ses->set_wait_policy(p, ses->get_wait_spin());
+      break;
+    }
+    default: break;
+  }
+  return MPI_SUCCESS;
+}
+
+// The pvar's current values in the engine (count entries, as the handle
+// was given).
 void read_pvar(const pvar& p, std::uint64_t* out, int n) {
   state& s = st();
   const bool up = s.initialized.load() && !s.finalized.load() && s.session;
-  if (!p.per_peer) {
-    *out = up ? p.total(s.session->stats()) : 0;
-    return;
-  }
   std::fill(out, out + n, 0);
   if (!up) return;
-  for (const nmad::gate_stats& g : s.session->peer_stats())
-    if (g.peer >= 0 && g.peer < n) out[g.peer] = p.peer(g);
+  switch (p.entries) {
+    case shape::one: *out = p.total(s.session->stats(), 0); break;
+    case shape::per_rail: {
+      const nmad::session_stats st = s.session->stats();
+      for (int i = 0; i < n; ++i) out[i] = p.total(st, i);
+      break;
+    }
+    case shape::per_peer:
+      for (const nmad::gate_stats& g : s.session->peer_stats())
+        if (g.peer >= 0 && g.peer < n) out[g.peer] = p.peer(g);
+      break;
+  }
 }
 
-int pvar_count(const pvar& p) { return p.per_peer ? std::max(st().world_size, 1) : 1; }
+std::vector<std::uint64_t> current(const pvar& p, int n) {
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(n));
+  read_pvar(p, v.data(), n);
+  return v;
+}
+
+int pvar_count(const pvar& p) {
+  switch (p.entries) {
+    case shape::per_peer: return std::max(st().world_size, 1);
+    case shape::per_rail: return kRails;
+    default: return 1;
+  }
+}
 
 }  // namespace
+
+bool tool_initialized() {
+  tool_state& t = ts();
+  std::lock_guard g(t.mu);
+  return t.inits > 0;
+}
+
+void tool_give_string(const std::string& s, char* out, int* len) { give_string(s, out, len); }
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
@@ -211,6 +415,7 @@ int PMPI_T_finalize(void) {
     t.cvar_handles.clear();
     t.sessions.clear();
     t.pvar_handles.clear();
+    tool_events_end();
   }
   return MPI_SUCCESS;
 }
@@ -243,7 +448,7 @@ int PMPI_T_cvar_get_info(int cvar_index, char* name, int* name_len, int* verbosi
   if (enumtype) *enumtype = MPI_T_ENUM_NULL;
   give_string(cvar_desc(*c.k), desc, desc_len);
   if (bind) *bind = MPI_T_BIND_NO_OBJECT;
-  if (scope) *scope = c.k->scope == "launcher" || c.k->scope == "tools" ? MPI_T_SCOPE_CONSTANT : MPI_T_SCOPE_READONLY;
+  if (scope) *scope = cvar_scope(*c.k);
   return MPI_SUCCESS;
 }
 
@@ -281,6 +486,7 @@ int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
   if (!live_cvar(t, handle)) return MPI_T_ERR_INVALID_HANDLE;
   if (!buf) return MPI_T_ERR_INVALID;
   const cvar& c = t.cvars[static_cast<std::size_t>(t.cvar_handles[static_cast<std::size_t>(handle - 1)])];
+  if (read_live(c, buf)) return MPI_SUCCESS;
   cfg::value v;
   try {
     v = cfg::read(c.k->name);
@@ -297,10 +503,13 @@ int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
   return MPI_SUCCESS;
 }
 
-int PMPI_T_cvar_write(MPI_T_cvar_handle handle, const void*) {
+int PMPI_T_cvar_write(MPI_T_cvar_handle handle, const void* buf) {
   T_ENTER(t);
   if (!live_cvar(t, handle)) return MPI_T_ERR_INVALID_HANDLE;
-  return MPI_T_ERR_CVAR_SET_NEVER;  // every knob is read at start-up
+  const cvar& c = t.cvars[static_cast<std::size_t>(t.cvar_handles[static_cast<std::size_t>(handle - 1)])];
+  if (writable_kind(*c.k) == writable::no) return MPI_T_ERR_CVAR_SET_NEVER;
+  if (!buf) return MPI_T_ERR_INVALID;
+  return write_live(c, buf);
 }
 
 int PMPI_T_pvar_get_num(int* num_pvar) {
@@ -317,14 +526,14 @@ int PMPI_T_pvar_get_info(int pvar_index, char* name, int* name_len, int* verbosi
   if (pvar_index < 0 || pvar_index >= static_cast<int>(pvars().size())) return MPI_T_ERR_INVALID_INDEX;
   const pvar& p = pvars()[static_cast<std::size_t>(pvar_index)];
   give_string(p.name, name, name_len);
-  if (verbosity) *verbosity = p.per_peer ? MPI_T_VERBOSITY_TUNER_DETAIL : MPI_T_VERBOSITY_USER_BASIC;
-  if (var_class) *var_class = MPI_T_PVAR_CLASS_COUNTER;
+  if (verbosity) *verbosity = p.entries != shape::one ? MPI_T_VERBOSITY_TUNER_DETAIL : MPI_T_VERBOSITY_USER_BASIC;
+  if (var_class) *var_class = p.cls;
   if (datatype) *datatype = MPI_UNSIGNED_LONG_LONG;
   if (enumtype) *enumtype = MPI_T_ENUM_NULL;
   give_string(p.desc, desc, desc_len);
   if (bind) *bind = MPI_T_BIND_NO_OBJECT;
-  if (readonly) *readonly = 1;
-  if (continuous) *continuous = 1;
+  if (readonly) *readonly = p.continuous;
+  if (continuous) *continuous = p.continuous;
   if (atomic) *atomic = 0;
   return MPI_SUCCESS;
 }
@@ -332,12 +541,11 @@ int PMPI_T_pvar_get_info(int pvar_index, char* name, int* name_len, int* verbosi
 int PMPI_T_pvar_get_index(const char* name, int var_class, int* pvar_index) {
   T_ENTER(t);
   if (!name || !pvar_index) return MPI_T_ERR_INVALID;
-  if (var_class == MPI_T_PVAR_CLASS_COUNTER)
-    for (std::size_t i = 0; i < pvars().size(); ++i)
-      if (!std::strcmp(pvars()[i].name, name)) {
-        *pvar_index = static_cast<int>(i);
-        return MPI_SUCCESS;
-      }
+  for (std::size_t i = 0; i < pvars().size(); ++i)
+    if (pvars()[i].cls == var_class && !std::strcmp(pvars()[i].name, name)) {
+      *pvar_index = static_cast<int>(i);
+      return MPI_SUCCESS;
+    }
   return MPI_T_ERR_INVALID_NAME;
 }
 
@@ -376,7 +584,10 @@ int PMPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void*, 
   if (pvar_index < 0 || pvar_index >= static_cast<int>(pvars().size())) return MPI_T_ERR_INVALID_INDEX;
   if (!handle || !count) return MPI_T_ERR_INVALID;
   *count = pvar_count(pvars()[static_cast<std::size_t>(pvar_index)]);
-  t.pvar_handles.push_back({session, pvar_index, *count});
+  tool_state::pvar_handle h{session, pvar_index, *count, false, {}, {}};
+  h.accum.assign(static_cast<std::size_t>(*count), 0);
+  h.base.assign(static_cast<std::size_t>(*count), 0);
+  t.pvar_handles.push_back(std::move(h));
   *handle = static_cast<MPI_T_pvar_handle>(t.pvar_handles.size());
   return MPI_SUCCESS;
 }
@@ -391,25 +602,69 @@ int PMPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle* handl
 }
 
 namespace {
-int startstop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+enum class op { start, stop, reset, write };
+
+// Applies op to one handle (h) or to every handle of the session that
+// allows it (MPI_T_PVAR_ALL_HANDLES). The engine is read outside the tool
+// lock (its counters take the engine's locks), then the handles are
+// updated under it.
+int apply(MPI_T_pvar_session session, MPI_T_pvar_handle handle, op o, const void* value = nullptr) {
+  std::vector<std::pair<int, int>> targets;  // (handle, pvar index)
+  {
+    T_ENTER(t);
+    if (!live_session(t, session)) return MPI_T_ERR_INVALID_SESSION;
+    if (handle == MPI_T_PVAR_ALL_HANDLES) {
+      if (o == op::write) return MPI_T_ERR_INVALID_HANDLE;  // write names one handle
+      for (std::size_t i = 0; i < t.pvar_handles.size(); ++i)
+        if (t.pvar_handles[i].session == session &&
+            !pvars()[static_cast<std::size_t>(t.pvar_handles[i].index)].continuous)
+          targets.emplace_back(static_cast<int>(i + 1), t.pvar_handles[i].index);
+    } else {
+      if (!live_handle(t, session, handle)) return MPI_T_ERR_INVALID_HANDLE;
+      const int index = t.pvar_handles[static_cast<std::size_t>(handle - 1)].index;
+      if (pvars()[static_cast<std::size_t>(index)].continuous)
+        return o == op::start || o == op::stop ? MPI_T_ERR_PVAR_NO_STARTSTOP : MPI_T_ERR_PVAR_NO_WRITE;
+      if (o == op::write && !value) return MPI_T_ERR_INVALID;
+      targets.emplace_back(handle, index);
+    }
+  }
+  std::vector<std::vector<std::uint64_t>> now;
+  for (const auto& [h, index] : targets) {
+    const pvar& p = pvars()[static_cast<std::size_t>(index)];
+    now.push_back(current(p, pvar_count(p)));
+  }
   T_ENTER(t);
-  if (!live_session(t, session)) return MPI_T_ERR_INVALID_SESSION;
-  // Every variable is continuous: MPI_T_PVAR_ALL_HANDLES has nothing to do.
-  if (handle == MPI_T_PVAR_ALL_HANDLES) return MPI_SUCCESS;
-  if (!live_handle(t, session, handle)) return MPI_T_ERR_INVALID_HANDLE;
-  return MPI_T_ERR_PVAR_NO_STARTSTOP;
-}
-int nowrite(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
-  T_ENTER(t);
-  if (!live_session(t, session)) return MPI_T_ERR_INVALID_SESSION;
-  if (handle == MPI_T_PVAR_ALL_HANDLES) return MPI_SUCCESS;  // no writable variable among them
-  if (!live_handle(t, session, handle)) return MPI_T_ERR_INVALID_HANDLE;
-  return MPI_T_ERR_PVAR_NO_WRITE;
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    if (!live_handle(t, session, targets[k].first)) continue;  // freed meanwhile
+    auto& h = t.pvar_handles[static_cast<std::size_t>(targets[k].first - 1)];
+    const auto& cur = now[k];
+    for (std::size_t i = 0; i < h.accum.size() && i < cur.size(); ++i) {
+      switch (o) {
+        case op::start:
+          if (!h.started) h.base[i] = cur[i];
+          break;
+        case op::stop:
+          if (h.started) h.accum[i] += cur[i] - h.base[i];
+          break;
+        case op::reset:
+          h.accum[i] = 0;
+          h.base[i] = cur[i];
+          break;
+        case op::write:
+          std::memcpy(&h.accum[i], static_cast<const std::uint64_t*>(value) + i, sizeof(std::uint64_t));
+          h.base[i] = cur[i];
+          break;
+      }
+    }
+    if (o == op::start) h.started = true;
+    if (o == op::stop) h.started = false;
+  }
+  return MPI_SUCCESS;
 }
 }  // namespace
 
-int PMPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) { return startstop(session, handle); }
-int PMPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) { return startstop(session, handle); }
+int PMPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) { return apply(session, handle, op::start); }
+int PMPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) { return apply(session, handle, op::stop); }
 
 int PMPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void* buf) {
   int index, count;
@@ -422,16 +677,28 @@ int PMPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void*
     count = t.pvar_handles[static_cast<std::size_t>(handle - 1)].count;
   }
   // (Outside the tool lock: the engine's counters take the engine's locks.)
-  read_pvar(pvars()[static_cast<std::size_t>(index)], static_cast<std::uint64_t*>(buf), count);
+  const pvar& p = pvars()[static_cast<std::size_t>(index)];
+  auto* out = static_cast<std::uint64_t*>(buf);
+  read_pvar(p, out, count);
+  if (p.continuous) return MPI_SUCCESS;
+  // Handle-local: what it counted while started.
+  T_ENTER(t);
+  if (!live_handle(t, session, handle)) return MPI_T_ERR_INVALID_HANDLE;
+  const auto& h = t.pvar_handles[static_cast<std::size_t>(handle - 1)];
+  for (int i = 0; i < count; ++i)
+    out[i] = h.accum[static_cast<std::size_t>(i)] + (h.started ? out[i] - h.base[static_cast<std::size_t>(i)] : 0);
   return MPI_SUCCESS;
 }
 
-int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void*) {
-  return nowrite(session, handle);
+int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void* buf) {
+  return apply(session, handle, op::write, buf);
 }
-int PMPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) { return nowrite(session, handle); }
-int PMPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void*) {
-  return nowrite(session, handle);
+int PMPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) { return apply(session, handle, op::reset); }
+int PMPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void* buf) {
+  if (handle == MPI_T_PVAR_ALL_HANDLES) return MPI_T_ERR_INVALID_HANDLE;
+  // Read then reset (not atomic: MPI_T_pvar_get_info says atomic = 0).
+  if (int e = PMPI_T_pvar_read(session, handle, buf)) return e;
+  return apply(session, handle, op::reset);
 }
 
 int PMPI_T_category_get_num(int* num_cat) {
@@ -502,28 +769,14 @@ int PMPI_T_category_get_num_events(int cat_index, int* num_events) {
   T_ENTER(t);
   if (cat_index < 0 || cat_index >= static_cast<int>(t.cats.size())) return MPI_T_ERR_INVALID_INDEX;
   if (!num_events) return MPI_T_ERR_INVALID;
-  *num_events = 0;
+  *num_events = static_cast<int>(t.cats[static_cast<std::size_t>(cat_index)].events.size());
   return MPI_SUCCESS;
 }
 
 int PMPI_T_category_get_events(int cat_index, int len, int indices[]) {
   T_ENTER(t);
   if (cat_index < 0 || cat_index >= static_cast<int>(t.cats.size())) return MPI_T_ERR_INVALID_INDEX;
-  return give_indices({}, len, indices);
-}
-
-int PMPI_T_source_get_num(int* num_sources) {
-  T_ENTER(t);
-  if (!num_sources) return MPI_T_ERR_INVALID;
-  *num_sources = 0;
-  return MPI_SUCCESS;
-}
-
-int PMPI_T_event_get_num(int* num_events) {
-  T_ENTER(t);
-  if (!num_events) return MPI_T_ERR_INVALID;
-  *num_events = 0;
-  return MPI_SUCCESS;
+  return give_indices(t.cats[static_cast<std::size_t>(cat_index)].events, len, indices);
 }
 
 }  // extern "C"
@@ -561,5 +814,4 @@ int PMPI_T_event_get_num(int* num_events) {
 #pragma weak MPI_T_category_changed = PMPI_T_category_changed
 #pragma weak MPI_T_category_get_num_events = PMPI_T_category_get_num_events
 #pragma weak MPI_T_category_get_events = PMPI_T_category_get_events
-#pragma weak MPI_T_source_get_num = PMPI_T_source_get_num
-#pragma weak MPI_T_event_get_num = PMPI_T_event_get_num
+

@@ -295,6 +295,7 @@ int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sby
 extern "C" {
 
 int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   return blocking_send("MPI_Send", send_mode::standard, buf, count, datatype, dest, tag, comm);
 }
 int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -331,6 +332,7 @@ int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int
 }
 
 int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Recv")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p("MPI_Recv", c, comm, buf, count, datatype, source, tag, false)) return e;
@@ -359,6 +361,7 @@ int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
 
 int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Sendrecv")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p("MPI_Sendrecv", c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
@@ -529,6 +532,7 @@ std::string probe_failure(comm_obj* c, int source, nmad::errc e) {
 }  // namespace
 
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Iprobe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p("MPI_Iprobe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
@@ -546,6 +550,7 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
 }
 
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Probe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p("MPI_Probe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;

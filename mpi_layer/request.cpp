@@ -417,6 +417,7 @@ int finish_single(request_obj& r, MPI_Request* handle, MPI_Status* status, std::
 extern "C" {
 
 int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Wait")) return MPI_ERR_OTHER;
   if (!request) return mpi_raise("MPI_Wait", nullptr, MPI_ERR_ARG, "null request pointer");
   if (*request == MPI_REQUEST_NULL) {
@@ -437,6 +438,7 @@ int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
 }
 
 int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Test")) return MPI_ERR_OTHER;
   if (!request || !flag) return mpi_raise("MPI_Test", nullptr, MPI_ERR_ARG, "null argument");
   request_obj* r = nullptr;
@@ -462,6 +464,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Waitall")) return MPI_ERR_OTHER;
   if (count < 0 || (count > 0 && !requests)) return mpi_raise("MPI_Waitall", nullptr, MPI_ERR_ARG, "bad count or array");
   request_refs rs(count);
@@ -492,6 +495,7 @@ int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 }
 
 int PMPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Testall")) return MPI_ERR_OTHER;
   if (count < 0 || !flag || (count > 0 && !requests))
     return mpi_raise("MPI_Testall", nullptr, MPI_ERR_ARG, "bad count or array");
@@ -539,6 +543,7 @@ static any_result complete_any(const char* fn, int count, request_refs& rs, MPI_
 }
 
 int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Waitany")) return MPI_ERR_OTHER;
   if (count < 0 || !index || (count > 0 && !requests))
     return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_ARG, "bad count or array");
@@ -556,6 +561,7 @@ int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* stat
 }
 
 int PMPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Testany")) return MPI_ERR_OTHER;
   if (count < 0 || !index || !flag || (count > 0 && !requests))
     return mpi_raise("MPI_Testany", nullptr, MPI_ERR_ARG, "bad count or array");
@@ -633,10 +639,12 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
 }
 
 int PMPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   return some_common("MPI_Waitsome", true, incount, requests, outcount, indices, statuses);
 }
 
 int PMPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   return some_common("MPI_Testsome", false, incount, requests, outcount, indices, statuses);
 }
 

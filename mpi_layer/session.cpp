@@ -1,5 +1,6 @@
 // Sessions (MPI 4.0 chapter 11.3): MPI_Session_init/finalize, process
-// sets, MPI_Group_from_session_pset, MPI_Comm_create_from_group.
+// sets, MPI_Group_from_session_pset, MPI_Comm_create_from_group,
+// MPI_Intercomm_create_from_groups.
 //
 // A session is a handle over the one library: the first MPI_Session_init
 // (or MPI_Init) starts the engine at the thread level asked for (info key
@@ -340,6 +341,60 @@ int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info
   return MPI_SUCCESS;
 }
 
+// Made of what exists: each group makes its own communicator from its
+// group (Comm_create_from_group, the string tag telling it from other
+// creations), then the two leaders meet over the job's world communicator
+// as MPI_Intercomm_create's do (on its collective context, with a tag of
+// their own derived from the string tag: user traffic cannot match it).
+// Both sides must give the same string tag, as the standard requires.
+int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                      int remote_leader, const char* stringtag, MPI_Info info,
+                                      MPI_Errhandler errhandler, MPI_Comm* newintercomm) {
+  const char* fn = "MPI_Intercomm_create_from_groups";
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  const MPI_Errhandler eh = errhandler == MPI_ERRHANDLER_NULL ? MPI_ERRORS_ARE_FATAL : errhandler;
+  if (errhandler != MPI_ERRHANDLER_NULL && !valid_errhandler(errhandler))
+    return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_COMM_NULL, MPI_ERR_ARG, "invalid error handler");
+  auto fail = [&](int code, const std::string& detail) { return mpi_raise_on(fn, eh, MPI_COMM_NULL, code, detail); };
+  if (!newintercomm) return fail(MPI_ERR_ARG, "null newintercomm");
+  if (!stringtag) return fail(MPI_ERR_ARG, "null stringtag");
+  if (std::strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
+    return fail(MPI_ERR_ARG, "stringtag longer than MPI_MAX_STRINGTAG_LEN - 1");
+  const auto local = group_members(local_group), remote = group_members(remote_group);
+  if (!local || local->empty()) return fail(MPI_ERR_GROUP, "invalid or empty local_group");
+  if (!remote || remote->empty()) return fail(MPI_ERR_GROUP, "invalid or empty remote_group");
+  if (std::find(local->begin(), local->end(), st().world_rank) == local->end())
+    return fail(MPI_ERR_GROUP, "the calling process is not a member of local_group");
+  if (local_leader < 0 || local_leader >= static_cast<int>(local->size()))
+    return fail(MPI_ERR_RANK, "local_leader " + std::to_string(local_leader) + " not in [0, " +
+                                  std::to_string(local->size()) + ")");
+  if (remote_leader < 0 || remote_leader >= static_cast<int>(remote->size()))
+    return fail(MPI_ERR_RANK, "remote_leader " + std::to_string(remote_leader) + " not in [0, " +
+                                  std::to_string(remote->size()) + ")");
+  for (int w : *remote)
+    if (std::find(local->begin(), local->end(), w) != local->end())
+      return fail(MPI_ERR_GROUP, "local_group and remote_group overlap (world rank " + std::to_string(w) + ")");
+  // The two groups' own creations may run at once with one string tag:
+  // their members differ, and so do the messages of each.
+  MPI_Comm lc = MPI_COMM_NULL;
+  const std::string ltag = std::string(stringtag).substr(0, MPI_MAX_STRINGTAG_LEN - 8) + "\x01local";
+  if (int e = PMPI_Comm_create_from_group(local_group, ltag.c_str(), MPI_INFO_NULL, MPI_ERRORS_RETURN, &lc))
+    return fail(e, "creating the local group's communicator failed");
+  std::uint32_t h = 2166136261u;
+  for (const char* p = stringtag; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
+  h = (h ^ 0x1eu) * 16777619u;  // not the tag Comm_create_from_group derives
+  const int tag = static_cast<int>(h & 0x3fffffffu);
+  const int remote_world = (*remote)[static_cast<std::size_t>(remote_leader)];
+  const int e = PMPI_Intercomm_create(lc, local_leader, MPI_COMM_WORLD, remote_world, tag, newintercomm);
+  PMPI_Comm_free(&lc);
+  if (e != MPI_SUCCESS) return fail(e, "joining the two groups failed");
+  PMPI_Comm_set_errhandler(*newintercomm, eh);
+  std::optional<info_entries> hints;
+  if (info != MPI_INFO_NULL && (hints = info_get_entries(info)) && !hints->empty())
+    PMPI_Comm_set_info(*newintercomm, info);
+  return MPI_SUCCESS;
+}
+
 MPI_Fint PMPI_Session_c2f(MPI_Session session) { return session; }
 MPI_Session PMPI_Session_f2c(MPI_Fint session) { return session; }
 
@@ -357,5 +412,6 @@ MPI_Session PMPI_Session_f2c(MPI_Fint session) { return session; }
 #pragma weak MPI_Session_call_errhandler = PMPI_Session_call_errhandler
 #pragma weak MPI_Group_from_session_pset = PMPI_Group_from_session_pset
 #pragma weak MPI_Comm_create_from_group = PMPI_Comm_create_from_group
+#pragma weak MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
 #pragma weak MPI_Session_c2f = PMPI_Session_c2f
 #pragma weak MPI_Session_f2c = PMPI_Session_f2c

@@ -43,6 +43,12 @@ TEST_CASE("inter_merge") {
   expect_pass_all_drivers("inter_merge", {4});
 }
 TEST_CASE("inter_remote") { expect_pass("inter_remote", {2, 3, 4}); }
+TEST_CASE("inter_from_groups") {
+  expect_pass("inter_from_groups", {2, 3});
+  expect_pass_all_drivers("inter_from_groups", {4});
+  expect_pass("inter_from_groups", {2, 3}, {{"INTER_FROM_GROUPS_MIXED", "1"}});
+  expect_pass("inter_from_groups", {2}, {{"INTER_FROM_GROUPS_MIXED", "1"}, {"NMAD_DRIVER", "tcp"}});
+}
 TEST_CASE("comm_threads") {
   expect_pass("comm_threads", {1, 2, 3});
   expect_pass_all_drivers("comm_threads", {4});

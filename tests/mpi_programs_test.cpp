@@ -108,6 +108,13 @@ TEST_CASE("mpi mpi_t: the tool interface before MPI_Init, every control and perf
   expect_pass("mpi_t", {1, 2, 3}, {{"NMAD_STRATEGY", "aggreg"}, {"NMAD_RDV_THRESHOLD", "4K"}});
   expect_pass("mpi_t", {2}, {{"NMAD_STRATEGY", "default"}, {"NMAD_RDV_THRESHOLD", "4K"}, {"NMAD_DRIVER", "tcp"}});
 }
+TEST_CASE("mpi mpi_t_live: writable control variables and their effect, events (rendezvous started, drops), the "
+          "unexpected queue's level and high-water mark, handle-local counters and timer") {
+  // The program expects a 4 KiB rendezvous threshold at the start.
+  expect_pass("mpi_t_live", {2, 3}, {{"NMAD_RDV_THRESHOLD", "4K"}});
+  expect_pass("mpi_t_live", {2}, {{"NMAD_RDV_THRESHOLD", "4K"}, {"NMAD_STRATEGY", "aggreg"}});
+  expect_pass("mpi_t_live", {2}, {{"NMAD_RDV_THRESHOLD", "4K"}, {"NMAD_DRIVER", "tcp"}});
+}
 TEST_CASE("mpi info_anytime: info objects before MPI_Init and after MPI_Finalize, MPI_Info_create_env") {
   expect_pass("info_anytime", {1, 2});
 }

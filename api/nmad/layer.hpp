@@ -17,12 +17,15 @@
 //   - blocking_section: a blocking call made of several session calls
 //     (isend then wait) wakes the progress thread once, at its end;
 //   - copy_offload_min: from which size an eager isend's copy goes to the
-//     progress thread (a layer that stages data decides with it).
+//     progress thread (a layer that stages data decides with it);
+//   - event sink: the engine's events (a rendezvous started, a rail failed,
+//     ...) handed to the layer as they happen (what MPI_T events report).
 //
 // Threading: every function may be called from any thread unless its
 // comment says otherwise; none may be called from a completion callback or
 // a progress task unless its comment allows it.
 #include <cstddef>
+#include <cstdint>
 
 #include "nmad.hpp"
 
@@ -97,5 +100,33 @@ class blocking_section {
 // Smallest eager isend whose copy goes to the progress thread; 0 when
 // nothing is offloaded (no progress thread, or NMAD_COPY_OFFLOAD=off).
 std::size_t copy_offload_min(const session& s);
+
+// ---- engine events ----------------------------------------------------------------
+
+enum class event_kind : unsigned {
+  rdv_started = 0,        // a message (or pack piece) to `peer` goes by rendezvous
+  rail_failed = 1,        // a driver connection to `peer` failed (`what`: driver, reason)
+  unexpected_queued = 2,  // a message from `peer` arrived before its receive was posted
+  progress_woken = 3,     // the progress thread woke up from a sleep
+};
+constexpr int event_kinds = 4;
+
+struct event {
+  event_kind kind = event_kind::rdv_started;
+  int peer = -1;               // the peer's rank, -1 for none
+  tag_t tag = 0;               // the message's tag (rdv_started, unexpected_queued)
+  std::uint64_t size = 0;      // the message's length in bytes (same)
+  std::uint64_t time_ns = 0;   // CLOCK_MONOTONIC, when it happened
+  char what[96] = {};          // rail_failed: "driver: reason" (truncated)
+};
+
+// The sink receives every event of the kinds whose bit (1u << kind) is in
+// `mask` (0: none). It runs on the thread where the event happens, under
+// the engine's locks: it must copy the record and return, never call the
+// engine, never block for long. It must stay callable for the rest of the
+// process (the engine may still be inside it just after the mask changes).
+// Process-wide (one engine per process). With mask 0 an event costs the
+// engine one relaxed atomic load.
+void set_event_sink(unsigned mask, void (*sink)(const event& e, void* arg), void* arg);
 
 }  // namespace nmad::layer

@@ -160,6 +160,18 @@ struct session_stats {
   // them sent already by the caller's own progress).
   std::uint64_t offloaded_sends = 0;
   std::uint64_t offload_tasks_by_thread = 0;
+  // Packets that carried more than one chunk (aggregation at work).
+  std::uint64_t aggregated_packets = 0;
+  // Unexpected messages queued now (not a counter: it goes down as
+  // receives take them) and the most ever queued at once.
+  std::uint64_t unexpected_queued = 0;
+  std::uint64_t unexpected_queued_max = 0;
+  // Times the progress thread woke up from a sleep (0 without one).
+  std::uint64_t progress_wakeups = 0;
+  // Blocking calls that had to wait (their condition not met at once), and
+  // the time they waited in all (ns).
+  std::uint64_t waits = 0;
+  std::uint64_t wait_ns = 0;
 };
 
 // Statistics of one track (one driver connection of a gate), send side,
@@ -350,6 +362,8 @@ class session {
   // The wait policy of every blocking call from now on (any thread).
   void set_wait_policy(wait_policy policy, std::chrono::nanoseconds spin = std::chrono::microseconds(100));
   wait_policy get_wait_policy() const;
+  // Its spin (fixed-spin: how long a waiting thread polls before it sleeps).
+  std::chrono::nanoseconds get_wait_spin() const;
 
   // One round of progress; work done. A round that found nothing follows
   // the polling discipline (idle_poll()).
@@ -385,6 +399,13 @@ class session {
   // included), in rank order. NMAD_STATS=1 prints them when the session
   // ends.
   std::vector<gate_stats> peer_stats() const;
+  // The rendezvous threshold of the gate to `peer` (0 for no such rank):
+  // messages of this many bytes and up go by rendezvous.
+  std::size_t rdv_threshold(int peer) const;
+  // Sets every gate's, from the next message on (one already queued keeps
+  // its path; the receiver takes either), clamped to [1, the longest
+  // eager message + 1]; returns the value set. Any thread.
+  std::size_t set_rdv_threshold(std::size_t bytes);
   // Per-peer liveness: false once the peer's connection failed.
   bool peer_alive(int rank) const;
   // Address peers use to reach this process through `driver` (default: the

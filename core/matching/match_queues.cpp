@@ -70,6 +70,10 @@ bool match_queues::posted_with_stamp(int source, std::uint64_t stamp) const {
 void match_queues::add_unexpected(unexpected_message& u) {
   _unexpected[u.source].push_back(u);
   _arrival.push_back(u);
+  // One writer (the matching lock): plain read-modify-write of each.
+  const std::uint64_t n = _unexpected_len.load(std::memory_order_relaxed) + 1;
+  _unexpected_len.store(n, std::memory_order_relaxed);
+  if (n > _unexpected_hwm.load(std::memory_order_relaxed)) _unexpected_hwm.store(n, std::memory_order_relaxed);
 }
 
 unexpected_message* match_queues::first_unexpected(int source, std::uint64_t tag, std::uint64_t mask) {
@@ -86,6 +90,7 @@ unexpected_message* match_queues::first_unexpected(int source, std::uint64_t tag
 void match_queues::remove_unexpected(unexpected_message& u) {
   _unexpected[u.source].erase(unexpected_list::s_iterator_to(u));
   _arrival.erase(arrival_list::s_iterator_to(u));
+  _unexpected_len.store(_unexpected_len.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
 }
 
 void match_queues::free_unexpected() {
@@ -95,6 +100,7 @@ void match_queues::free_unexpected() {
     _unexpected[u.source].erase(unexpected_list::s_iterator_to(u));
     unexpected_message::destroy(&u);
   }
+  _unexpected_len.store(0, std::memory_order_relaxed);
 }
 
 namespace {

@@ -29,6 +29,7 @@
 //   * full (unexpected_full): any other, with the whole message_state
 //     (chunks still arriving, buffered bytes, rendezvous ranges).
 #include <boost/intrusive/list.hpp>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -160,6 +161,10 @@ class match_queues {
   }
   // Frees every unexpected message (end of the session).
   void free_unexpected();
+  // How many unexpected messages are queued now, and the most there ever
+  // were (changed under the matching lock, read from any thread).
+  std::uint64_t unexpected_queued() const { return _unexpected_len.load(std::memory_order_relaxed); }
+  std::uint64_t unexpected_queued_max() const { return _unexpected_hwm.load(std::memory_order_relaxed); }
   // A new small unexpected message (see above), not on any list yet.
   static unexpected_message* make_small(int source, std::uint64_t tag, std::uint32_t seq,
                                         std::span<const std::byte> payload);
@@ -182,6 +187,7 @@ class match_queues {
   std::vector<unexpected_list> _unexpected;  // by source rank
   arrival_list _arrival;                     // all of them, oldest first
   std::vector<unexpected_small*> _small_kept;  // small records for reuse
+  std::atomic<std::uint64_t> _unexpected_len{0}, _unexpected_hwm{0};
 };
 
 }  // namespace nmad

@@ -12,6 +12,7 @@
 
 #include "api/nmad/services/thread_heap.hpp"
 #include "api/nmad/services/trace.hpp"
+#include "core/common/events.hpp"
 
 namespace nmad {
 namespace {
@@ -153,6 +154,18 @@ void waiter::wait_inner(bool (*done)(void*), void* arg, std::atomic<int>* slot) 
       trace::emit_at(t1, trace::event::wait, -1, 0, 0, 0, t1 - t0, 0);
     }
   } traced_wait;
+  // The time spent here, for the statistics (two clock reads per wait
+  // that had to wait at all).
+  struct timed {
+    waiter& w;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~timed() {
+      const auto d = std::chrono::steady_clock::now() - t0;
+      w._wait_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()),
+                           std::memory_order_relaxed);
+      w._waits.fetch_add(1, std::memory_order_relaxed);
+    }
+  } timed_wait{*this};
   if (!_threaded || _policy.load(std::memory_order_relaxed) == wait_policy::busy) {
     lead(done, arg);
     return;
@@ -395,6 +408,9 @@ void waiter::run_background() {
         pollfd p{own, POLLIN, 0};
         _sleeps.fetch_add(1, std::memory_order_relaxed);
         ::poll(&p, own >= 0 ? 1 : 0, own >= 0 ? kIdleSafetyMs : 1);
+        _bg_wakeups.fetch_add(1, std::memory_order_relaxed);
+        if (events::wanted(layer::event_kind::progress_woken))
+          events::emit_message(layer::event_kind::progress_woken, -1, 0, 0);
       }
       _bg_idle.store(false, std::memory_order_seq_cst);
       continue;

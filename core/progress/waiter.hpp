@@ -208,6 +208,11 @@ class waiter {
 
   // Statistics: how often a thread went to sleep.
   std::uint64_t sleeps() const { return _sleeps.load(std::memory_order_relaxed); }
+  // The progress thread's wake-ups (sleeps it came back from), and the
+  // waits that had to wait (not done at once) with their total time.
+  std::uint64_t background_wakeups() const { return _bg_wakeups.load(std::memory_order_relaxed); }
+  std::uint64_t waits() const { return _waits.load(std::memory_order_relaxed); }
+  std::uint64_t wait_ns() const { return _wait_ns.load(std::memory_order_relaxed); }
 
   // ---- background progress -------------------------------------------------
   // Before the progress thread starts and before any request: other threads
@@ -299,6 +304,8 @@ class waiter {
   std::mutex _sleeping_mu;         // guards _sleeping
   std::vector<sleeper> _sleeping;  // the sleeping threads (leader and followers)
   alignas(64) std::atomic<std::uint64_t> _sleeps{0};
+  std::atomic<std::uint64_t> _bg_wakeups{0};
+  alignas(64) std::atomic<std::uint64_t> _waits{0}, _wait_ns{0};
   // Background progress (see above).
   bool _bg = false;
   alignas(64) std::atomic<long> _in_flight{0};

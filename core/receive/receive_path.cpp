@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/common/events.hpp"
 #include "core/common/small_copy.hpp"
 #include "api/nmad/services/trace.hpp"
 
@@ -264,6 +265,9 @@ message_state* receive_path::new_message(gate& g, const wire::chunk_header& h, s
   }
   if (!g.probe_wants.empty()) note_probe_answered(g, h.tag);
   count(_unexpected_messages);
+  if (events::wanted(layer::event_kind::unexpected_queued))
+    events::emit_message(layer::event_kind::unexpected_queued, g.rank, h.tag,
+                         h.msg_len == chunk_entry::unknown_length ? h.len : h.msg_len);
   // A small message, charged as one (wire::chunk_credit): kept in a
   // compact record, payload inside. Nothing more of it will come.
   if (whole && (h.flags & chunk_flag::opens) && wire::is_small_message(static_cast<chunk_kind>(h.kind), h.msg_len) &&

@@ -181,6 +181,8 @@ class receive_path {
   void trim_if_due();
   std::uint64_t packets_received() const { return _packets_received.load(std::memory_order_relaxed); }
   std::uint64_t unexpected_messages() const { return _unexpected_messages.load(std::memory_order_relaxed); }
+  std::uint64_t unexpected_queued() const { return _match.unexpected_queued(); }
+  std::uint64_t unexpected_queued_max() const { return _match.unexpected_queued_max(); }
 
  private:
   // Arrival (receive_path.cpp).

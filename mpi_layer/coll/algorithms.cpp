@@ -4,6 +4,8 @@
 #include "mpi_layer/coll/algorithms.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -67,28 +69,80 @@ void env_count(const char* name, std::size_t& v) { v = static_cast<std::size_t>(
 bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 }  // namespace
 
+// Each tunable, its knob, and whether it counts processes (else bytes).
+struct tunable_field {
+  const char* knob;
+  std::size_t tunables::*member;
+  bool count;
+};
+constexpr tunable_field kFields[] = {
+    {"NMAD_COLL_BCAST_SMALL", &tunables::bcast_small, false},
+    {"NMAD_COLL_BCAST_LARGE", &tunables::bcast_large, false},
+    {"NMAD_COLL_BCAST_MIN_PROCS", &tunables::bcast_min_procs, true},
+    {"NMAD_COLL_CHAIN_SEGMENT", &tunables::chain_segment, false},
+    {"NMAD_COLL_ALLREDUCE_SMALL", &tunables::allreduce_small, false},
+    {"NMAD_COLL_ALLREDUCE_PAIR_LARGE", &tunables::allreduce_pair_large, false},
+    {"NMAD_COLL_GATHER_LARGE", &tunables::gather_large, false},
+    {"NMAD_COLL_ALLGATHER_SMALL", &tunables::allgather_small, false},
+    {"NMAD_COLL_ALLTOALL_SMALL", &tunables::alltoall_small, false},
+    {"NMAD_COLL_ALLTOALL_BRUCK", &tunables::alltoall_bruck, false},
+    {"NMAD_COLL_ALLTOALL_BRUCK_PROCS", &tunables::alltoall_bruck_procs, true},
+    {"NMAD_COLL_REDUCE_SCATTER_LARGE", &tunables::reduce_scatter_large, false},
+    {"NMAD_COLL_SCAN_LARGE", &tunables::scan_large, false},
+};
+constexpr std::size_t kNumFields = sizeof kFields / sizeof kFields[0];
+
 tunables tunables::from_env() {
   tunables t;
-  env_size("NMAD_COLL_BCAST_SMALL", t.bcast_small);
-  env_size("NMAD_COLL_BCAST_LARGE", t.bcast_large);
-  env_count("NMAD_COLL_BCAST_MIN_PROCS", t.bcast_min_procs);
-  env_size("NMAD_COLL_CHAIN_SEGMENT", t.chain_segment);
-  env_size("NMAD_COLL_ALLREDUCE_SMALL", t.allreduce_small);
-  env_size("NMAD_COLL_ALLREDUCE_PAIR_LARGE", t.allreduce_pair_large);
-  env_size("NMAD_COLL_GATHER_LARGE", t.gather_large);
-  env_size("NMAD_COLL_ALLGATHER_SMALL", t.allgather_small);
-  env_size("NMAD_COLL_ALLTOALL_SMALL", t.alltoall_small);
-  env_size("NMAD_COLL_ALLTOALL_BRUCK", t.alltoall_bruck);
-  env_count("NMAD_COLL_ALLTOALL_BRUCK_PROCS", t.alltoall_bruck_procs);
-  env_size("NMAD_COLL_REDUCE_SCATTER_LARGE", t.reduce_scatter_large);
-  env_size("NMAD_COLL_SCAN_LARGE", t.scan_large);
+  for (const tunable_field& f : kFields)
+    if (f.count) env_count(f.knob, t.*f.member);
+    else env_size(f.knob, t.*f.member);
   if (t.chain_segment == 0) t.chain_segment = 64 * 1024;
   return t;
 }
 
-const tunables& default_tunables() {
-  static const tunables t = tunables::from_env();
+namespace {
+// The process-wide values: from the environment on first use, then
+// changed by set_tunable (MPI_T_cvar_write) at any time; each read as a
+// relaxed atomic (a collective sees each field old or new).
+std::atomic<std::size_t>* live_values() {
+  static std::atomic<std::size_t> v[kNumFields];
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const tunables t = tunables::from_env();
+    for (std::size_t i = 0; i < kNumFields; ++i) v[i].store(t.*kFields[i].member, std::memory_order_relaxed);
+  });
+  return v;
+}
+
+int field_of(std::string_view knob) {
+  for (std::size_t i = 0; i < kNumFields; ++i)
+    if (knob == kFields[i].knob) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
+
+tunables default_tunables() {
+  std::atomic<std::size_t>* v = live_values();
+  tunables t;
+  for (std::size_t i = 0; i < kNumFields; ++i) t.*kFields[i].member = v[i].load(std::memory_order_relaxed);
   return t;
+}
+
+bool is_tunable(std::string_view knob) { return field_of(knob) >= 0; }
+
+std::optional<std::size_t> get_tunable(std::string_view knob) {
+  const int i = field_of(knob);
+  if (i < 0) return std::nullopt;
+  return live_values()[i].load(std::memory_order_relaxed);
+}
+
+bool set_tunable(std::string_view knob, std::size_t value) {
+  const int i = field_of(knob);
+  if (i < 0) return false;
+  if (kFields[i].member == &tunables::chain_segment && value == 0) return false;  // a segment has bytes
+  live_values()[i].store(value, std::memory_order_relaxed);
+  return true;
 }
 
 algorithm select_algorithm(collective c, int n, std::size_t bytes, bool commutative, const tunables& t) {

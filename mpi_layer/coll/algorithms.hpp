@@ -25,6 +25,7 @@
 // Displacements and counts of the v-variants are in BYTES (reduce_scatter:
 // ELEMENT counts), one entry per group rank.
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -62,7 +63,8 @@ std::string_view to_string(algorithm a);
 
 // The tunables of select_algorithm(), in bytes. Defaults below; the
 // environment can override each one: NMAD_COLL_<NAME in upper case>
-// (e.g. NMAD_COLL_BCAST_SMALL=4096), read once by tunables::from_env().
+// (e.g. NMAD_COLL_BCAST_SMALL=4096), read by tunables::from_env() (and
+// changeable while running: set_tunable below).
 struct tunables {
   std::size_t bcast_small = 12 * 1024;        // bcast: < this (or <= 2 procs) -> binomial
   std::size_t bcast_large = 512 * 1024;       // bcast: >= this -> pipelined chain, between -> scatter_allgather
@@ -91,8 +93,17 @@ algorithm select_algorithm(collective c, int nprocs, std::size_t bytes, bool com
                            const tunables& t = tunables());
 
 // Process-wide tunables used when a builder gets automatic: from_env() on
-// first use.
-const tunables& default_tunables();
+// first use, each field changeable at run time (a copy of the current
+// values; any thread).
+tunables default_tunables();
+// By knob name (NMAD_COLL_BCAST_SMALL, ...): whether it is one of them,
+// its current value, and setting it (false: not one of them, or a value
+// it refuses: a chain segment of 0). Every process of a communicator must
+// have the same values when it calls a collective (MPI_T_SCOPE_ALL_EQ):
+// they choose the algorithm.
+bool is_tunable(std::string_view knob);
+std::optional<std::size_t> get_tunable(std::string_view knob);
+bool set_tunable(std::string_view knob, std::size_t value);
 
 schedule build_barrier(int rank, int size, algorithm a = algorithm::automatic);
 schedule build_bcast(int rank, int size, void* buf, std::size_t bytes, int root,

@@ -620,7 +620,10 @@ using namespace nmad::mpi;
 
 extern "C" {
 
-int PMPI_Barrier(MPI_Comm comm) { return barrier("MPI_Barrier", comm, nullptr); }
+int PMPI_Barrier(MPI_Comm comm) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
+  return barrier("MPI_Barrier", comm, nullptr);
+}
 int PMPI_Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier("MPI_Ibarrier", comm, request); }
 
 int PMPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {

@@ -1,10 +1,12 @@
 /* The MPI tool interface: MPI_T before MPI_Init, enumerating every control
- * variable, performance variable and category (names, descriptions,
- * types, index lookups both ways, every variable in a category), reading
- * control variables set in the environment (the suite sets NMAD_STRATEGY
- * and NMAD_RDV_THRESHOLD), counters that grow with traffic (also per
- * peer), and the errors: calls before MPI_T_init_thread and after the last
- * MPI_T_finalize, bad indices and handles, writes. Any number of ranks. */
+ * variable, performance variable, event type, source and category (names,
+ * descriptions, types, index lookups both ways, every one in a category),
+ * reading control variables set in the environment (the suite sets
+ * NMAD_STRATEGY and NMAD_RDV_THRESHOLD=4K), counters that grow with
+ * traffic (also per peer), and the errors: calls before MPI_T_init_thread
+ * and after the last MPI_T_finalize, bad indices and handles, writes.
+ * What changes while running (writable control variables, events, the
+ * handle-local variables): mpi_t_live.c. Any number of ranks. */
 #include "mpitest.h"
 
 static void enumerate(void) {
@@ -12,8 +14,46 @@ static void enumerate(void) {
   CHECK(MPI_T_cvar_get_num(&ncvar) == MPI_SUCCESS && ncvar > 50, "%d control variables", ncvar);
   CHECK(MPI_T_pvar_get_num(&npvar) == MPI_SUCCESS && npvar >= 5, "%d performance variables", npvar);
   CHECK(MPI_T_category_get_num(&ncat) == MPI_SUCCESS && ncat >= 2, "%d categories", ncat);
+  int nev = -1;
+  CHECK(MPI_T_event_get_num(&nev) == MPI_SUCCESS && nev >= 4, "%d event types", nev);
   int* in_cat = calloc((size_t)ncvar, sizeof(int));
   int* pin_cat = calloc((size_t)npvar, sizeof(int));
+  int* ein_cat = calloc((size_t)nev, sizeof(int));
+  for (int i = 0; i < nev; ++i) {
+    char name[256], desc[1024];
+    int name_len = sizeof name, desc_len = sizeof desc, verbosity, bind, nel = 0;
+    /* num_elements 0: asks for the count only. */
+    CHECK(MPI_T_event_get_info(i, name, &name_len, &verbosity, NULL, NULL, &nel, NULL, NULL, desc, &desc_len, &bind) ==
+              MPI_SUCCESS && nel >= 0 && bind == MPI_T_BIND_NO_OBJECT, "event_get_info %d", i);
+    CHECK(!strncmp(name, "nmad_", 5) && (int)strlen(name) + 1 == name_len && desc_len > 10, "event %d \"%s\"", i,
+          name);
+    MPI_Datatype* types = malloc(sizeof(MPI_Datatype) * (size_t)(nel + 1));
+    MPI_Aint* displs = malloc(sizeof(MPI_Aint) * (size_t)(nel + 1));
+    int room = nel;
+    MPI_Info info = MPI_INFO_NULL;
+    CHECK(MPI_T_event_get_info(i, NULL, NULL, NULL, types, displs, &room, NULL, &info, NULL, NULL, NULL) ==
+              MPI_SUCCESS && room == nel, "event %s elements %d/%d", name, room, nel);
+    for (int k = 1; k < nel; ++k) CHECK(displs[k] > displs[k - 1], "event %s displacements", name);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    free(types);
+    free(displs);
+    int back = -1;
+    CHECK(MPI_T_event_get_index(name, &back) == MPI_SUCCESS && back == i, "event_get_index(%s) %d", name, back);
+  }
+  CHECK(MPI_T_event_get_index("nmad_no_such_event", &nev) == MPI_T_ERR_INVALID_NAME && nev >= 4, "unknown event");
+  int nsrc = -1;
+  CHECK(MPI_T_source_get_num(&nsrc) == MPI_SUCCESS && nsrc == 1, "%d sources", nsrc);
+  {
+    char name[64];
+    int name_len = sizeof name;
+    MPI_T_source_order order;
+    MPI_Count tps = 0, maxt = 0, t1 = 0, t2 = 0;
+    CHECK(MPI_T_source_get_info(0, name, &name_len, NULL, NULL, &order, &tps, &maxt, NULL) == MPI_SUCCESS &&
+              tps == 1000000000LL && maxt > 0, "source_get_info: %s %lld ticks/s", name, tps);
+    CHECK(MPI_T_source_get_timestamp(0, &t1) == MPI_SUCCESS && MPI_T_source_get_timestamp(0, &t2) == MPI_SUCCESS &&
+              t2 >= t1 && t1 > 0, "source timestamps %lld %lld", t1, t2);
+    CHECK(MPI_T_source_get_timestamp(1, &t1) == MPI_T_ERR_INVALID_INDEX, "source 1");
+  }
   for (int i = 0; i < ncvar; ++i) {
     char name[256], desc[1024];
     int name_len = sizeof name, desc_len = sizeof desc, verbosity, bind, scope;
@@ -25,8 +65,12 @@ static void enumerate(void) {
           name_len);
     CHECK(desc_len > 10 && (int)strlen(desc) + 1 == desc_len, "cvar %s desc len %d", name, desc_len);
     CHECK(dt == MPI_LONG_LONG || dt == MPI_CHAR, "cvar %s type %d", name, (int)dt);
-    CHECK(bind == MPI_T_BIND_NO_OBJECT && (scope == MPI_T_SCOPE_CONSTANT || scope == MPI_T_SCOPE_READONLY),
+    CHECK(bind == MPI_T_BIND_NO_OBJECT && (scope == MPI_T_SCOPE_CONSTANT || scope == MPI_T_SCOPE_READONLY ||
+                                           scope == MPI_T_SCOPE_LOCAL || scope == MPI_T_SCOPE_ALL_EQ),
           "cvar %s bind %d scope %d", name, bind, scope);
+    /* The description says which. */
+    CHECK((scope == MPI_T_SCOPE_LOCAL || scope == MPI_T_SCOPE_ALL_EQ) == (strstr(desc, "writable") != NULL),
+          "cvar %s scope %d described \"%s\"", name, scope, desc);
     int back = -1;
     CHECK(MPI_T_cvar_get_index(name, &back) == MPI_SUCCESS && back == i, "cvar_get_index(%s) %d", name, back);
     /* Length query: *len 0. */
@@ -41,7 +85,12 @@ static void enumerate(void) {
     MPI_T_enum et;
     CHECK(MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &cls, &dt, &et, NULL, NULL, &bind, &ro, &cont,
                               &atomic) == MPI_SUCCESS, "pvar_get_info %d", i);
-    CHECK(cls == MPI_T_PVAR_CLASS_COUNTER && dt == MPI_UNSIGNED_LONG_LONG && ro && cont, "pvar %s", name);
+    CHECK((cls == MPI_T_PVAR_CLASS_COUNTER || cls == MPI_T_PVAR_CLASS_LEVEL || cls == MPI_T_PVAR_CLASS_HIGHWATERMARK ||
+           cls == MPI_T_PVAR_CLASS_TIMER) && dt == MPI_UNSIGNED_LONG_LONG && ro == cont,
+          "pvar %s class %d readonly %d continuous %d", name, cls, ro, cont);
+    int other = -1;
+    CHECK(MPI_T_pvar_get_index(name, cls == MPI_T_PVAR_CLASS_GENERIC ? 0 : MPI_T_PVAR_CLASS_GENERIC, &other) ==
+              MPI_T_ERR_INVALID_NAME, "pvar %s found under another class", name);
     int back = -1;
     CHECK(MPI_T_pvar_get_index(name, cls, &back) == MPI_SUCCESS && back == i, "pvar_get_index(%s) %d", name, back);
   }
@@ -63,11 +112,22 @@ static void enumerate(void) {
       pin_cat[idx[k]]++;
     }
     free(idx);
+    int ne = -1;
+    CHECK(MPI_T_category_get_num_events(c, &ne) == MPI_SUCCESS && ne >= 0, "category %s events", name);
+    idx = malloc(sizeof(int) * (size_t)(ne + 1));
+    MPI_T_category_get_events(c, ne, idx);
+    for (int k = 0; k < ne; ++k) {
+      CHECK(idx[k] >= 0 && idx[k] < nev, "category %s event %d", name, idx[k]);
+      ein_cat[idx[k]]++;
+    }
+    free(idx);
   }
   for (int i = 0; i < ncvar; ++i) CHECK(in_cat[i] == 1, "cvar %d in %d categories", i, in_cat[i]);
   for (int i = 0; i < npvar; ++i) CHECK(pin_cat[i] == 1, "pvar %d in %d categories", i, pin_cat[i]);
+  for (int i = 0; i < nev; ++i) CHECK(ein_cat[i] == 1, "event %d in %d categories", i, ein_cat[i]);
   free(in_cat);
   free(pin_cat);
+  free(ein_cat);
 }
 
 static void control_values(void) {
@@ -100,6 +160,9 @@ static unsigned long long read_counter(MPI_T_pvar_session s, const char* name, u
                                        int* count_out) {
   int i, count = 0;
   CHECK(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &i) == MPI_SUCCESS, "no %s", name);
+  int cont = 0;
+  MPI_T_pvar_get_info(i, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &cont, NULL);
+  CHECK(cont, "%s is continuous", name);
   MPI_T_pvar_handle h;
   CHECK(MPI_T_pvar_handle_alloc(s, i, NULL, &h, &count) == MPI_SUCCESS && count >= 1, "pvar alloc %s", name);
   unsigned long long* v = calloc((size_t)count, sizeof *v);
@@ -164,6 +227,19 @@ int main(int argc, char** argv) {
   if (ncvar < 50) {
     printf("FAIL mpi_t: %d control variables before MPI_Init\n", ncvar);
     return 1;
+  }
+  /* A writable engine knob before the engine runs: not now. */
+  {
+    int i, count;
+    MPI_T_cvar_handle h;
+    long long v = 1000;
+    MPI_T_cvar_get_index("NMAD_RDV_THRESHOLD", &i);
+    MPI_T_cvar_handle_alloc(i, NULL, &h, &count);
+    if (MPI_T_cvar_write(h, &v) != MPI_T_ERR_CVAR_SET_NOT_NOW) {
+      printf("FAIL mpi_t: NMAD_RDV_THRESHOLD written before MPI_Init\n");
+      return 1;
+    }
+    MPI_T_cvar_handle_free(&h);
   }
   mt_start("mpi_t", &argc, &argv);
   enumerate();

@@ -82,6 +82,22 @@ typedef int MPI_T_pvar_session;
 #define MPI_T_PVAR_CLASS_AGGREGATE 247
 #define MPI_T_PVAR_CLASS_TIMER 248
 #define MPI_T_PVAR_CLASS_GENERIC 249
+/* MPI_T events (MPI 4.0 15.3.8). */
+typedef struct nmad_t_event_registration* MPI_T_event_registration;
+typedef struct nmad_t_event_instance* MPI_T_event_instance;
+typedef enum MPI_T_cb_safety {
+  MPI_T_CB_REQUIRE_NONE = 0,
+  MPI_T_CB_REQUIRE_MPI_RESTRICTED,
+  MPI_T_CB_REQUIRE_THREAD_SAFE,
+  MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE
+} MPI_T_cb_safety;
+typedef enum MPI_T_source_order { MPI_T_SOURCE_ORDERED = 0, MPI_T_SOURCE_UNORDERED } MPI_T_source_order;
+typedef void(MPI_T_event_cb_function)(MPI_T_event_instance event_instance, MPI_T_event_registration event_registration,
+                                      MPI_T_cb_safety cb_safety, void* user_data);
+typedef void(MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                           void* user_data);
+typedef void(MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_registration event_registration,
+                                              int source_index, MPI_T_cb_safety cb_safety, void* user_data);
 int MPI_T_init_thread(int required, int* provided);
 int MPI_T_finalize(void);
 int MPI_T_enum_get_info(MPI_T_enum enumtype, int* num, char* name, int* name_len);
@@ -122,6 +138,32 @@ int MPI_T_category_get_num_events(int cat_index, int* num_events);
 int MPI_T_category_get_events(int cat_index, int len, int indices[]);
 int MPI_T_source_get_num(int* num_sources);
 int MPI_T_event_get_num(int* num_events);
+int MPI_T_event_get_info(int event_index, char* name, int* name_len, int* verbosity,
+                         MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[], int* num_elements,
+                         MPI_T_enum* enumtype, MPI_Info* info, char* desc, int* desc_len, int* bind);
+int MPI_T_event_get_index(const char* name, int* event_index);
+int MPI_T_event_handle_alloc(int event_index, void* obj_handle, MPI_Info info,
+                             MPI_T_event_registration* event_registration);
+int MPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info);
+int MPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info* info_used);
+int MPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                  MPI_Info info, void* user_data, MPI_T_event_cb_function event_cb_function);
+int MPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                  MPI_Info info);
+int MPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                  MPI_Info* info_used);
+int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void* user_data,
+                            MPI_T_event_free_cb_function free_cb_function);
+int MPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration,
+                                    MPI_T_event_dropped_cb_function dropped_cb_function);
+int MPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void* buffer);
+int MPI_T_event_copy(MPI_T_event_instance event_instance, void* buffer);
+int MPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count* event_timestamp);
+int MPI_T_event_get_source(MPI_T_event_instance event_instance, int* source_index);
+int MPI_T_source_get_info(int source_index, char* name, int* name_len, char* desc, int* desc_len,
+                          MPI_T_source_order* ordering, MPI_Count* ticks_per_second, MPI_Count* max_ticks,
+                          MPI_Info* info);
+int MPI_T_source_get_timestamp(int source_index, MPI_Count* timestamp);
 /* Sessions (MPI 4.0 11.3). */
 typedef int MPI_Session;
 #define MPI_SESSION_NULL ((MPI_Session)0)
@@ -141,6 +183,9 @@ int MPI_Session_call_errhandler(MPI_Session session, int errorcode);
 int MPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI_Group* newgroup);
 int MPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
                                MPI_Comm* newcomm);
+int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                      int remote_leader, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                                      MPI_Comm* newintercomm);
 MPI_Fint MPI_Session_c2f(MPI_Session session);
 MPI_Session MPI_Session_f2c(MPI_Fint session);
 /* Partitioned communication (MPI 4.0 chapter 4). */
@@ -240,6 +285,32 @@ int PMPI_T_category_get_num_events(int cat_index, int* num_events);
 int PMPI_T_category_get_events(int cat_index, int len, int indices[]);
 int PMPI_T_source_get_num(int* num_sources);
 int PMPI_T_event_get_num(int* num_events);
+int PMPI_T_event_get_info(int event_index, char* name, int* name_len, int* verbosity,
+                         MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[], int* num_elements,
+                         MPI_T_enum* enumtype, MPI_Info* info, char* desc, int* desc_len, int* bind);
+int PMPI_T_event_get_index(const char* name, int* event_index);
+int PMPI_T_event_handle_alloc(int event_index, void* obj_handle, MPI_Info info,
+                             MPI_T_event_registration* event_registration);
+int PMPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info);
+int PMPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info* info_used);
+int PMPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                  MPI_Info info, void* user_data, MPI_T_event_cb_function event_cb_function);
+int PMPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                  MPI_Info info);
+int PMPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+                                  MPI_Info* info_used);
+int PMPI_T_event_handle_free(MPI_T_event_registration event_registration, void* user_data,
+                            MPI_T_event_free_cb_function free_cb_function);
+int PMPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration,
+                                    MPI_T_event_dropped_cb_function dropped_cb_function);
+int PMPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void* buffer);
+int PMPI_T_event_copy(MPI_T_event_instance event_instance, void* buffer);
+int PMPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count* event_timestamp);
+int PMPI_T_event_get_source(MPI_T_event_instance event_instance, int* source_index);
+int PMPI_T_source_get_info(int source_index, char* name, int* name_len, char* desc, int* desc_len,
+                          MPI_T_source_order* ordering, MPI_Count* ticks_per_second, MPI_Count* max_ticks,
+                          MPI_Info* info);
+int PMPI_T_source_get_timestamp(int source_index, MPI_Count* timestamp);
 int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session* session);
 int PMPI_Session_finalize(MPI_Session* session);
 int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int* npset_names);
@@ -253,6 +324,9 @@ int PMPI_Session_call_errhandler(MPI_Session session, int errorcode);
 int PMPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI_Group* newgroup);
 int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
                                 MPI_Comm* newcomm);
+int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,
+                                       int remote_leader, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                                       MPI_Comm* newintercomm);
 MPI_Fint PMPI_Session_c2f(MPI_Session session);
 MPI_Session PMPI_Session_f2c(MPI_Fint session);
 int PMPI_Psend_init(const void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
