@@ -170,7 +170,7 @@ int lookup_comm_type(MPI_Datatype t, Datatype& out, std::string& detail) {
   return MPI_SUCCESS;
 }
 
-int check_comm_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail) {
+int check_comm_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& detail) {
   if (count < 0) {
     detail = "count " + std::to_string(count) + " is negative";
     return MPI_ERR_COUNT;
@@ -189,7 +189,7 @@ int check_comm_buffer(int count, MPI_Datatype t, const void* buf, std::string& d
 
 namespace {
 // Bytes of `count` elements of d, or an error when they do not fit a size_t.
-int comm_bytes(int count, const Datatype& d, std::size_t& bytes, std::string& detail) {
+int comm_bytes(MPI_Count count, const Datatype& d, std::size_t& bytes, std::string& detail) {
   const Count size = d.size();
   if (count > 0 && size > LLONG_MAX / count) {
     detail = std::to_string(count) + " elements of " + std::to_string(size) + " bytes overflow";
@@ -203,7 +203,7 @@ const void* at_offset(const void* buf, Aint off) {
 }
 }  // namespace
 
-int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr, std::size_t& bytes,
+int resolve_send(const void* buf, MPI_Count count, const Datatype& d, const void*& ptr, std::size_t& bytes,
                  std::shared_ptr<send_stage>& stage, std::string& detail) {
   try {
     if (int e = comm_bytes(count, d, bytes, detail)) return e;
@@ -228,7 +228,7 @@ int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr
   }
 }
 
-int resolve_recv(void* buf, int count, const Datatype& d, void*& ptr, std::size_t& bytes,
+int resolve_recv(void* buf, MPI_Count count, const Datatype& d, void*& ptr, std::size_t& bytes,
                  std::shared_ptr<recv_stage>& stage, std::string& detail) {
   try {
     if (int e = comm_bytes(count, d, bytes, detail)) return e;
