@@ -349,6 +349,8 @@ std::string type_handle_text(MPI_Datatype t);
 // MPI class of a datatype engine error (pack: buffer_too_small is
 // MPI_ERR_NO_SPACE; unpack passes unpacking = true: MPI_ERR_TRUNCATE).
 int datatype_error_class(const DatatypeError& e, bool unpacking = false);
+// The MPI_COMBINER_* constant of an engine combiner.
+int mpi_combiner_of(Combiner c);
 
 // Communication with any datatype (p2p.cpp, request.cpp). Predefined types
 // keep their fast path (no lock, no allocation): callers test

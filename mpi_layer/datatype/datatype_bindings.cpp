@@ -314,7 +314,9 @@ int construct(const char* fn, MPI_Datatype* newtype, Build&& build) {
   });
 }
 
-int combiner_constant(Combiner c) {
+}  // namespace
+
+int nmad::mpi::mpi_combiner_of(Combiner c) {
   switch (c) {
     case Combiner::Named: return MPI_COMBINER_NAMED;
     case Combiner::Dup: return MPI_COMBINER_DUP;
@@ -334,6 +336,16 @@ int combiner_constant(Combiner c) {
     case Combiner::F90Integer: return MPI_COMBINER_F90_INTEGER;
   }
   return MPI_COMBINER_NAMED;
+}
+
+namespace {
+
+// A type made by a large-count constructor (MPI_Type_*_c): the int
+// envelope and contents have no place for its MPI_Count arguments.
+int refuse_large(const char* fn, MPI_Datatype t) {
+  return mpi_raise(fn, nullptr, MPI_ERR_TYPE,
+                   type_handle_text(t) + " was made by a large-count constructor: its arguments are MPI_Counts, "
+                                         "which only the _c form (" + fn + "_c) reports");
 }
 
 // Query pattern: a live datatype (committed or not) and non-null outputs.
@@ -629,12 +641,13 @@ int PMPI_Type_get_envelope(MPI_Datatype datatype, int* num_integers, int* num_ad
                            int* combiner) {
   return query("MPI_Type_get_envelope", datatype, num_integers && num_addresses && num_datatypes && combiner,
                [&](const Datatype& d) {
-                 *combiner = combiner_constant(d.combiner());
+                 *combiner = mpi_combiner_of(d.combiner());
                  if (d.combiner() == Combiner::Named) {
                    *num_integers = *num_addresses = *num_datatypes = 0;
                    return MPI_SUCCESS;
                  }
                  const TypeContents c = d.contents();
+                 if (!c.large_counts.empty()) return refuse_large("MPI_Type_get_envelope", datatype);
                  *num_integers = static_cast<int>(c.ints.size());
                  *num_addresses = static_cast<int>(c.addresses.size());
                  *num_datatypes = static_cast<int>(c.types.size());
@@ -653,6 +666,7 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
       return mpi_raise(fn, nullptr, MPI_ERR_TYPE,
                        type_handle_text(datatype) + " is predefined (MPI_COMBINER_NAMED): it has no contents");
     const TypeContents c = d.contents();
+    if (!c.large_counts.empty()) return refuse_large(fn, datatype);
     if (max_integers < static_cast<int>(c.ints.size()) || max_addresses < static_cast<int>(c.addresses.size()) ||
         max_datatypes < static_cast<int>(c.types.size()))
       return mpi_raise(fn, nullptr, MPI_ERR_ARG,
