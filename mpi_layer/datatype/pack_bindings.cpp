@@ -241,6 +241,10 @@ int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Co
   return set_elements("MPI_Status_set_elements_x", status, datatype, count);
 }
 
+int PMPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count) {
+  return set_elements("MPI_Status_set_elements_c", status, datatype, count);
+}
+
 int PMPI_Get_address(const void* location, MPI_Aint* address) {
   if (!address) return mpi_raise("MPI_Get_address", nullptr, MPI_ERR_ARG, "null address");
   *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
@@ -275,3 +279,4 @@ MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) {
 #pragma weak MPI_Pack_size_c = PMPI_Pack_size_c
 #pragma weak MPI_Get_count_c = PMPI_Get_count_c
 #pragma weak MPI_Get_elements_c = PMPI_Get_elements_c
+#pragma weak MPI_Status_set_elements_c = PMPI_Status_set_elements_c

@@ -463,7 +463,7 @@ Op Op::user(UserFunction* fn, bool commute) {
   return o;
 }
 
-Op Op::user(UserFunctionC* fn, bool commute) {
+Op Op::user_c(UserFunctionC* fn, bool commute) {
   if (fn == nullptr) throw OpError(OpErrc::invalid_op, "nmad::mpi op: null user function");
   Op o;
   o.is_predefined_ = false;

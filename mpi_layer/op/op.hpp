@@ -106,7 +106,7 @@ class Op {
   Op(PredefinedOp op) : predefined_(op), is_predefined_(true) {}  // NOLINT: implicit on purpose
   static Op predefined(PredefinedOp op) { return Op(op); }
   static Op user(UserFunction* fn, bool commute);  // MPI_Op_create
-  static Op user(UserFunctionC* fn, bool commute);  // MPI_Op_create_c
+  static Op user_c(UserFunctionC* fn, bool commute);  // MPI_Op_create_c
 
   bool is_predefined() const noexcept { return is_predefined_; }
   PredefinedOp predefined_op() const noexcept { return predefined_; }  // valid if is_predefined()

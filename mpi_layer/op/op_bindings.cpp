@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "mpi_layer/mpi_impl.hpp"
@@ -133,7 +134,9 @@ int op_create(const char* fn, Fn* user_fn, int commute, MPI_Op* op) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!user_fn) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null user function");
   if (!op) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null op pointer");
-  Op o = Op::user(user_fn, commute != 0);
+  Op o;
+  if constexpr (std::is_same_v<Fn, UserFunctionC>) o = Op::user_c(user_fn, commute != 0);
+  else o = Op::user(user_fn, commute != 0);
   op_table& t = ops();
   std::lock_guard g(t.mu);
   if (!t.free.empty()) {

@@ -1,6 +1,7 @@
 /* The MPI 4.0 large-count ("_c") point-to-point bindings: every send mode,
  * blocking and not, persistent, sendrecv (and _replace, and their I forms),
- * matched receives, the attached buffer, Get_count_c/Get_elements_c; then
+ * matched receives, the attached buffer, Get_count_c/Get_elements_c and
+ * Status_set_elements_c; then
  * one real transfer of more than 2^31 MPI_CHARs between two ranks (shared
  * memory: received as ONE element of a derived type of that many bytes)
  * and one through MPI_COMM_SELF, checking MPI_Get_count (MPI_UNDEFINED),
@@ -147,6 +148,23 @@ static void small_ring(void) {
     }
     MPI_Wait(&r[1], MPI_STATUS_IGNORE);
     CHECK(m == MPI_MESSAGE_NULL && mt_check(in, N, left) < 0, "matched receive %d", k);
+  }
+
+  /* A status set to 3 * 2^31 basic elements (ints) of a 2-int type: the
+   * _c forms count them, the int MPI_Get_count says MPI_UNDEFINED. */
+  {
+    MPI_Datatype two;
+    MPI_Type_contiguous_c(2, MPI_INT, &two);
+    MPI_Type_commit(&two);
+    const MPI_Count many = 3LL << 31;
+    MPI_Count c = 0;
+    int ic = 0;
+    CHECK(MPI_Status_set_elements_c(&st, two, many) == MPI_SUCCESS, "Status_set_elements_c");
+    CHECK(MPI_Get_elements_c(&st, two, &c) == MPI_SUCCESS && c == many, "set elements: %lld", c);
+    CHECK(MPI_Get_count_c(&st, two, &c) == MPI_SUCCESS && c == many / 2, "set count_c: %lld", c);
+    CHECK(MPI_Get_count_c(&st, MPI_INT, &c) == MPI_SUCCESS && c == many, "set count_c(int): %lld", c);
+    CHECK(MPI_Get_count(&st, two, &ic) == MPI_SUCCESS && ic == MPI_UNDEFINED, "set count: %d", ic);
+    MPI_Type_free(&two);
   }
 
   /* Errors keep their classes: negative count, bad rank. */

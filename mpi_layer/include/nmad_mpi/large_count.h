@@ -68,6 +68,7 @@ int MPI_Buffer_attach_c(void* buffer, MPI_Count size);
 int MPI_Buffer_detach_c(void* buffer_addr, MPI_Count* size);
 int MPI_Get_count_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
 int MPI_Get_elements_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
+int MPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);
 int PMPI_Send_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
 int PMPI_Bsend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
 int PMPI_Ssend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
@@ -111,6 +112,7 @@ int PMPI_Buffer_attach_c(void* buffer, MPI_Count size);
 int PMPI_Buffer_detach_c(void* buffer_addr, MPI_Count* size);
 int PMPI_Get_count_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
 int PMPI_Get_elements_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
+int PMPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);
 
 /* ---- datatypes and packing (datatype/large_count_bindings.cpp) ---- */
 int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype* newtype);
