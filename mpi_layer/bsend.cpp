@@ -4,6 +4,7 @@
 // MPI_Ibsend and MPI_Bsend_init reach it through bsend_copy/bsend_typed
 // (declared in mpi_impl.hpp), MPI_Finalize through bsend_flush.
 #include <cstring>
+#include <limits>
 #include <list>
 #include <string>
 
@@ -82,7 +83,7 @@ int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t t
   return bsend_fill(bytes, [&](std::byte* dst) { std::memcpy(dst, buf, bytes); }, world_dest, tag, detail);
 }
 
-int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, nmad::tag_t tag,
+int bsend_typed(const void* buf, MPI_Count count, const Datatype& d, int world_dest, nmad::tag_t tag,
                 std::string& detail) {
   const Count size = d.size();
   const std::size_t bytes = static_cast<std::size_t>(size) * static_cast<std::size_t>(count);
@@ -113,12 +114,13 @@ void bsend_flush() {
 
 using namespace nmad::mpi;
 
-extern "C" {
-
-int PMPI_Buffer_attach(void* buffer, int size) {
-  if (!check_initialized("MPI_Buffer_attach")) return MPI_ERR_OTHER;
+namespace {
+// MPI_Buffer_attach(_c): size is an MPI_Count so the _c form attaches more
+// than INT_MAX bytes.
+int buffer_attach(const char* fn, void* buffer, MPI_Count size) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (size < 0 || (!buffer && size > 0))
-    return mpi_raise("MPI_Buffer_attach", nullptr, MPI_ERR_ARG, "bad buffer or size " + std::to_string(size));
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG, "bad buffer or size " + std::to_string(size));
   state& s = st();
   {
     std::lock_guard g(s.mu);
@@ -128,20 +130,42 @@ int PMPI_Buffer_attach(void* buffer, int size) {
       return MPI_SUCCESS;
     }
   }
-  return mpi_raise("MPI_Buffer_attach", nullptr, MPI_ERR_BUFFER, "a buffer is already attached");
+  return mpi_raise(fn, nullptr, MPI_ERR_BUFFER, "a buffer is already attached");
 }
 
-int PMPI_Buffer_detach(void* buffer_addr, int* size) {
-  if (!check_initialized("MPI_Buffer_detach")) return MPI_ERR_OTHER;
-  if (!buffer_addr || !size) return mpi_raise("MPI_Buffer_detach", nullptr, MPI_ERR_ARG, "null argument");
-  bsend_flush();  // the buffered messages must all have left
+// MPI_Buffer_detach(_c): the int form cannot report a size above INT_MAX;
+// it then fails with MPI_ERR_VALUE_TOO_LARGE and leaves the buffer attached
+// (MPI 4.1 sec. 2.5.8: the large-count form is the one to call).
+template <class Size>
+int buffer_detach(const char* fn, void* buffer_addr, Size* size) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!buffer_addr || !size) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null argument");
   state& s = st();
+  {
+    std::lock_guard g(s.mu);
+    if (s.bsend_size > static_cast<std::size_t>(std::numeric_limits<Size>::max()))
+      return mpi_raise(fn, nullptr, MPI_ERR_VALUE_TOO_LARGE,
+                       "the attached buffer has " + std::to_string(s.bsend_size) +
+                           " bytes, more than an int holds (use MPI_Buffer_detach_c)");
+  }
+  bsend_flush();  // the buffered messages must all have left
   std::lock_guard g(s.mu);
   *static_cast<void**>(buffer_addr) = s.bsend_buf;
-  *size = static_cast<int>(s.bsend_size);
+  *size = static_cast<Size>(s.bsend_size);
   s.bsend_buf = nullptr;
   s.bsend_size = 0;
   return MPI_SUCCESS;
+}
+}  // namespace
+
+extern "C" {
+
+int PMPI_Buffer_attach(void* buffer, int size) { return buffer_attach("MPI_Buffer_attach", buffer, size); }
+int PMPI_Buffer_attach_c(void* buffer, MPI_Count size) { return buffer_attach("MPI_Buffer_attach_c", buffer, size); }
+
+int PMPI_Buffer_detach(void* buffer_addr, int* size) { return buffer_detach("MPI_Buffer_detach", buffer_addr, size); }
+int PMPI_Buffer_detach_c(void* buffer_addr, MPI_Count* size) {
+  return buffer_detach("MPI_Buffer_detach_c", buffer_addr, size);
 }
 
 }  // extern "C"
@@ -149,3 +173,5 @@ int PMPI_Buffer_detach(void* buffer_addr, int* size) {
 // The public names: weak aliases, so profiling tools can interpose.
 #pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
 #pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
+#pragma weak MPI_Buffer_attach_c = PMPI_Buffer_attach_c
+#pragma weak MPI_Buffer_detach_c = PMPI_Buffer_detach_c

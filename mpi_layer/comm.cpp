@@ -242,7 +242,7 @@ comm_obj* lookup_comm_or_pending(MPI_Comm c) {
   return p && !p->freed ? p : nullptr;
 }
 
-int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail) {
+int check_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& detail) {
   if (count < 0) {
     detail = "count " + std::to_string(count) + " is negative";
     return MPI_ERR_COUNT;

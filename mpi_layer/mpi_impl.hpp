@@ -133,7 +133,7 @@ struct request_obj {
   // Parameters (persistent requests restart with them).
   const void* sbuf = nullptr;
   void* rbuf = nullptr;
-  int count = 0;
+  MPI_Count count = 0;           // MPI_Count: the _c bindings' counts too
   MPI_Datatype type_handle = MPI_BYTE;
   std::size_t bytes = 0;
   int peer = 0;                  // comm rank, MPI_ANY_SOURCE or MPI_PROC_NULL
@@ -349,6 +349,8 @@ std::string type_handle_text(MPI_Datatype t);
 // MPI class of a datatype engine error (pack: buffer_too_small is
 // MPI_ERR_NO_SPACE; unpack passes unpacking = true: MPI_ERR_TRUNCATE).
 int datatype_error_class(const DatatypeError& e, bool unpacking = false);
+// The MPI_COMBINER_* constant of an engine combiner.
+int mpi_combiner_of(Combiner c);
 
 // Communication with any datatype (p2p.cpp, request.cpp). Predefined types
 // keep their fast path (no lock, no allocation): callers test
@@ -358,7 +360,7 @@ int datatype_error_class(const DatatypeError& e, bool unpacking = false);
 // datatype, committed (else MPI_ERR_TYPE), buf non-null when data moves
 // (predefined types only: derived types may use MPI_BOTTOM with absolute
 // displacements). Returns 0 or an MPI class with detail set.
-int check_comm_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
+int check_comm_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& detail);
 // The datatype of a handle for communication: live and committed, else
 // MPI_ERR_TYPE with detail.
 int lookup_comm_type(MPI_Datatype t, Datatype& out, std::string& detail);
@@ -372,7 +374,7 @@ int lookup_comm_type(MPI_Datatype t, Datatype& out, std::string& detail);
 struct send_stage {
   std::vector<std::byte> bytes;
 };
-int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr, std::size_t& bytes,
+int resolve_send(const void* buf, MPI_Count count, const Datatype& d, const void*& ptr, std::size_t& bytes,
                  std::shared_ptr<send_stage>& stage, std::string& detail);
 // Receive side: contiguous layouts receive in place (stage reset to null);
 // others receive into stage->bytes (created or reused) and stage->finish()
@@ -381,7 +383,7 @@ int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr
 struct recv_stage {
   Datatype type;
   void* user = nullptr;
-  int count = 0;
+  MPI_Count count = 0;
   std::vector<std::byte> bytes;
   // Unpacks the first min(received, capacity) bytes: a shorter message
   // fills a prefix of the elements (the last one possibly partly), a
@@ -391,7 +393,7 @@ struct recv_stage {
   // (cancelled, dead peer); truncation still unpacks what fit.
   int finish(const nmad::request& engine, std::string& detail);
 };
-int resolve_recv(void* buf, int count, const Datatype& d, void*& ptr, std::size_t& bytes,
+int resolve_recv(void* buf, MPI_Count count, const Datatype& d, void*& ptr, std::size_t& bytes,
                  std::shared_ptr<recv_stage>& stage, std::string& detail);
 // What a send/recv request on a derived datatype keeps in request_obj::extra
 // (released with the request): the type - so that a persistent request
@@ -404,7 +406,7 @@ struct typed_request {
 };
 // Buffered send of a derived datatype: the packed image is written straight
 // into the attached buffer (defined in bsend.cpp).
-int bsend_typed(const void* buf, int count, const Datatype& d, int world_dest, nmad::tag_t tag,
+int bsend_typed(const void* buf, MPI_Count count, const Datatype& d, int world_dest, nmad::tag_t tag,
                 std::string& detail);
 
 // ---- communicators (comm.cpp) ----
@@ -446,11 +448,11 @@ bool hw_locate_self(int& package, int& numa, std::string& detail);
 void init_world_hosts();
 // A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
 // it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
-inline bool empty_proc_null(int count, MPI_Datatype t, int peer) {
+inline bool empty_proc_null(MPI_Count count, MPI_Datatype t, int peer) {
   return count == 0 && t == MPI_DATATYPE_NULL && peer == MPI_PROC_NULL;
 }
 // Argument checks shared by p2p calls: 0 or an error code + detail.
-int check_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail);
+int check_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& detail);
 
 // ---- groups (group.cpp) ----
 // Groups are ordered lists of world ranks (no dynamic processes). Handles:

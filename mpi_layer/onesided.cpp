@@ -201,6 +201,61 @@ int PMPI_Win_call_errhandler(MPI_Win, int) { return unsupported("MPI_Win_call_er
 MPI_Fint PMPI_Win_c2f(MPI_Win win) { return win; }
 MPI_Win PMPI_Win_f2c(MPI_Fint win) { return win; }
 
+// ---- the MPI 4.0 large-count forms: unsupported alike ----
+int PMPI_Win_create_c(void*, MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, MPI_Win* win) {
+  if (win) *win = MPI_WIN_NULL;
+  return unsupported_on("MPI_Win_create_c", comm);
+}
+int PMPI_Win_allocate_c(MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, void* baseptr, MPI_Win* win) {
+  if (baseptr) *static_cast<void**>(baseptr) = nullptr;
+  if (win) *win = MPI_WIN_NULL;
+  return unsupported_on("MPI_Win_allocate_c", comm);
+}
+int PMPI_Win_allocate_shared_c(MPI_Aint, MPI_Aint, MPI_Info, MPI_Comm comm, void* baseptr, MPI_Win* win) {
+  if (baseptr) *static_cast<void**>(baseptr) = nullptr;
+  if (win) *win = MPI_WIN_NULL;
+  return unsupported_on("MPI_Win_allocate_shared_c", comm);
+}
+int PMPI_Win_shared_query_c(MPI_Win, int, MPI_Aint* size, MPI_Aint* disp_unit, void* baseptr) {
+  if (size) *size = 0;
+  if (disp_unit) *disp_unit = 0;
+  if (baseptr) *static_cast<void**>(baseptr) = nullptr;
+  return unsupported("MPI_Win_shared_query_c");
+}
+int PMPI_Put_c(const void*, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win) {
+  return unsupported("MPI_Put_c");
+}
+int PMPI_Get_c(void*, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win) {
+  return unsupported("MPI_Get_c");
+}
+int PMPI_Accumulate_c(const void*, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Op, MPI_Win) {
+  return unsupported("MPI_Accumulate_c");
+}
+int PMPI_Get_accumulate_c(const void*, MPI_Count, MPI_Datatype, void*, MPI_Count, MPI_Datatype, int, MPI_Aint,
+                          MPI_Count, MPI_Datatype, MPI_Op, MPI_Win) {
+  return unsupported("MPI_Get_accumulate_c");
+}
+int PMPI_Rput_c(const void*, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win,
+                MPI_Request* request) {
+  null_request(request);
+  return unsupported("MPI_Rput_c");
+}
+int PMPI_Rget_c(void*, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Win,
+                MPI_Request* request) {
+  null_request(request);
+  return unsupported("MPI_Rget_c");
+}
+int PMPI_Raccumulate_c(const void*, MPI_Count, MPI_Datatype, int, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Op, MPI_Win,
+                       MPI_Request* request) {
+  null_request(request);
+  return unsupported("MPI_Raccumulate_c");
+}
+int PMPI_Rget_accumulate_c(const void*, MPI_Count, MPI_Datatype, void*, MPI_Count, MPI_Datatype, int, MPI_Aint,
+                           MPI_Count, MPI_Datatype, MPI_Op, MPI_Win, MPI_Request* request) {
+  null_request(request);
+  return unsupported("MPI_Rget_accumulate_c");
+}
+
 }  // extern "C"
 
 #pragma weak MPI_Win_create = PMPI_Win_create
@@ -252,3 +307,15 @@ MPI_Win PMPI_Win_f2c(MPI_Fint win) { return win; }
 #pragma weak MPI_Win_call_errhandler = PMPI_Win_call_errhandler
 #pragma weak MPI_Win_c2f = PMPI_Win_c2f
 #pragma weak MPI_Win_f2c = PMPI_Win_f2c
+#pragma weak MPI_Win_create_c = PMPI_Win_create_c
+#pragma weak MPI_Win_allocate_c = PMPI_Win_allocate_c
+#pragma weak MPI_Win_allocate_shared_c = PMPI_Win_allocate_shared_c
+#pragma weak MPI_Win_shared_query_c = PMPI_Win_shared_query_c
+#pragma weak MPI_Put_c = PMPI_Put_c
+#pragma weak MPI_Get_c = PMPI_Get_c
+#pragma weak MPI_Accumulate_c = PMPI_Accumulate_c
+#pragma weak MPI_Get_accumulate_c = PMPI_Get_accumulate_c
+#pragma weak MPI_Rput_c = PMPI_Rput_c
+#pragma weak MPI_Rget_c = PMPI_Rget_c
+#pragma weak MPI_Raccumulate_c = PMPI_Raccumulate_c
+#pragma weak MPI_Rget_accumulate_c = PMPI_Rget_accumulate_c

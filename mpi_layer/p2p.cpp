@@ -13,6 +13,7 @@
 
 #include "api/nmad/services/thread_heap.hpp"
 #include "mpi_layer/mpi_impl.hpp"
+#include "mpi_layer/p2p.hpp"
 
 
 using namespace nmad::mpi;
@@ -66,7 +67,7 @@ class blocking_request {
   return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
 }
 // (Also the derived-datatype path, whose checks need the type's lookup.)
-[[gnu::noinline]] int check_buffer_full(const char* fn, comm_obj* c, int count, MPI_Datatype type, const void* buf) {
+[[gnu::noinline]] int check_buffer_full(const char* fn, comm_obj* c, MPI_Count count, MPI_Datatype type, const void* buf) {
   std::string detail;
   const int e = check_comm_buffer(count, type, buf, detail);
   return e ? mpi_raise(fn, c, e, detail) : MPI_SUCCESS;
@@ -83,7 +84,7 @@ class blocking_request {
 // Validates the arguments of a send or receive; 0 or an error raised on c.
 // A transfer of nothing with MPI_PROC_NULL may name MPI_DATATYPE_NULL
 // (MPICH and Open MPI accept it; it completes at once and moves no data).
-[[gnu::always_inline]] inline int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, int count,
+[[gnu::always_inline]] inline int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, MPI_Count count,
                                             MPI_Datatype type, int peer, int tag, bool send) {
   c = lookup_comm(comm);
   if (!c) return raise_bad_comm(fn, comm);
@@ -118,7 +119,7 @@ void received_status(MPI_Status* status, comm_obj* c, const nmad::recv_status& r
 }
 
 // Bytes of count plain elements (plain_size(t) >= 0).
-std::size_t bytes_of(int count, MPI_Datatype t) { return static_cast<std::size_t>(count) * plain_size(t); }
+std::size_t bytes_of(MPI_Count count, MPI_Datatype t) { return static_cast<std::size_t>(count) * plain_size(t); }
 
 // After a blocking receive completed with err: unpacks a staged receive,
 // fills the status, raises the error if any.
@@ -136,7 +137,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
 
 // The engine view of a derived-datatype receive or send buffer (out of
 // line: predefined types need none of its locals).
-[[gnu::noinline]] int recv_view_typed(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t, void*& ptr,
+[[gnu::noinline]] int recv_view_typed(comm_obj* c, const char* fn, void* buf, MPI_Count count, MPI_Datatype t, void*& ptr,
                                       std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
   std::string detail;
   Datatype dt;
@@ -144,7 +145,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
   if (int e = resolve_recv(buf, count, dt, ptr, bytes, stage, detail)) return mpi_raise(fn, c, e, detail);
   return MPI_SUCCESS;
 }
-[[gnu::noinline]] int send_view_typed(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t,
+[[gnu::noinline]] int send_view_typed(comm_obj* c, const char* fn, const void* buf, MPI_Count count, MPI_Datatype t,
                                       const void*& ptr, std::size_t& bytes, std::shared_ptr<send_stage>& stage) {
   std::string detail;
   Datatype dt;
@@ -154,7 +155,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
 }
 
 // The engine view of a typed receive or send buffer (Recv, Sendrecv, Mrecv).
-[[gnu::always_inline]] inline int recv_view(comm_obj* c, const char* fn, void* buf, int count, MPI_Datatype t,
+[[gnu::always_inline]] inline int recv_view(comm_obj* c, const char* fn, void* buf, MPI_Count count, MPI_Datatype t,
                                             void*& ptr, std::size_t& bytes, std::shared_ptr<recv_stage>& stage) {
   ptr = buf;
   if (plain_size(t) >= 0) {
@@ -163,7 +164,7 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
   }
   return recv_view_typed(c, fn, buf, count, t, ptr, bytes, stage);
 }
-[[gnu::always_inline]] inline int send_view(comm_obj* c, const char* fn, const void* buf, int count, MPI_Datatype t,
+[[gnu::always_inline]] inline int send_view(comm_obj* c, const char* fn, const void* buf, MPI_Count count, MPI_Datatype t,
                                             const void*& ptr, std::size_t& bytes,
                                             std::shared_ptr<send_stage>& stage) {
   ptr = buf;
@@ -176,10 +177,11 @@ int finish_blocking_recv(const char* fn, comm_obj* c, nmad::request& req, int er
 
 // Sendrecv on engine views: the send side already resolved (sptr, sbytes).
 int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sbytes, int dest, int sendtag,
-                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Status* status);
+                  void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Status* status);
 
-int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MPI_Datatype datatype, int dest,
+int blocking_send(const char* fn, send_mode mode, const void* buf, MPI_Count count, MPI_Datatype datatype, int dest,
                   int tag, MPI_Comm comm) {
+  tool_event_point tool_events;  // (MPI_T events: delivered on the way out, every send mode and count width)
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p(fn, c, comm, buf, count, datatype, dest, tag, true)) return e;
@@ -230,7 +232,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
 
 // Inlined into each MPI_I*send/MPI_Irecv (fn, k, mode are constants there).
 [[gnu::always_inline]] inline int nonblocking(const char* fn, request_obj::kind k, send_mode mode, const void* buf,
-                                              int count, MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,
+                                              MPI_Count count, MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,
                                               MPI_Request* request) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
@@ -261,7 +263,7 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, int count, MP
 }
 
 int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sbytes, int dest, int sendtag,
-                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Status* status) {
+                  void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Status* status) {
   state& s = st();
   void* rptr = nullptr;
   std::size_t rbytes = 0;
@@ -295,7 +297,6 @@ int sendrecv_core(const char* fn, comm_obj* c, const void* sptr, std::size_t sby
 extern "C" {
 
 int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   return blocking_send("MPI_Send", send_mode::standard, buf, count, datatype, dest, tag, comm);
 }
 int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -331,11 +332,20 @@ int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int
                      comm, request);
 }
 
-int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  return nonblocking("MPI_Irecv", request_obj::kind::recv, send_mode::standard, buf, count, datatype, source, tag,
+                     comm, request);
+}
+
+}  // extern "C"
+
+int nmad::mpi::p2p_recv(const char* fn, void* buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                        MPI_Comm comm, MPI_Status* status) {
   tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
-  if (!check_initialized("MPI_Recv")) return MPI_ERR_OTHER;
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Recv", c, comm, buf, count, datatype, source, tag, false)) return e;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, source, tag, false)) return e;
   if (source == MPI_PROC_NULL) {
     proc_null_status(status);
     return MPI_SUCCESS;
@@ -344,41 +354,48 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
   void* ptr = nullptr;
   std::size_t bytes = 0;
   std::shared_ptr<recv_stage> stage;  // derived, non-contiguous types only
-  if (int e = recv_view(c, "MPI_Recv", buf, count, datatype, ptr, bytes, stage)) return e;
+  if (int e = recv_view(c, fn, buf, count, datatype, ptr, bytes, stage)) return e;
   blocking_request held;
   nmad::request& req = held.get();
   const int src = source == MPI_ANY_SOURCE ? nmad::any_source : c->world_of[source];
   s.session->irecv(src, engine_tag(c->p2p_ctx, tag == MPI_ANY_TAG ? 0 : tag), ptr, bytes, req, engine_mask(tag));
   const nmad::errc e = s.session->wait(req);
-  return finish_blocking_recv("MPI_Recv", c, req, from_errc(e), stage.get(), status);
+  return finish_blocking_recv(fn, c, req, from_errc(e), stage.get(), status);
 }
 
-int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-              MPI_Request* request) {
-  return nonblocking("MPI_Irecv", request_obj::kind::recv, send_mode::standard, buf, count, datatype, source, tag,
-                     comm, request);
+
+// The definitions below keep the C linkage mpi.h gave their PMPI_ names.
+
+int nmad::mpi::p2p_send(const char* fn, send_mode mode, const void* buf, MPI_Count count, MPI_Datatype datatype,
+                        int dest, int tag, MPI_Comm comm) {
+  return blocking_send(fn, mode, buf, count, datatype, dest, tag, comm);
+}
+int nmad::mpi::p2p_start(const char* fn, request_obj::kind k, send_mode mode, const void* buf, MPI_Count count,
+                         MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
+  return nonblocking(fn, k, mode, buf, count, datatype, peer, tag, comm, request);
 }
 
-int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+int nmad::mpi::p2p_sendrecv(const char* fn, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
+                            int sendtag, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source,
+                            int recvtag, MPI_Comm comm, MPI_Status* status) {
   tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
-  if (!check_initialized("MPI_Sendrecv")) return MPI_ERR_OTHER;
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Sendrecv", c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
-  if (int e = check_p2p("MPI_Sendrecv", c, comm, recvbuf, recvcount, recvtype, source, recvtag, false)) return e;
+  if (int e = check_p2p(fn, c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
+  if (int e = check_p2p(fn, c, comm, recvbuf, recvcount, recvtype, source, recvtag, false)) return e;
   const void* sptr = nullptr;
   std::size_t sbytes = 0;
   std::shared_ptr<send_stage> stage;  // alive until sendrecv_core returns
   if (dest != MPI_PROC_NULL)
-    if (int e = send_view(c, "MPI_Sendrecv", sendbuf, sendcount, sendtype, sptr, sbytes, stage)) return e;
-  return sendrecv_core("MPI_Sendrecv", c, sptr, sbytes, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+    if (int e = send_view(c, fn, sendbuf, sendcount, sendtype, sptr, sbytes, stage)) return e;
+  return sendrecv_core(fn, c, sptr, sbytes, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
                        status);
 }
 
 namespace {
 // The packed bytes of (buf, count, datatype) in `copy` (predefined types: a
 // plain copy), for the _replace forms; errors are raised on c.
-int outgoing_copy(const char* fn, comm_obj* c, const void* buf, int count, MPI_Datatype datatype,
+int outgoing_copy(const char* fn, comm_obj* c, const void* buf, MPI_Count count, MPI_Datatype datatype,
                   std::vector<std::byte>& copy) {
   if (plain_size(datatype) >= 0) {
     const std::size_t n = bytes_of(count, datatype);
@@ -400,18 +417,18 @@ int outgoing_copy(const char* fn, comm_obj* c, const void* buf, int count, MPI_D
 }
 }  // namespace
 
-int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
-                         int recvtag, MPI_Comm comm, MPI_Status* status) {
-  if (!check_initialized("MPI_Sendrecv_replace")) return MPI_ERR_OTHER;
+int nmad::mpi::p2p_sendrecv_replace(const char* fn, void* buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                    int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, dest, sendtag, true)) return e;
-  if (int e = check_p2p("MPI_Sendrecv_replace", c, comm, buf, count, datatype, source, recvtag, false)) return e;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, dest, sendtag, true)) return e;
+  if (int e = check_p2p(fn, c, comm, buf, count, datatype, source, recvtag, false)) return e;
   // The outgoing data is sent from a packed copy, so the receive can land in
   // buf.
   std::vector<std::byte> copy;
   if (dest != MPI_PROC_NULL)
-    if (int e = outgoing_copy("MPI_Sendrecv_replace", c, buf, count, datatype, copy)) return e;
-  return sendrecv_core("MPI_Sendrecv_replace", c, copy.data(), copy.size(), dest, sendtag, buf, count, datatype,
+    if (int e = outgoing_copy(fn, c, buf, count, datatype, copy)) return e;
+  return sendrecv_core(fn, c, copy.data(), copy.size(), dest, sendtag, buf, count, datatype,
                        source, recvtag, status);
 }
 
@@ -466,10 +483,13 @@ int pair_request(comm_obj* c, std::shared_ptr<sendrecv_pair> p, MPI_Request* req
 
 // Starts the receive then the send of p; on failure nothing is left running
 // (the error was raised by the inner call).
-int start_pair(sendrecv_pair& p, const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf,
-               int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm) {
-  if (int e = PMPI_Irecv(rbuf, rcount, rtype, source, rtag, comm, &p.recv)) return e;
-  if (int e = PMPI_Isend(sbuf, scount, stype, dest, stag, comm, &p.send)) {
+int start_pair(const char* fn, sendrecv_pair& p, const void* sbuf, MPI_Count scount, MPI_Datatype stype, int dest,
+               int stag, void* rbuf, MPI_Count rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm) {
+  if (int e = nonblocking(fn, request_obj::kind::recv, send_mode::standard, rbuf, rcount, rtype, source, rtag, comm,
+                          &p.recv))
+    return e;
+  if (int e = nonblocking(fn, request_obj::kind::send, send_mode::standard, sbuf, scount, stype, dest, stag, comm,
+                          &p.send)) {
     PMPI_Cancel(&p.recv);
     PMPI_Request_free(&p.recv);
     return e;
@@ -478,25 +498,23 @@ int start_pair(sendrecv_pair& p, const void* sbuf, int scount, MPI_Datatype styp
 }
 }  // namespace
 
-int PMPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
-                   int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
-                   MPI_Request* request) {
-  const char* fn = "MPI_Isendrecv";
+int nmad::mpi::p2p_isendrecv(const char* fn, const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                             int dest, int sendtag, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                             int source, int recvtag, MPI_Comm comm, MPI_Request* request) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p(fn, c, comm, sendbuf, sendcount, sendtype, dest, sendtag, true)) return e;
   if (int e = check_p2p(fn, c, comm, recvbuf, recvcount, recvtype, source, recvtag, false)) return e;
   if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
   auto p = std::make_shared<sendrecv_pair>();
-  if (int e = start_pair(*p, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+  if (int e = start_pair(fn, *p, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                          recvtag, comm))
     return e;
   return pair_request(c, std::move(p), request);
 }
 
-int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
-                           int recvtag, MPI_Comm comm, MPI_Request* request) {
-  const char* fn = "MPI_Isendrecv_replace";
+int nmad::mpi::p2p_isendrecv_replace(const char* fn, void* buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                     int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request* request) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
   if (int e = check_p2p(fn, c, comm, buf, count, datatype, dest, sendtag, true)) return e;
@@ -507,10 +525,8 @@ int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest
   auto p = std::make_shared<sendrecv_pair>();
   if (dest != MPI_PROC_NULL)
     if (int e = outgoing_copy(fn, c, buf, count, datatype, p->copy)) return e;
-  if (p->copy.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    return mpi_raise(fn, c, MPI_ERR_COUNT, "more than INT_MAX bytes to send");
-  if (int e = start_pair(*p, p->copy.data(), static_cast<int>(p->copy.size()), MPI_BYTE, dest, sendtag, buf, count,
-                         datatype, source, recvtag, comm))
+  if (int e = start_pair(fn, *p, p->copy.data(), static_cast<MPI_Count>(p->copy.size()), MPI_BYTE, dest, sendtag, buf,
+                         count, datatype, source, recvtag, comm))
     return e;
   return pair_request(c, std::move(p), request);
 }
@@ -650,23 +666,24 @@ void drop_message(message_obj* m) {
 }
 }  // namespace
 
-int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status) {
-  if (!check_initialized("MPI_Mrecv")) return MPI_ERR_OTHER;
-  if (!message) return mpi_raise("MPI_Mrecv", nullptr, MPI_ERR_ARG, "null message");
+int nmad::mpi::p2p_mrecv(const char* fn, void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message* message,
+                         MPI_Status* status) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!message) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null message");
   if (*message == MPI_MESSAGE_NO_PROC) {
     proc_null_status(status);
     *message = MPI_MESSAGE_NULL;
     return MPI_SUCCESS;
   }
   message_obj* m = take_message(*message);
-  if (!m) return mpi_raise("MPI_Mrecv", nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
+  if (!m) return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
   comm_obj* c = m->comm;
   std::string detail;
-  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Mrecv", c, e, detail);
+  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise(fn, c, e, detail);
   void* ptr = nullptr;
   std::size_t bytes = 0;
   std::shared_ptr<recv_stage> stage;
-  if (int e = recv_view(c, "MPI_Mrecv", buf, count, datatype, ptr, bytes, stage)) return e;
+  if (int e = recv_view(c, fn, buf, count, datatype, ptr, bytes, stage)) return e;
   state& s = st();
   blocking_request held;
   nmad::request& req = held.get();
@@ -674,12 +691,13 @@ int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message
   drop_message(m);
   *message = MPI_MESSAGE_NULL;
   const nmad::errc e = s.session->wait(req);
-  return finish_blocking_recv("MPI_Mrecv", c, req, from_errc(e), stage.get(), status);
+  return finish_blocking_recv(fn, c, req, from_errc(e), stage.get(), status);
 }
 
-int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request) {
-  if (!check_initialized("MPI_Imrecv")) return MPI_ERR_OTHER;
-  if (!message || !request) return mpi_raise("MPI_Imrecv", nullptr, MPI_ERR_ARG, "null message or request");
+int nmad::mpi::p2p_imrecv(const char* fn, void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message* message,
+                          MPI_Request* request) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!message || !request) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null message or request");
   request_obj* r = nullptr;
   if (*message == MPI_MESSAGE_NO_PROC) {
     r = new_request();
@@ -694,13 +712,13 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
     return MPI_SUCCESS;
   }
   message_obj* m = take_message(*message);
-  if (!m) return mpi_raise("MPI_Imrecv", nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
+  if (!m) return mpi_raise(fn, nullptr, MPI_ERR_REQUEST, "invalid message handle " + std::to_string(*message));
   std::string detail;
-  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise("MPI_Imrecv", m->comm, e, detail);
+  if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise(fn, m->comm, e, detail);
   void* ptr = nullptr;
   std::size_t bytes = 0;
   std::shared_ptr<recv_stage> stage;
-  if (int e = recv_view(m->comm, "MPI_Imrecv", buf, count, datatype, ptr, bytes, stage)) return e;
+  if (int e = recv_view(m->comm, fn, buf, count, datatype, ptr, bytes, stage)) return e;
   r = new_request();
   r->type = request_obj::kind::recv;
   r->persistent = false;
@@ -725,7 +743,36 @@ int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* messag
   return MPI_SUCCESS;
 }
 
-}  // extern "C"
+int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  return p2p_recv("MPI_Recv", buf, count, datatype, source, tag, comm, status);
+}
+int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  return p2p_sendrecv("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                      source, recvtag, comm, status);
+}
+int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                          int recvtag, MPI_Comm comm, MPI_Status* status) {
+  return p2p_sendrecv_replace("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                              status);
+}
+int PMPI_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return p2p_isendrecv("MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                       source, recvtag, comm, request);
+}
+int PMPI_Isendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                           int recvtag, MPI_Comm comm, MPI_Request* request) {
+  return p2p_isendrecv_replace("MPI_Isendrecv_replace", buf, count, datatype, dest, sendtag, source, recvtag, comm,
+                               request);
+}
+int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status) {
+  return p2p_mrecv("MPI_Mrecv", buf, count, datatype, message, status);
+}
+int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request) {
+  return p2p_imrecv("MPI_Imrecv", buf, count, datatype, message, request);
+}
 
 // The public names: weak aliases, so profiling tools can interpose.
 #pragma weak MPI_Send = PMPI_Send

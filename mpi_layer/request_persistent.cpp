@@ -6,13 +6,12 @@
 #include <string>
 
 #include "mpi_layer/mpi_impl.hpp"
+#include "mpi_layer/p2p.hpp"
 
 using namespace nmad::mpi;
 
-extern "C" {
-
-static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, const void* buf, int count,
-                           MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
+int nmad::mpi::p2p_init(const char* fn, request_obj::kind k, send_mode mode, const void* buf, MPI_Count count,
+                        MPI_Datatype datatype, int peer, int tag, MPI_Comm comm, MPI_Request* request) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
@@ -48,29 +47,31 @@ static int make_persistent(const char* fn, request_obj::kind k, send_mode mode, 
   return MPI_SUCCESS;
 }
 
+extern "C" {
+
 int PMPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                   MPI_Request* request) {
-  return make_persistent("MPI_Send_init", request_obj::kind::send, send_mode::standard, buf, count, datatype, dest,
+  return p2p_init("MPI_Send_init", request_obj::kind::send, send_mode::standard, buf, count, datatype, dest,
                          tag, comm, request);
 }
 int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                    MPI_Request* request) {
-  return make_persistent("MPI_Ssend_init", request_obj::kind::send, send_mode::synchronous, buf, count, datatype,
+  return p2p_init("MPI_Ssend_init", request_obj::kind::send, send_mode::synchronous, buf, count, datatype,
                          dest, tag, comm, request);
 }
 int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                    MPI_Request* request) {
-  return make_persistent("MPI_Rsend_init", request_obj::kind::send, send_mode::ready, buf, count, datatype, dest,
+  return p2p_init("MPI_Rsend_init", request_obj::kind::send, send_mode::ready, buf, count, datatype, dest,
                          tag, comm, request);
 }
 int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                    MPI_Request* request) {
-  return make_persistent("MPI_Bsend_init", request_obj::kind::send, send_mode::buffered, buf, count, datatype,
+  return p2p_init("MPI_Bsend_init", request_obj::kind::send, send_mode::buffered, buf, count, datatype,
                          dest, tag, comm, request);
 }
 int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                   MPI_Request* request) {
-  return make_persistent("MPI_Recv_init", request_obj::kind::recv, send_mode::standard, buf, count, datatype,
+  return p2p_init("MPI_Recv_init", request_obj::kind::recv, send_mode::standard, buf, count, datatype,
                          source, tag, comm, request);
 }
 
@@ -92,6 +93,32 @@ int PMPI_Startall(int count, MPI_Request requests[]) {
   return MPI_SUCCESS;
 }
 
+int PMPI_Send_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                     MPI_Request* request) {
+  return p2p_init("MPI_Send_init_c", request_obj::kind::send, send_mode::standard, buf, count, datatype, dest, tag,
+                  comm, request);
+}
+int PMPI_Ssend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                      MPI_Request* request) {
+  return p2p_init("MPI_Ssend_init_c", request_obj::kind::send, send_mode::synchronous, buf, count, datatype, dest,
+                  tag, comm, request);
+}
+int PMPI_Rsend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                      MPI_Request* request) {
+  return p2p_init("MPI_Rsend_init_c", request_obj::kind::send, send_mode::ready, buf, count, datatype, dest, tag,
+                  comm, request);
+}
+int PMPI_Bsend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                      MPI_Request* request) {
+  return p2p_init("MPI_Bsend_init_c", request_obj::kind::send, send_mode::buffered, buf, count, datatype, dest, tag,
+                  comm, request);
+}
+int PMPI_Recv_init_c(void* buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                     MPI_Request* request) {
+  return p2p_init("MPI_Recv_init_c", request_obj::kind::recv, send_mode::standard, buf, count, datatype, source,
+                  tag, comm, request);
+}
+
 }  // extern "C"
 
 // The public names: weak aliases, so profiling tools can interpose.
@@ -102,3 +129,8 @@ int PMPI_Startall(int count, MPI_Request requests[]) {
 #pragma weak MPI_Recv_init = PMPI_Recv_init
 #pragma weak MPI_Start = PMPI_Start
 #pragma weak MPI_Startall = PMPI_Startall
+#pragma weak MPI_Send_init_c = PMPI_Send_init_c
+#pragma weak MPI_Ssend_init_c = PMPI_Ssend_init_c
+#pragma weak MPI_Rsend_init_c = PMPI_Rsend_init_c
+#pragma weak MPI_Bsend_init_c = PMPI_Bsend_init_c
+#pragma weak MPI_Recv_init_c = PMPI_Recv_init_c

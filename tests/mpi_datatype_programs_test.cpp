@@ -6,6 +6,11 @@
 
 using namespace nmad_mpi_test;
 
+TEST_CASE("large_count_types: _c constructors with displacements above 2^31 (extent, envelope and contents _c), "
+          "Pack/Unpack(_external)_c, Op_create_c in Reduce_local_c/Allreduce/Iallreduce, MPI-IO _c, one-sided _c") {
+  expect_pass("large_count_types", {1, 2, 3});
+}
+
 TEST_CASE("type_vector: matrix columns, resized columns, blocks") {
   expect_pass("type_vector", {1, 2, 4});
   expect_pass_all_drivers("type_vector", {2});

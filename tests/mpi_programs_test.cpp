@@ -84,6 +84,10 @@ TEST_CASE("mpi4 basics: Isendrecv(_replace), Comm_idup_with_info, Info_get_strin
   expect_pass("mpi4_basics", {2}, {{"NMAD_TOPOLOGY", "pack:2 core:2 pu:2"}, {"NMAD_HW_BINDING", "0;5"},
                                    {"MPI4_EXPECT_BOUND", "1"}});
 }
+TEST_CASE("mpi large_count_p2p: every _c send mode, receive, sendrecv, persistent and matched form, Buffer_attach/"
+          "detach_c, Get_count/Get_elements_c; one transfer of more than 2^31 MPI_CHARs over shm and one over self") {
+  expect_pass("large_count_p2p", {1, 2});
+}
 TEST_CASE("mpi partitioned: Psend/Precv_init, Pready(_range, _list) from 8 threads, Parrived, other partition counts, "
           "derived types, matching order, PROC_NULL, truncation, errors") {
   expect_pass("partitioned", {1, 2, 3});

@@ -41,6 +41,13 @@ Datatype run(const Datatype& t, Aint row, Count first, Count n) {
 Datatype Datatype::create_darray(int size, int rank, std::span<const int> gsizes,
                                  std::span<const Distribution> distribs, std::span<const int> dargs,
                                  std::span<const int> psizes, Order order, const Datatype& old) {
+  const std::vector<Count> g(gsizes.begin(), gsizes.end());
+  return create_darray(size, rank, std::span<const Count>(g), distribs, dargs, psizes, order, old);
+}
+
+Datatype Datatype::create_darray(int size, int rank, std::span<const Count> gsizes,
+                                 std::span<const Distribution> distribs, std::span<const int> dargs,
+                                 std::span<const int> psizes, Order order, const Datatype& old) {
   old.checked();
   const std::size_t nd = gsizes.size();
   if (nd == 0 || distribs.size() != nd || dargs.size() != nd || psizes.size() != nd)
@@ -122,7 +129,7 @@ Datatype Datatype::create_darray(int size, int rank, std::span<const int> gsizes
   }
 
   TypeContents ct{Combiner::Darray, {size, rank, static_cast<Count>(nd)}, {}, {old}};
-  for (int v : gsizes) ct.ints.push_back(v);
+  for (Count v : gsizes) ct.ints.push_back(v);
   for (Distribution v : distribs) ct.ints.push_back(static_cast<int>(v));
   for (int v : dargs) ct.ints.push_back(v);
   for (int v : psizes) ct.ints.push_back(v);

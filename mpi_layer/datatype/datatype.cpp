@@ -175,7 +175,15 @@ Datatype Datatype::vector(Count count, Count blocklength, Count stride, const Da
   return d;
 }
 
+namespace {
+std::vector<Count> widen(std::span<const int> v) { return {v.begin(), v.end()}; }
+}  // namespace
+
 Datatype Datatype::hindexed(std::span<const int> blocklengths, std::span<const Aint> displacements,
+                            const Datatype& old) {
+  return hindexed(std::span<const Count>(widen(blocklengths)), displacements, old);
+}
+Datatype Datatype::hindexed(std::span<const Count> blocklengths, std::span<const Aint> displacements,
                             const Datatype& old) {
   old.checked();
   if (blocklengths.size() != displacements.size())
@@ -196,18 +204,22 @@ Datatype Datatype::hindexed(std::span<const int> blocklengths, std::span<const A
 
 Datatype Datatype::indexed(std::span<const int> blocklengths, std::span<const int> displacements,
                            const Datatype& old) {
+  return indexed(std::span<const Count>(widen(blocklengths)), std::span<const Count>(widen(displacements)), old);
+}
+Datatype Datatype::indexed(std::span<const Count> blocklengths, std::span<const Count> displacements,
+                           const Datatype& old) {
   const TypeImpl& o = old.checked();
   if (blocklengths.size() != displacements.size())
     fail(DatatypeErrc::invalid_argument, "blocklengths and displacements differ in length");
   const Aint ext = o.ub - o.lb;
   std::vector<Aint> bytes;
   bytes.reserve(displacements.size());
-  for (int d : displacements) bytes.push_back(checked_mul(d, ext, "displacement"));
+  for (Count d : displacements) bytes.push_back(checked_mul(d, ext, "displacement"));
   Datatype r = hindexed(blocklengths, bytes, old);
   r.impl_->combiner = Combiner::Indexed;
   r.impl_->contents.combiner = Combiner::Indexed;
   r.impl_->contents.addresses.clear();
-  for (int d : displacements) r.impl_->contents.ints.push_back(d);
+  for (Count d : displacements) r.impl_->contents.ints.push_back(d);
   return r;
 }
 
@@ -226,19 +238,27 @@ Datatype Datatype::hindexed_block(Count blocklength, std::span<const Aint> displ
 
 Datatype Datatype::indexed_block(Count blocklength, std::span<const int> displacements,
                                  const Datatype& old) {
+  return indexed_block(blocklength, std::span<const Count>(widen(displacements)), old);
+}
+Datatype Datatype::indexed_block(Count blocklength, std::span<const Count> displacements,
+                                 const Datatype& old) {
   const TypeImpl& o = old.checked();
   const Aint ext = o.ub - o.lb;
   std::vector<Aint> bytes;
-  for (int d : displacements) bytes.push_back(checked_mul(d, ext, "displacement"));
+  for (Count d : displacements) bytes.push_back(checked_mul(d, ext, "displacement"));
   Datatype r = hindexed_block(blocklength, bytes, old);
   r.impl_->combiner = Combiner::IndexedBlock;
   r.impl_->contents.combiner = Combiner::IndexedBlock;
   r.impl_->contents.addresses.clear();
-  for (int d : displacements) r.impl_->contents.ints.push_back(d);
+  for (Count d : displacements) r.impl_->contents.ints.push_back(d);
   return r;
 }
 
 Datatype Datatype::create_struct(std::span<const int> blocklengths, std::span<const Aint> displacements,
+                                 std::span<const Datatype> types) {
+  return create_struct(std::span<const Count>(widen(blocklengths)), displacements, types);
+}
+Datatype Datatype::create_struct(std::span<const Count> blocklengths, std::span<const Aint> displacements,
                                  std::span<const Datatype> types) {
   if (blocklengths.size() != displacements.size() || blocklengths.size() != types.size())
     fail(DatatypeErrc::invalid_argument, "struct arrays differ in length");
@@ -273,6 +293,11 @@ Datatype Datatype::create_resized(const Datatype& old, Aint lb, Aint extent) {
 
 Datatype Datatype::create_subarray(std::span<const int> sizes, std::span<const int> subsizes,
                                    std::span<const int> starts, Order order, const Datatype& old) {
+  return create_subarray(std::span<const Count>(widen(sizes)), std::span<const Count>(widen(subsizes)),
+                         std::span<const Count>(widen(starts)), order, old);
+}
+Datatype Datatype::create_subarray(std::span<const Count> sizes, std::span<const Count> subsizes,
+                                   std::span<const Count> starts, Order order, const Datatype& old) {
   const TypeImpl& o = old.checked();
   const std::size_t nd = sizes.size();
   if (nd == 0 || subsizes.size() != nd || starts.size() != nd)
@@ -304,9 +329,9 @@ Datatype Datatype::create_subarray(std::span<const int> sizes, std::span<const i
   c.ints.clear();
   c.addresses.clear();
   c.ints.push_back(static_cast<Count>(nd));
-  for (int v : sizes) c.ints.push_back(v);
-  for (int v : subsizes) c.ints.push_back(v);
-  for (int v : starts) c.ints.push_back(v);
+  for (Count v : sizes) c.ints.push_back(v);
+  for (Count v : subsizes) c.ints.push_back(v);
+  for (Count v : starts) c.ints.push_back(v);
   c.ints.push_back(order == Order::C ? 0 : 1);
   c.types = {old};
   return r;

@@ -203,11 +203,15 @@ class Datatype;
 
 // MPI_Type_get_envelope / MPI_Type_get_contents, in the standard's order
 // (e.g. indexed: ints = {count, blocklengths..., displacements...}).
+// large_counts: a type built by a large-count constructor (MPI_Type_*_c)
+// carries its MPI_Count arguments there, in the order of MPI 4.0 sec. 5.1.13
+// (the binding sets them with relabel()); empty for every other type.
 struct TypeContents {
   Combiner combiner;
   std::vector<Count> ints;
   std::vector<Aint> addresses;
   std::vector<Datatype> types;
+  std::vector<Count> large_counts;
 };
 
 struct TypeImpl;  // internal
@@ -223,15 +227,26 @@ class Datatype {
   static Datatype contiguous(Count count, const Datatype& old);
   static Datatype vector(Count count, Count blocklength, Count stride, const Datatype& old);
   static Datatype hvector(Count count, Count blocklength, Aint stride_bytes, const Datatype& old);
+  // The array constructors take int arrays (the MPI int bindings) or Count
+  // ones (the large-count _c bindings); the int forms widen and build the
+  // same type.
   static Datatype indexed(std::span<const int> blocklengths, std::span<const int> displacements,
+                          const Datatype& old);
+  static Datatype indexed(std::span<const Count> blocklengths, std::span<const Count> displacements,
                           const Datatype& old);
   static Datatype hindexed(std::span<const int> blocklengths, std::span<const Aint> displacements,
                            const Datatype& old);
+  static Datatype hindexed(std::span<const Count> blocklengths, std::span<const Aint> displacements,
+                           const Datatype& old);
   static Datatype indexed_block(Count blocklength, std::span<const int> displacements,
+                                const Datatype& old);
+  static Datatype indexed_block(Count blocklength, std::span<const Count> displacements,
                                 const Datatype& old);
   static Datatype hindexed_block(Count blocklength, std::span<const Aint> displacements,
                                  const Datatype& old);
   static Datatype create_struct(std::span<const int> blocklengths, std::span<const Aint> displacements,
+                                std::span<const Datatype> types);
+  static Datatype create_struct(std::span<const Count> blocklengths, std::span<const Aint> displacements,
                                 std::span<const Datatype> types);
   static Datatype create_resized(const Datatype& old, Aint lb, Aint extent);
   enum class Order { C, Fortran };  // MPI_ORDER_C / MPI_ORDER_FORTRAN
@@ -239,6 +254,8 @@ class Datatype {
   // Requires sizes[i] >= 1, subsizes[i] >= 0, 0 <= starts[i] <= sizes[i] - subsizes[i].
   static Datatype create_subarray(std::span<const int> sizes, std::span<const int> subsizes,
                                   std::span<const int> starts, Order order, const Datatype& old);
+  static Datatype create_subarray(std::span<const Count> sizes, std::span<const Count> subsizes,
+                                  std::span<const Count> starts, Order order, const Datatype& old);
   // MPI_Type_create_darray (MPI-3.1 4.1.4, darray.cpp): the part of a
   // global array (gsizes, in `order`) that process `rank` of `size` owns in
   // a row-major process grid psizes, each dimension distributed by HPF rules:
@@ -252,6 +269,9 @@ class Datatype {
   enum class Distribution { Block = 0, Cyclic = 1, None = 2 };
   static constexpr int kDefaultDarg = -1;
   static Datatype create_darray(int size, int rank, std::span<const int> gsizes,
+                                std::span<const Distribution> distribs, std::span<const int> dargs,
+                                std::span<const int> psizes, Order order, const Datatype& old);
+  static Datatype create_darray(int size, int rank, std::span<const Count> gsizes,
                                 std::span<const Distribution> distribs, std::span<const int> dargs,
                                 std::span<const int> psizes, Order order, const Datatype& old);
   Datatype dup() const;  // MPI_Type_dup: same type map, committed iff *this is
@@ -277,6 +297,9 @@ class Datatype {
   std::optional<BasicType> basic_type() const;  // set for predefined (named) types only
   Combiner combiner() const;
   TypeContents contents() const;  // Named: empty arrays
+  // Replaces the combiner and contents a constructor recorded (the
+  // large-count bindings record their MPI_Count arguments this way).
+  void relabel(TypeContents contents);
 
   // MPI_Get_count: nullopt = MPI_UNDEFINED (nbytes is not a whole number of
   // elements). A zero-size type gives 0.
@@ -356,9 +379,6 @@ class Datatype {
  private:
   explicit Datatype(std::shared_ptr<TypeImpl> impl) : impl_(std::move(impl)) {}
   const TypeImpl& checked() const;
-  // Gives a freshly built type the combiner and contents of the constructor
-  // that built it out of others (subarray, darray).
-  void relabel(TypeContents contents);
   // The flat block list, or nullptr for a type in tree form; throws if
   // uncommitted.
   const std::vector<Block>* flat_blocks() const;

@@ -170,7 +170,7 @@ int lookup_comm_type(MPI_Datatype t, Datatype& out, std::string& detail) {
   return MPI_SUCCESS;
 }
 
-int check_comm_buffer(int count, MPI_Datatype t, const void* buf, std::string& detail) {
+int check_comm_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& detail) {
   if (count < 0) {
     detail = "count " + std::to_string(count) + " is negative";
     return MPI_ERR_COUNT;
@@ -189,7 +189,7 @@ int check_comm_buffer(int count, MPI_Datatype t, const void* buf, std::string& d
 
 namespace {
 // Bytes of `count` elements of d, or an error when they do not fit a size_t.
-int comm_bytes(int count, const Datatype& d, std::size_t& bytes, std::string& detail) {
+int comm_bytes(MPI_Count count, const Datatype& d, std::size_t& bytes, std::string& detail) {
   const Count size = d.size();
   if (count > 0 && size > LLONG_MAX / count) {
     detail = std::to_string(count) + " elements of " + std::to_string(size) + " bytes overflow";
@@ -203,7 +203,7 @@ const void* at_offset(const void* buf, Aint off) {
 }
 }  // namespace
 
-int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr, std::size_t& bytes,
+int resolve_send(const void* buf, MPI_Count count, const Datatype& d, const void*& ptr, std::size_t& bytes,
                  std::shared_ptr<send_stage>& stage, std::string& detail) {
   try {
     if (int e = comm_bytes(count, d, bytes, detail)) return e;
@@ -228,7 +228,7 @@ int resolve_send(const void* buf, int count, const Datatype& d, const void*& ptr
   }
 }
 
-int resolve_recv(void* buf, int count, const Datatype& d, void*& ptr, std::size_t& bytes,
+int resolve_recv(void* buf, MPI_Count count, const Datatype& d, void*& ptr, std::size_t& bytes,
                  std::shared_ptr<recv_stage>& stage, std::string& detail) {
   try {
     if (int e = comm_bytes(count, d, bytes, detail)) return e;
@@ -314,7 +314,9 @@ int construct(const char* fn, MPI_Datatype* newtype, Build&& build) {
   });
 }
 
-int combiner_constant(Combiner c) {
+}  // namespace
+
+int nmad::mpi::mpi_combiner_of(Combiner c) {
   switch (c) {
     case Combiner::Named: return MPI_COMBINER_NAMED;
     case Combiner::Dup: return MPI_COMBINER_DUP;
@@ -334,6 +336,16 @@ int combiner_constant(Combiner c) {
     case Combiner::F90Integer: return MPI_COMBINER_F90_INTEGER;
   }
   return MPI_COMBINER_NAMED;
+}
+
+namespace {
+
+// A type made by a large-count constructor (MPI_Type_*_c): the int
+// envelope and contents have no place for its MPI_Count arguments.
+int refuse_large(const char* fn, MPI_Datatype t) {
+  return mpi_raise(fn, nullptr, MPI_ERR_TYPE,
+                   type_handle_text(t) + " was made by a large-count constructor: its arguments are MPI_Counts, "
+                                         "which only the _c form (" + fn + "_c) reports");
 }
 
 // Query pattern: a live datatype (committed or not) and non-null outputs.
@@ -629,12 +641,13 @@ int PMPI_Type_get_envelope(MPI_Datatype datatype, int* num_integers, int* num_ad
                            int* combiner) {
   return query("MPI_Type_get_envelope", datatype, num_integers && num_addresses && num_datatypes && combiner,
                [&](const Datatype& d) {
-                 *combiner = combiner_constant(d.combiner());
+                 *combiner = mpi_combiner_of(d.combiner());
                  if (d.combiner() == Combiner::Named) {
                    *num_integers = *num_addresses = *num_datatypes = 0;
                    return MPI_SUCCESS;
                  }
                  const TypeContents c = d.contents();
+                 if (!c.large_counts.empty()) return refuse_large("MPI_Type_get_envelope", datatype);
                  *num_integers = static_cast<int>(c.ints.size());
                  *num_addresses = static_cast<int>(c.addresses.size());
                  *num_datatypes = static_cast<int>(c.types.size());
@@ -653,6 +666,7 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
       return mpi_raise(fn, nullptr, MPI_ERR_TYPE,
                        type_handle_text(datatype) + " is predefined (MPI_COMBINER_NAMED): it has no contents");
     const TypeContents c = d.contents();
+    if (!c.large_counts.empty()) return refuse_large(fn, datatype);
     if (max_integers < static_cast<int>(c.ints.size()) || max_addresses < static_cast<int>(c.addresses.size()) ||
         max_datatypes < static_cast<int>(c.types.size()))
       return mpi_raise(fn, nullptr, MPI_ERR_ARG,

@@ -35,13 +35,12 @@ int check_datarep(const char* fn, const char* datarep) {
   return MPI_SUCCESS;
 }
 
-}  // namespace
 
-extern "C" {
-
-int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
-                       MPI_Aint outsize, MPI_Aint* position) {
-  const char* fn = "MPI_Pack_external";
+// The int forms and the _c ones (MPI 4.0) share these: Pos is MPI_Aint or
+// MPI_Count (both 64-bit), counts are carried as MPI_Count.
+template <class Pos>
+int pack_external(const char* fn, const char datarep[], const void* inbuf, MPI_Count incount, MPI_Datatype datatype,
+                  void* outbuf, MPI_Count outsize, Pos* position) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_datarep(fn, datarep)) return e;
   if (!position) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null position");
@@ -52,14 +51,14 @@ int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI
     if (!outbuf && d.size() > 0 && incount > 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null outbuf");
     Count pos = *position;
     external32::pack(d, inbuf, incount, outbuf, outsize, pos);
-    *position = static_cast<MPI_Aint>(pos);
+    *position = static_cast<Pos>(pos);
     return MPI_SUCCESS;
   });
 }
 
-int PMPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize, MPI_Aint* position, void* outbuf,
-                         int outcount, MPI_Datatype datatype) {
-  const char* fn = "MPI_Unpack_external";
+template <class Pos>
+int unpack_external(const char* fn, const char datarep[], const void* inbuf, MPI_Count insize, Pos* position,
+                    void* outbuf, MPI_Count outcount, MPI_Datatype datatype) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_datarep(fn, datarep)) return e;
   if (!position) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null position");
@@ -71,22 +70,52 @@ int PMPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insiz
     if (!inbuf && d.size() > 0 && outcount > 0) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null inbuf");
     Count pos = *position;
     external32::unpack(d, inbuf, insize, pos, outbuf, outcount);
-    *position = static_cast<MPI_Aint>(pos);
+    *position = static_cast<Pos>(pos);
     return MPI_SUCCESS;
   });
 }
 
-int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint* size) {
-  const char* fn = "MPI_Pack_external_size";
+template <class Size>
+int pack_external_size(const char* fn, const char datarep[], MPI_Count incount, MPI_Datatype datatype, Size* size) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (int e = check_datarep(fn, datarep)) return e;
   if (!size) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null size");
   if (incount < 0) return mpi_raise(fn, nullptr, MPI_ERR_COUNT, "incount " + std::to_string(incount) + " is negative");
   return guarded(fn, false, [&] {
-    *size = static_cast<MPI_Aint>(external32::size(need_type(datatype, "datatype"), incount));
+    *size = static_cast<Size>(external32::size(need_type(datatype, "datatype"), incount));
     return MPI_SUCCESS;
   });
 }
+
+}  // namespace
+
+extern "C" {
+
+int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
+                       MPI_Aint outsize, MPI_Aint* position) {
+  return pack_external("MPI_Pack_external", datarep, inbuf, incount, datatype, outbuf, outsize, position);
+}
+int PMPI_Pack_external_c(const char datarep[], const void* inbuf, MPI_Count incount, MPI_Datatype datatype,
+                         void* outbuf, MPI_Count outsize, MPI_Count* position) {
+  return pack_external("MPI_Pack_external_c", datarep, inbuf, incount, datatype, outbuf, outsize, position);
+}
+
+int PMPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize, MPI_Aint* position, void* outbuf,
+                         int outcount, MPI_Datatype datatype) {
+  return unpack_external("MPI_Unpack_external", datarep, inbuf, insize, position, outbuf, outcount, datatype);
+}
+int PMPI_Unpack_external_c(const char datarep[], const void* inbuf, MPI_Count insize, MPI_Count* position,
+                           void* outbuf, MPI_Count outcount, MPI_Datatype datatype) {
+  return unpack_external("MPI_Unpack_external_c", datarep, inbuf, insize, position, outbuf, outcount, datatype);
+}
+
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint* size) {
+  return pack_external_size("MPI_Pack_external_size", datarep, incount, datatype, size);
+}
+int PMPI_Pack_external_size_c(const char datarep[], MPI_Count incount, MPI_Datatype datatype, MPI_Count* size) {
+  return pack_external_size("MPI_Pack_external_size_c", datarep, incount, datatype, size);
+}
+
 
 int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype) {
   const char* fn = "MPI_Type_match_size";
@@ -122,3 +151,6 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype) {
 #pragma weak MPI_Unpack_external = PMPI_Unpack_external
 #pragma weak MPI_Pack_external_size = PMPI_Pack_external_size
 #pragma weak MPI_Type_match_size = PMPI_Type_match_size
+#pragma weak MPI_Pack_external_c = PMPI_Pack_external_c
+#pragma weak MPI_Unpack_external_c = PMPI_Unpack_external_c
+#pragma weak MPI_Pack_external_size_c = PMPI_Pack_external_size_c

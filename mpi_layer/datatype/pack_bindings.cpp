@@ -1,5 +1,6 @@
 // Packing (MPI_Pack, MPI_Unpack, MPI_Pack_size), element counts of a
-// status (MPI_Get_count, MPI_Get_elements(_x), MPI_Status_set_elements(_x))
+// status (MPI_Get_count, MPI_Get_elements(_x), MPI_Status_set_elements(_x)),
+// each with its MPI 4.0 large-count form (_c)
 // and addresses (MPI_Get_address, MPI_Aint_add, MPI_Aint_diff), for
 // predefined and derived datatypes alike.
 //
@@ -9,6 +10,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <new>
 
 #include "mpi_layer/mpi_impl.hpp"
@@ -87,13 +89,12 @@ int set_elements(const char* fn, MPI_Status* status, MPI_Datatype datatype, Coun
   });
 }
 
-}  // namespace
-
-extern "C" {
-
-int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize, int* position,
-              MPI_Comm comm) {
-  const char* fn = "MPI_Pack";
+// MPI_Pack(_c) and MPI_Unpack(_c): Pos is int or MPI_Count (position and
+// sizes); counts are carried as MPI_Count. An int position that would pass
+// INT_MAX is refused before anything is written.
+template <class Pos>
+int pack(const char* fn, const void* inbuf, MPI_Count incount, MPI_Datatype datatype, void* outbuf, MPI_Count outsize,
+         Pos* position, MPI_Comm comm) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
@@ -105,14 +106,14 @@ int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbu
     if (!outbuf && d.size() > 0 && incount > 0) return mpi_raise(fn, c, MPI_ERR_ARG, "null outbuf");
     Count pos = *position;
     d.pack(inbuf, incount, outbuf, outsize, pos);
-    *position = static_cast<int>(pos);
+    *position = static_cast<Pos>(pos);  // pos <= outsize, which a Pos holds
     return MPI_SUCCESS;
   });
 }
 
-int PMPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount, MPI_Datatype datatype,
-                MPI_Comm comm) {
-  const char* fn = "MPI_Unpack";
+template <class Pos>
+int unpack(const char* fn, const void* inbuf, MPI_Count insize, Pos* position, void* outbuf, MPI_Count outcount,
+           MPI_Datatype datatype, MPI_Comm comm) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
@@ -124,15 +125,17 @@ int PMPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int 
     if (!inbuf && d.size() > 0 && outcount > 0) return mpi_raise(fn, c, MPI_ERR_ARG, "null inbuf");
     Count pos = *position;
     d.unpack(inbuf, insize, pos, outbuf, outcount);
-    *position = static_cast<int>(pos);
+    *position = static_cast<Pos>(pos);  // pos <= insize
     return MPI_SUCCESS;
   });
 }
 
 // An upper bound (here: exact) of the bytes MPI_Pack writes for incount
-// elements. Works on uncommitted types too.
-int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
-  const char* fn = "MPI_Pack_size";
+// elements. Works on uncommitted types too. The int form refuses a size
+// above INT_MAX (MPI_ERR_COUNT), the _c form (Size = MPI_Count) one that
+// overflows an MPI_Count.
+template <class Size>
+int pack_size(const char* fn, MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, Size* size) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
@@ -140,27 +143,69 @@ int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size)
   if (incount < 0) return mpi_raise(fn, c, MPI_ERR_COUNT, "incount " + std::to_string(incount) + " is negative");
   return guarded(fn, c, false, [&] {
     const Count s = need_type(datatype, "datatype").size();
-    if (incount > 0 && s > INT_MAX / incount)
+    constexpr Count kMax = std::numeric_limits<Size>::max();
+    if (incount > 0 && s > kMax / incount)
       return mpi_raise(fn, c, MPI_ERR_COUNT,
-                       std::to_string(incount) + " elements of " + std::to_string(s) + " bytes exceed INT_MAX");
-    *size = static_cast<int>(s * incount);
+                       std::to_string(incount) + " elements of " + std::to_string(s) + " bytes exceed " +
+                           (sizeof(Size) == sizeof(int) ? "INT_MAX (use MPI_Pack_size_c)" : "an MPI_Count"));
+    *size = static_cast<Size>(s * incount);
     return MPI_SUCCESS;
   });
 }
 
-int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
-  const char* fn = "MPI_Get_count";
+// MPI_Get_count(_c): elements of datatype in the status; MPI_UNDEFINED when
+// the bytes are not whole elements or (int form) the count passes INT_MAX.
+template <class Out>
+int get_count(const char* fn, const MPI_Status* status, MPI_Datatype datatype, Out* count) {
   if (!status || !count) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null status or count");
+  constexpr Count kMax = std::numeric_limits<Out>::max();
   const int n = type_size(datatype);
   if (n > 0) {  // predefined: no lock
-    *count = status->nmad_count % n != 0 ? MPI_UNDEFINED : static_cast<int>(status->nmad_count / n);
+    const Count q = status->nmad_count / n;
+    *count = status->nmad_count % n != 0 || q > kMax ? MPI_UNDEFINED : static_cast<Out>(q);
     return MPI_SUCCESS;
   }
   return guarded(fn, nullptr, false, [&] {
     const std::optional<Count> c = need_type(datatype, "datatype").get_count(status->nmad_count);
-    *count = !c || *c > INT_MAX ? MPI_UNDEFINED : static_cast<int>(*c);
+    *count = !c || *c > kMax ? MPI_UNDEFINED : static_cast<Out>(*c);
     return MPI_SUCCESS;
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize, int* position,
+              MPI_Comm comm) {
+  return pack("MPI_Pack", inbuf, incount, datatype, outbuf, outsize, position, comm);
+}
+int PMPI_Pack_c(const void* inbuf, MPI_Count incount, MPI_Datatype datatype, void* outbuf, MPI_Count outsize,
+                MPI_Count* position, MPI_Comm comm) {
+  return pack("MPI_Pack_c", inbuf, incount, datatype, outbuf, outsize, position, comm);
+}
+
+int PMPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount, MPI_Datatype datatype,
+                MPI_Comm comm) {
+  return unpack("MPI_Unpack", inbuf, insize, position, outbuf, outcount, datatype, comm);
+}
+int PMPI_Unpack_c(const void* inbuf, MPI_Count insize, MPI_Count* position, void* outbuf, MPI_Count outcount,
+                  MPI_Datatype datatype, MPI_Comm comm) {
+  return unpack("MPI_Unpack_c", inbuf, insize, position, outbuf, outcount, datatype, comm);
+}
+
+int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
+  return pack_size("MPI_Pack_size", incount, datatype, comm, size);
+}
+int PMPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count* size) {
+  return pack_size("MPI_Pack_size_c", incount, datatype, comm, size);
+}
+
+int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  return get_count("MPI_Get_count", status, datatype, count);
+}
+int PMPI_Get_count_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
+  return get_count("MPI_Get_count_c", status, datatype, count);
 }
 
 int PMPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
@@ -179,12 +224,25 @@ int PMPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype, MPI_Cou
   return MPI_SUCCESS;
 }
 
+// MPI 4.0: the large-count form of MPI_Get_elements (as MPI_Get_elements_x).
+int PMPI_Get_elements_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
+  if (!count) return mpi_raise("MPI_Get_elements_c", nullptr, MPI_ERR_ARG, "null count");
+  std::optional<Count> n;
+  if (int e = status_elements("MPI_Get_elements_c", status, datatype, n)) return e;
+  *count = n ? *n : MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+
 int PMPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count) {
   return set_elements("MPI_Status_set_elements", status, datatype, count);
 }
 
 int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Count count) {
   return set_elements("MPI_Status_set_elements_x", status, datatype, count);
+}
+
+int PMPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count) {
+  return set_elements("MPI_Status_set_elements_c", status, datatype, count);
 }
 
 int PMPI_Get_address(const void* location, MPI_Aint* address) {
@@ -216,3 +274,9 @@ MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) {
 #pragma weak MPI_Get_address = PMPI_Get_address
 #pragma weak MPI_Aint_add = PMPI_Aint_add
 #pragma weak MPI_Aint_diff = PMPI_Aint_diff
+#pragma weak MPI_Pack_c = PMPI_Pack_c
+#pragma weak MPI_Unpack_c = PMPI_Unpack_c
+#pragma weak MPI_Pack_size_c = PMPI_Pack_size_c
+#pragma weak MPI_Get_count_c = PMPI_Get_count_c
+#pragma weak MPI_Get_elements_c = PMPI_Get_elements_c
+#pragma weak MPI_Status_set_elements_c = PMPI_Status_set_elements_c

@@ -44,8 +44,8 @@ std::int64_t stream_bytes(const view& v, const user_data& u, std::int64_t bytes)
   return bytes == u.mem_bytes ? u.file_bytes : (bytes / u.type.size()) * external32::size(u.type, 1);
 }
 
-int access(const char* fn, MPI_File fh, where w, form how, bool write, MPI_Offset offset, void* buf, int count,
-           MPI_Datatype t, MPI_Status* status, MPI_Request* request) {
+int access(const char* fn, MPI_File fh, where w, form how, bool write, MPI_Offset offset, void* buf,
+           MPI_Count count, MPI_Datatype t, MPI_Status* status, MPI_Request* request) {
   if (request) *request = MPI_REQUEST_NULL;
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   auto f = lookup_file(fh);
@@ -442,6 +442,126 @@ int PMPI_File_write_ordered_end(MPI_File fh, const void*, MPI_Status* status) {
   return split_end("MPI_File_write_ordered_end", fh, status);
 }
 
+
+// ---- the MPI 4.0 large-count forms: the same accesses, an MPI_Count count ----
+int PMPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype t,
+                        MPI_Status* status) {
+  return access("MPI_File_read_at_c", fh, where::at, form::blocking, false, offset, buf, count, t, status, nullptr);
+}
+int PMPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype t,
+                            MPI_Status* status) {
+  return access("MPI_File_read_at_all_c", fh, where::at, form::collective, false, offset, buf, count, t, status,
+                nullptr);
+}
+int PMPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype t,
+                         MPI_Status* status) {
+  return access("MPI_File_write_at_c", fh, where::at, form::blocking, true, offset, NMAD_FILE_CBUF(buf), count, t,
+                status, nullptr);
+}
+int PMPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype t,
+                             MPI_Status* status) {
+  return access("MPI_File_write_at_all_c", fh, where::at, form::collective, true, offset, NMAD_FILE_CBUF(buf), count,
+                t, status, nullptr);
+}
+int PMPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype t,
+                         MPI_Request* request) {
+  return access("MPI_File_iread_at_c", fh, where::at, form::nonblocking, false, offset, buf, count, t, nullptr,
+                request);
+}
+int PMPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype t,
+                          MPI_Request* request) {
+  return access("MPI_File_iwrite_at_c", fh, where::at, form::nonblocking, true, offset, NMAD_FILE_CBUF(buf), count,
+                t, nullptr, request);
+}
+int PMPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype t,
+                             MPI_Request* request) {
+  return access("MPI_File_iread_at_all_c", fh, where::at, form::icollective, false, offset, buf, count, t, nullptr,
+                request);
+}
+int PMPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype t,
+                              MPI_Request* request) {
+  return access("MPI_File_iwrite_at_all_c", fh, where::at, form::icollective, true, offset, NMAD_FILE_CBUF(buf),
+                count, t, nullptr, request);
+}
+int PMPI_File_read_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_read_c", fh, where::individual, form::blocking, false, 0, buf, count, t, status, nullptr);
+}
+int PMPI_File_read_all_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_read_all_c", fh, where::individual, form::collective, false, 0, buf, count, t, status,
+                nullptr);
+}
+int PMPI_File_write_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_write_c", fh, where::individual, form::blocking, true, 0, NMAD_FILE_CBUF(buf), count, t,
+                status, nullptr);
+}
+int PMPI_File_write_all_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_write_all_c", fh, where::individual, form::collective, true, 0, NMAD_FILE_CBUF(buf), count,
+                t, status, nullptr);
+}
+int PMPI_File_iread_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Request* request) {
+  return access("MPI_File_iread_c", fh, where::individual, form::nonblocking, false, 0, buf, count, t, nullptr,
+                request);
+}
+int PMPI_File_iwrite_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Request* request) {
+  return access("MPI_File_iwrite_c", fh, where::individual, form::nonblocking, true, 0, NMAD_FILE_CBUF(buf), count,
+                t, nullptr, request);
+}
+int PMPI_File_iread_all_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Request* request) {
+  return access("MPI_File_iread_all_c", fh, where::individual, form::icollective, false, 0, buf, count, t, nullptr,
+                request);
+}
+int PMPI_File_iwrite_all_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Request* request) {
+  return access("MPI_File_iwrite_all_c", fh, where::individual, form::icollective, true, 0, NMAD_FILE_CBUF(buf),
+                count, t, nullptr, request);
+}
+int PMPI_File_read_shared_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_read_shared_c", fh, where::shared, form::blocking, false, 0, buf, count, t, status, nullptr);
+}
+int PMPI_File_write_shared_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_write_shared_c", fh, where::shared, form::blocking, true, 0, NMAD_FILE_CBUF(buf), count, t,
+                status, nullptr);
+}
+int PMPI_File_iread_shared_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Request* request) {
+  return access("MPI_File_iread_shared_c", fh, where::shared, form::nonblocking, false, 0, buf, count, t, nullptr,
+                request);
+}
+int PMPI_File_iwrite_shared_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Request* request) {
+  return access("MPI_File_iwrite_shared_c", fh, where::shared, form::nonblocking, true, 0, NMAD_FILE_CBUF(buf),
+                count, t, nullptr, request);
+}
+int PMPI_File_read_ordered_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_read_ordered_c", fh, where::shared, form::collective, false, 0, buf, count, t, status,
+                nullptr);
+}
+int PMPI_File_write_ordered_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t, MPI_Status* status) {
+  return access("MPI_File_write_ordered_c", fh, where::shared, form::collective, true, 0, NMAD_FILE_CBUF(buf), count,
+                t, status, nullptr);
+}
+int PMPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype t) {
+  return access("MPI_File_read_at_all_begin_c", fh, where::at, form::split_begin, false, offset, buf, count, t,
+                nullptr, nullptr);
+}
+int PMPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype t) {
+  return access("MPI_File_write_at_all_begin_c", fh, where::at, form::split_begin, true, offset, NMAD_FILE_CBUF(buf),
+                count, t, nullptr, nullptr);
+}
+int PMPI_File_read_all_begin_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t) {
+  return access("MPI_File_read_all_begin_c", fh, where::individual, form::split_begin, false, 0, buf, count, t,
+                nullptr, nullptr);
+}
+int PMPI_File_write_all_begin_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t) {
+  return access("MPI_File_write_all_begin_c", fh, where::individual, form::split_begin, true, 0, NMAD_FILE_CBUF(buf),
+                count, t, nullptr, nullptr);
+}
+int PMPI_File_read_ordered_begin_c(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype t) {
+  return access("MPI_File_read_ordered_begin_c", fh, where::shared, form::split_begin, false, 0, buf, count, t,
+                nullptr, nullptr);
+}
+int PMPI_File_write_ordered_begin_c(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype t) {
+  return access("MPI_File_write_ordered_begin_c", fh, where::shared, form::split_begin, true, 0, NMAD_FILE_CBUF(buf),
+                count, t, nullptr, nullptr);
+}
+
 }  // extern "C"
 
 #pragma weak MPI_File_read_at = PMPI_File_read_at
@@ -483,3 +603,31 @@ int PMPI_File_write_ordered_end(MPI_File fh, const void*, MPI_Status* status) {
 #pragma weak MPI_File_read_ordered_end = PMPI_File_read_ordered_end
 #pragma weak MPI_File_write_ordered_begin = PMPI_File_write_ordered_begin
 #pragma weak MPI_File_write_ordered_end = PMPI_File_write_ordered_end
+#pragma weak MPI_File_read_at_c = PMPI_File_read_at_c
+#pragma weak MPI_File_read_at_all_c = PMPI_File_read_at_all_c
+#pragma weak MPI_File_write_at_c = PMPI_File_write_at_c
+#pragma weak MPI_File_write_at_all_c = PMPI_File_write_at_all_c
+#pragma weak MPI_File_iread_at_c = PMPI_File_iread_at_c
+#pragma weak MPI_File_iwrite_at_c = PMPI_File_iwrite_at_c
+#pragma weak MPI_File_iread_at_all_c = PMPI_File_iread_at_all_c
+#pragma weak MPI_File_iwrite_at_all_c = PMPI_File_iwrite_at_all_c
+#pragma weak MPI_File_read_c = PMPI_File_read_c
+#pragma weak MPI_File_read_all_c = PMPI_File_read_all_c
+#pragma weak MPI_File_write_c = PMPI_File_write_c
+#pragma weak MPI_File_write_all_c = PMPI_File_write_all_c
+#pragma weak MPI_File_iread_c = PMPI_File_iread_c
+#pragma weak MPI_File_iwrite_c = PMPI_File_iwrite_c
+#pragma weak MPI_File_iread_all_c = PMPI_File_iread_all_c
+#pragma weak MPI_File_iwrite_all_c = PMPI_File_iwrite_all_c
+#pragma weak MPI_File_read_shared_c = PMPI_File_read_shared_c
+#pragma weak MPI_File_write_shared_c = PMPI_File_write_shared_c
+#pragma weak MPI_File_iread_shared_c = PMPI_File_iread_shared_c
+#pragma weak MPI_File_iwrite_shared_c = PMPI_File_iwrite_shared_c
+#pragma weak MPI_File_read_ordered_c = PMPI_File_read_ordered_c
+#pragma weak MPI_File_write_ordered_c = PMPI_File_write_ordered_c
+#pragma weak MPI_File_read_at_all_begin_c = PMPI_File_read_at_all_begin_c
+#pragma weak MPI_File_write_at_all_begin_c = PMPI_File_write_at_all_begin_c
+#pragma weak MPI_File_read_all_begin_c = PMPI_File_read_all_begin_c
+#pragma weak MPI_File_write_all_begin_c = PMPI_File_write_all_begin_c
+#pragma weak MPI_File_read_ordered_begin_c = PMPI_File_read_ordered_begin_c
+#pragma weak MPI_File_write_ordered_begin_c = PMPI_File_write_ordered_begin_c

@@ -159,7 +159,7 @@ MPI_Offset view_byte_offset(const view& v, MPI_Offset offset);
 // `bytes` in the file's representation.
 struct user_data {
   void* buf = nullptr;
-  int count = 0;
+  MPI_Count count = 0;                 // the _c bindings' counts too
   Datatype type;
   MPI_Datatype handle = MPI_BYTE;
   std::int64_t mem_bytes = 0;          // count * size (native packed)
@@ -168,7 +168,7 @@ struct user_data {
 // Validates (count, datatype, buf) for an access through view v: 0 or an
 // error class with detail (MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_BUFFER,
 // MPI_ERR_ARG for a size that is not a whole number of etypes).
-int describe(const view& v, const void* buf, int count, MPI_Datatype t, user_data& out, std::string& detail);
+int describe(const view& v, const void* buf, MPI_Count count, MPI_Datatype t, user_data& out, std::string& detail);
 
 // Whether the user's data is the file stream itself (contiguous in memory,
 // native representation): accessed in place, never staged.

@@ -152,7 +152,7 @@ MPI_Offset view_byte_offset(const view& v, MPI_Offset offset) {
   return first < 0 ? v.disp : first;
 }
 
-int describe(const view& v, const void* buf, int count, MPI_Datatype t, user_data& out, std::string& detail) {
+int describe(const view& v, const void* buf, MPI_Count count, MPI_Datatype t, user_data& out, std::string& detail) {
   if (count < 0) {
     detail = "negative count " + std::to_string(count);
     return MPI_ERR_COUNT;

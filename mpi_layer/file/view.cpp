@@ -89,8 +89,13 @@ int PMPI_File_get_view(MPI_File fh, MPI_Offset* disp, MPI_Datatype* etype, MPI_D
   return MPI_SUCCESS;
 }
 
-int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint* extent) {
-  const char* fn = "MPI_File_get_type_extent";
+}  // extern "C"
+
+namespace {
+// MPI_File_get_type_extent(_c): Extent is MPI_Aint or MPI_Count (both 64-bit
+// here, so neither form narrows).
+template <class Extent>
+int get_type_extent(const char* fn, MPI_File fh, MPI_Datatype datatype, Extent* extent) {
   int rc;
   auto f = need_file(fn, fh, rc);
   if (!f) return rc;
@@ -116,9 +121,8 @@ int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint* exte
   return MPI_SUCCESS;
 }
 
-int PMPI_Register_datarep(const char* name, MPI_Datarep_conversion_function*, MPI_Datarep_conversion_function*,
-                          MPI_Datarep_extent_function*, void*) {
-  const char* fn = "MPI_Register_datarep";
+// MPI_Register_datarep(_c): refused, but for a predefined name.
+int register_datarep(const char* fn, const char* name) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (!name) return raise_file(fn, nullptr, MPI_ERR_ARG, "null data representation name");
   const std::string n = name;
@@ -129,9 +133,31 @@ int PMPI_Register_datarep(const char* name, MPI_Datarep_conversion_function*, MP
                         "\"): views take \"native\", \"internal\" or \"external32\"");
 }
 
+}  // namespace
+
+extern "C" {
+
+int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint* extent) {
+  return get_type_extent("MPI_File_get_type_extent", fh, datatype, extent);
+}
+int PMPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count* extent) {
+  return get_type_extent("MPI_File_get_type_extent_c", fh, datatype, extent);
+}
+
+int PMPI_Register_datarep(const char* name, MPI_Datarep_conversion_function*, MPI_Datarep_conversion_function*,
+                          MPI_Datarep_extent_function*, void*) {
+  return register_datarep("MPI_Register_datarep", name);
+}
+int PMPI_Register_datarep_c(const char* name, MPI_Datarep_conversion_function_c*, MPI_Datarep_conversion_function_c*,
+                            MPI_Datarep_extent_function*, void*) {
+  return register_datarep("MPI_Register_datarep_c", name);
+}
+
 }  // extern "C"
 
 #pragma weak MPI_File_set_view = PMPI_File_set_view
 #pragma weak MPI_File_get_view = PMPI_File_get_view
 #pragma weak MPI_File_get_type_extent = PMPI_File_get_type_extent
 #pragma weak MPI_Register_datarep = PMPI_Register_datarep
+#pragma weak MPI_File_get_type_extent_c = PMPI_File_get_type_extent_c
+#pragma weak MPI_Register_datarep_c = PMPI_Register_datarep_c

@@ -613,6 +613,7 @@ int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 #include "nmad_mpi/io.h"
 #include "nmad_mpi/mpi4.h"
 #include "nmad_mpi/dynamic.h"
+#include "nmad_mpi/large_count.h"
 #include "nmad_mpi/large_count_coll.h"
 
 #ifdef __cplusplus

@@ -463,12 +463,28 @@ Op Op::user(UserFunction* fn, bool commute) {
   return o;
 }
 
+Op Op::user_c(UserFunctionC* fn, bool commute) {
+  if (fn == nullptr) throw OpError(OpErrc::invalid_op, "nmad::mpi op: null user function");
+  Op o;
+  o.is_predefined_ = false;
+  o.fn_c_ = fn;
+  o.commute_ = commute;
+  return o;
+}
+
 bool Op::is_commutative() const noexcept {
   return is_predefined_ ? op_is_commutative(predefined_) : commute_;
 }
 
 void Op::reduce_user(const void* in, void* inout, Count count, int datatype_handle) const {
   if (is_predefined_) throw OpError(OpErrc::invalid_op, "nmad::mpi op: reduce_user on a predefined op");
+  if (fn_c_) {
+    if (count < 0) throw OpError(OpErrc::invalid_count, "nmad::mpi op: negative count");
+    long long len = count;
+    int handle = datatype_handle;
+    fn_c_(const_cast<void*>(in), inout, &len, &handle);
+    return;
+  }
   if (count < 0 || count > INT_MAX) throw OpError(OpErrc::invalid_count, "nmad::mpi op: count out of int range");
   int len = static_cast<int>(count);
   int handle = datatype_handle;

@@ -65,6 +65,10 @@ class OpError : public std::runtime_error {
 // MPI_User_function: void (void* invec, void* inoutvec, int* len, MPI_Datatype* datatype),
 // with MPI_Datatype an int handle in our mpi.h.
 using UserFunction = void(void* in, void* inout, int* len, int* datatype_handle);
+// MPI_User_function_c (MPI 4.0, MPI_Op_create_c): the same with an
+// MPI_Count length, so a reduction of more than INT_MAX elements reaches it
+// in one call.
+using UserFunctionC = void(void* in, void* inout, long long* len, int* datatype_handle);
 
 const char* op_name(PredefinedOp op);  // "MPI_MAX", ...
 bool op_allowed(PredefinedOp op, BasicType type);
@@ -102,10 +106,11 @@ class Op {
   Op(PredefinedOp op) : predefined_(op), is_predefined_(true) {}  // NOLINT: implicit on purpose
   static Op predefined(PredefinedOp op) { return Op(op); }
   static Op user(UserFunction* fn, bool commute);  // MPI_Op_create
+  static Op user_c(UserFunctionC* fn, bool commute);  // MPI_Op_create_c
 
   bool is_predefined() const noexcept { return is_predefined_; }
   PredefinedOp predefined_op() const noexcept { return predefined_; }  // valid if is_predefined()
-  UserFunction* user_function() const noexcept { return fn_; }        // null if predefined
+  UserFunction* user_function() const noexcept { return fn_; }        // null if predefined or _c
   bool is_commutative() const noexcept;                                // MPI_Op_commutative
 
   // Predefined: apply(op, in, inout, count, type) (handle ignored).
@@ -116,7 +121,9 @@ class Op {
   // Predefined ops on packed operands (see apply_packed); user ops are
   // rejected (they must see the datatype's memory layout: unpack first).
   void reduce_packed(const void* in, void* inout, Count count, const Datatype& type) const;
-  // User ops on any (derived) datatype: only the handle is needed.
+  // User ops on any (derived) datatype: only the handle is needed. An int
+  // user function takes at most INT_MAX elements per call (more: OpError
+  // invalid_count), an MPI_Count one (MPI_Op_create_c) any count.
   void reduce_user(const void* in, void* inout, Count count, int datatype_handle) const;
 
  private:
@@ -124,6 +131,7 @@ class Op {
   bool is_predefined_ = true;
   bool commute_ = true;
   UserFunction* fn_ = nullptr;
+  UserFunctionC* fn_c_ = nullptr;  // set instead of fn_ by MPI_Op_create_c
 };
 
 }  // namespace nmad::mpi

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "mpi_layer/mpi_impl.hpp"
@@ -126,13 +127,16 @@ int check_datatype(MPI_Datatype h, Datatype& out, std::string& detail) {
 
 using namespace nmad::mpi;
 
-extern "C" {
-
-int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
-  if (!check_initialized("MPI_Op_create")) return MPI_ERR_OTHER;
-  if (!user_fn) return mpi_raise("MPI_Op_create", nullptr, MPI_ERR_ARG, "null user function");
-  if (!op) return mpi_raise("MPI_Op_create", nullptr, MPI_ERR_ARG, "null op pointer");
-  Op o = Op::user(reinterpret_cast<UserFunction*>(user_fn), commute != 0);
+namespace {
+// MPI_Op_create(_c): the op's handle, recycled ones first.
+template <class Fn>
+int op_create(const char* fn, Fn* user_fn, int commute, MPI_Op* op) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!user_fn) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null user function");
+  if (!op) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null op pointer");
+  Op o;
+  if constexpr (std::is_same_v<Fn, UserFunctionC>) o = Op::user_c(user_fn, commute != 0);
+  else o = Op::user(user_fn, commute != 0);
   op_table& t = ops();
   std::lock_guard g(t.mu);
   if (!t.free.empty()) {
@@ -145,6 +149,43 @@ int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
     *op = kFirstUserOp + static_cast<int>(t.ops.size()) - 1;
   }
   return MPI_SUCCESS;
+}
+
+// MPI_Reduce_local(_c).
+int reduce_local(const char* fn, const void* inbuf, void* inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (count < 0) return mpi_raise(fn, nullptr, MPI_ERR_COUNT, "negative count " + std::to_string(count));
+  std::string detail;
+  Datatype t;
+  if (int e = check_datatype(datatype, t, detail)) return mpi_raise(fn, nullptr, e, detail);
+  Op o;
+  if (int e = check_op(op, datatype, t, false, o, detail)) return mpi_raise(fn, nullptr, e, detail);
+  if (count > 0 && t.size() > 0 && (!inbuf || !inoutbuf || inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE))
+    return mpi_raise(fn, nullptr, MPI_ERR_BUFFER, "null or MPI_IN_PLACE buffer with count " + std::to_string(count));
+  try {
+    // Both operands in the user's layout: predefined ops walk the type's
+    // element runs, user ops get the buffers as they are.
+    o.reduce(inbuf, inoutbuf, count, t, datatype);
+  } catch (const OpError& e) {
+    return mpi_raise(fn, nullptr, e.code() == OpErrc::invalid_count ? MPI_ERR_COUNT : MPI_ERR_OP, e.what());
+  } catch (const DatatypeError& e) {
+    return mpi_raise(fn, nullptr, MPI_ERR_TYPE, e.what());
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
+  return op_create("MPI_Op_create", reinterpret_cast<UserFunction*>(user_fn), commute, op);
+}
+// MPI 4.0: the user function takes an MPI_Count length; every reduction
+// (Reduce_local(_c), the blocking and non-blocking collectives) calls it
+// with the whole count at once.
+int PMPI_Op_create_c(MPI_User_function_c* user_fn, int commute, MPI_Op* op) {
+  return op_create("MPI_Op_create_c", reinterpret_cast<UserFunctionC*>(user_fn), commute, op);
 }
 
 int PMPI_Op_free(MPI_Op* op) {
@@ -179,26 +220,10 @@ int PMPI_Op_commutative(MPI_Op op, int* commute) {
 }
 
 int PMPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) {
-  const char* fn = "MPI_Reduce_local";
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (count < 0) return mpi_raise(fn, nullptr, MPI_ERR_COUNT, "negative count " + std::to_string(count));
-  std::string detail;
-  Datatype t;
-  if (int e = check_datatype(datatype, t, detail)) return mpi_raise(fn, nullptr, e, detail);
-  Op o;
-  if (int e = check_op(op, datatype, t, false, o, detail)) return mpi_raise(fn, nullptr, e, detail);
-  if (count > 0 && t.size() > 0 && (!inbuf || !inoutbuf || inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE))
-    return mpi_raise(fn, nullptr, MPI_ERR_BUFFER, "null or MPI_IN_PLACE buffer with count " + std::to_string(count));
-  try {
-    // Both operands in the user's layout: predefined ops walk the type's
-    // element runs, user ops get the buffers as they are.
-    o.reduce(inbuf, inoutbuf, count, t, datatype);
-  } catch (const OpError& e) {
-    return mpi_raise(fn, nullptr, e.code() == OpErrc::invalid_count ? MPI_ERR_COUNT : MPI_ERR_OP, e.what());
-  } catch (const DatatypeError& e) {
-    return mpi_raise(fn, nullptr, MPI_ERR_TYPE, e.what());
-  }
-  return MPI_SUCCESS;
+  return reduce_local("MPI_Reduce_local", inbuf, inoutbuf, count, datatype, op);
+}
+int PMPI_Reduce_local_c(const void* inbuf, void* inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) {
+  return reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, count, datatype, op);
 }
 
 }  // extern "C"
@@ -207,3 +232,5 @@ int PMPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype
 #pragma weak MPI_Op_free = PMPI_Op_free
 #pragma weak MPI_Op_commutative = PMPI_Op_commutative
 #pragma weak MPI_Reduce_local = PMPI_Reduce_local
+#pragma weak MPI_Op_create_c = PMPI_Op_create_c
+#pragma weak MPI_Reduce_local_c = PMPI_Reduce_local_c
