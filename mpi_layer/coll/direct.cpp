@@ -380,6 +380,79 @@ bool shm_ibarrier(call& x, MPI_Request* req) {
   return true;
 }
 
+namespace {
+
+// A shared-memory allreduce (the request's extra).
+struct shm_allreduce_job {
+  std::shared_ptr<shmcoll::area> area;  // mapped while the request lives
+  std::shared_ptr<coll::reducer> red;
+  shmcoll::iallreduce st;
+  int state = -2;  // shmcoll::iallreduce_test: -2 pending, -1 done, else a dead member
+  const char* fn = "";
+  ~shm_allreduce_job() {
+    if (state == -2 && st.op != 0) shmcoll::iallreduce_drop(*area, st);
+  }
+};
+
+bool shm_allreduce_poll(request_obj& q) {
+  auto& j = *static_cast<shm_allreduce_job*>(q.extra.get());
+  if (j.state == -2) j.state = shmcoll::iallreduce_test(*j.area, j.st);
+  return j.state != -2;
+}
+
+int shm_allreduce_complete(request_obj& q, std::string& detail) {
+  const auto& j = *static_cast<shm_allreduce_job*>(q.extra.get());
+  empty_status(&q.local_status);
+  int err = MPI_SUCCESS;
+  if (j.state >= 0) {
+    err = MPI_ERR_PROC_FAILED;
+    detail = std::string(j.fn) + ": " + shm_failure(j.state);
+  }
+  q.local_status.MPI_ERROR = err;
+  return err;
+}
+
+}  // namespace
+
+bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size_t bytes, std::size_t count,
+                    bool contig, MPI_Request* req) {
+  if (x.inter || !contig || bytes == 0 || bytes > shmcoll::kSlotBytes ||
+      x.c->shm_state.load(std::memory_order_acquire) != 1)
+    return false;
+  auto job = std::make_shared<shm_allreduce_job>();
+  job->area = x.c->shm_area;
+  job->red = x.red;
+  job->fn = x.fn;
+  job->st.mine = mine;
+  job->st.result = result;
+  job->st.bytes = bytes;
+  job->st.count = count;
+  job->st.red = job->red.get();
+  request_obj* r = new_collective_request(x.c, job);
+  r->poll = shm_allreduce_poll;
+  if (x.persistent) {
+    r->persistent = true;
+    r->active = false;
+    r->on_start = [](request_obj& q) {
+      auto& j = *static_cast<shm_allreduce_job*>(q.extra.get());
+      q.on_complete = shm_allreduce_complete;  // (dropped by Wait/Test once run)
+      j.state = -2;
+      j.st.phase = 0;
+      j.st.dead = -1;
+      j.st.polls = 0;
+      shmcoll::iallreduce_start(*j.area, j.st);
+      return MPI_SUCCESS;
+    };
+  } else {
+    r->on_complete = shm_allreduce_complete;
+    shmcoll::iallreduce_start(*job->area, job->st);
+    r->active = true;
+  }
+  *req = r->handle;
+  x.nothing = true;
+  return true;
+}
+
 }  // namespace nmad::mpi::coll_call
 
 namespace nmad::mpi {
