@@ -10,6 +10,7 @@
 
 #include "api/nmad/services/config.hpp"
 #include "mpi_layer/coll/call.hpp"
+#include "mpi_layer/coll/direct.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/shm.hpp"
 
@@ -345,7 +346,7 @@ void coll_finalize() {
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   st().session->wait_until([&] {
-    bool all_done = true;
+    bool all_done = coll_call::shm_iallreduce_finish_all();
     for (auto& p : pending) all_done = p->ex->advance() && all_done;
     return all_done || std::chrono::steady_clock::now() >= deadline;
   });

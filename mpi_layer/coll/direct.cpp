@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "api/nmad/services/thread_heap.hpp"
 #include "mpi_layer/coll/direct.hpp"
@@ -394,10 +396,31 @@ struct shm_allreduce_job {
   }
 };
 
-bool shm_allreduce_poll(request_obj& q) {
-  auto& j = *static_cast<shm_allreduce_job*>(q.extra.get());
+bool shm_allreduce_advance(shm_allreduce_job& j) {
   if (j.state == -2) j.state = shmcoll::iallreduce_test(*j.area, j.st);
   return j.state != -2;
+}
+
+bool shm_allreduce_poll(request_obj& q) { return shm_allreduce_advance(*static_cast<shm_allreduce_job*>(q.extra.get())); }
+
+// The started ones, for MPI_Finalize (which completes them, as the
+// schedules of the other non-blocking collectives; freed requests too).
+struct shm_started {
+  std::mutex mu;
+  std::vector<std::weak_ptr<shm_allreduce_job>> jobs;
+};
+shm_started& started() {
+  static auto* s = new shm_started();  // never destroyed (see st())
+  return *s;
+}
+void note_started(const std::shared_ptr<shm_allreduce_job>& j) {
+  shm_started& s = started();
+  std::lock_guard g(s.mu);
+  std::erase_if(s.jobs, [](const std::weak_ptr<shm_allreduce_job>& w) {
+    auto p = w.lock();
+    return !p || p->state != -2;
+  });
+  s.jobs.push_back(j);
 }
 
 int shm_allreduce_complete(request_obj& q, std::string& detail) {
@@ -441,16 +464,31 @@ bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size
       j.st.dead = -1;
       j.st.polls = 0;
       shmcoll::iallreduce_start(*j.area, j.st);
+      note_started(std::static_pointer_cast<shm_allreduce_job>(q.extra));
       return MPI_SUCCESS;
     };
   } else {
     r->on_complete = shm_allreduce_complete;
     shmcoll::iallreduce_start(*job->area, job->st);
+    note_started(job);
     r->active = true;
   }
   *req = r->handle;
   x.nothing = true;
   return true;
+}
+
+bool shm_iallreduce_finish_all() {
+  std::vector<std::shared_ptr<shm_allreduce_job>> live;
+  {
+    shm_started& s = started();
+    std::lock_guard g(s.mu);
+    for (auto& w : s.jobs)
+      if (auto p = w.lock()) live.push_back(std::move(p));
+  }
+  bool all = true;
+  for (auto& j : live) all = shm_allreduce_advance(*j) && all;
+  return all;
 }
 
 }  // namespace nmad::mpi::coll_call

@@ -138,5 +138,8 @@ bool shm_ibarrier(call& x, MPI_Request* req);
 // False, with nothing done, when the conditions do not hold.
 bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size_t bytes, std::size_t count,
                     bool contig, MPI_Request* req);
+// MPI_Finalize: advances every started one (freed requests too) once;
+// true when all are done.
+bool shm_iallreduce_finish_all();
 
 }  // namespace nmad::mpi::coll_call
