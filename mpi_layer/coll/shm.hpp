@@ -90,9 +90,11 @@
 // MPI_Gatherv, MPI_Scatterv and MPI_Allgatherv of any size where the area
 // allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
-// progress without the caller), and by MPI_Ibarrier on a communicator
-// whose area is already set up (ibarrier_start below: the set-up is a
-// collective exchange, which a non-blocking call must not wait for).
+// progress without the caller), and by MPI_Ibarrier, and MPI_Iallreduce
+// and a persistent MPI_Allreduce of at most kSlotBytes, on a communicator
+// whose area is already set up (ibarrier_start, iallreduce_start below:
+// the set-up is a collective exchange, which a non-blocking call must not
+// wait for).
 //
 // MPI_Ibarrier. The arrival is published when the call starts, as the
 // blocking barrier's, and the rank's "done" counter moves to the op at
