@@ -360,6 +360,7 @@ bool shm_ibarrier(call& x, MPI_Request* req) {
   if (const int dead = shmcoll::ibarrier_start(*job->area, job->op); dead >= 0)
     x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
   request_obj* r = new_collective_request(x.c, job);
+  r->memory_completion = true;
   r->poll = [](request_obj& q) {
     auto& j = *static_cast<shm_ibarrier_job*>(q.extra.get());
     if (j.state == -2) j.state = shmcoll::ibarrier_test(*j.area, j.op, (++j.polls & 7) == 0);
@@ -452,6 +453,7 @@ bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size
   job->st.count = count;
   job->st.red = job->red.get();
   request_obj* r = new_collective_request(x.c, job);
+  r->memory_completion = true;
   r->poll = shm_allreduce_poll;
   if (x.persistent) {
     r->persistent = true;
