@@ -440,7 +440,7 @@ int shm_allreduce_complete(request_obj& q, std::string& detail) {
 
 bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size_t bytes, std::size_t count,
                     bool contig, MPI_Request* req) {
-  if (x.inter || !contig || bytes == 0 || bytes > shmcoll::kSlotBytes ||
+  if (x.inter || !contig || bytes == 0 || bytes > shmcoll::kBigBytes ||
       x.c->shm_state.load(std::memory_order_acquire) != 1)
     return false;
   auto job = std::make_shared<shm_allreduce_job>();

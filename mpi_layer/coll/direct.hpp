@@ -130,7 +130,7 @@ bool shm_ibarrier(call& x, MPI_Request* req);
 
 // MPI_Iallreduce, and the persistent MPI_Allreduce_init, through the
 // shared-memory area (shmcoll::iallreduce) under the same condition as
-// shm_ibarrier, for contiguous operands of 1 to shmcoll::kSlotBytes bytes
+// shm_ibarrier, for contiguous operands of 1 to shmcoll::kBigBytes bytes (as the blocking one)
 // (mine may be result): a non-blocking call publishes its operand now; a
 // persistent one makes an inactive request that does so at each MPI_Start.
 // Completion is a look at the other ranks' slots (MPI_Test/Wait),

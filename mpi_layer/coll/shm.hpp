@@ -91,7 +91,7 @@
 // allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
 // progress without the caller), and by MPI_Ibarrier, and MPI_Iallreduce
-// and a persistent MPI_Allreduce of at most kSlotBytes, on a communicator
+// and a persistent MPI_Allreduce of at most kBigBytes, on a communicator
 // whose area is already set up (ibarrier_start, iallreduce_start below:
 // the set-up is a collective exchange, which a non-blocking call must not
 // wait for).
@@ -165,7 +165,7 @@ int ibarrier_start(area& a, std::uint64_t& op);
 // of a member found dead (looked for when check_alive) that has not.
 int ibarrier_test(area& a, std::uint64_t op, bool check_alive);
 // Non-blocking allreduce (persistent MPI_Allreduce, MPI_Iallreduce) of at
-// most kSlotBytes, on a communicator whose area is already set up (as
+// most kBigBytes, on a communicator whose area is already set up (as
 // MPI_Ibarrier: every member takes the path alike). start takes the area's
 // next op and publishes the operand, unless its slot may still be read
 // (some rank a whole ring of ops behind): then the operand is published by
