@@ -68,9 +68,11 @@ void register_nb(const std::shared_ptr<nb_coll>& x) {
   nb_state& s = nb();
   std::lock_guard g(s.mu);
   if (!s.hook) s.hook = std::make_unique<coll::progress_hook>(*st().session);
-  std::erase_if(s.live, [](const std::weak_ptr<nb_coll>& w) {
+  // (A persistent collective started again is pending again: its entry of
+  // the previous start goes too, or the list would grow by one per start.)
+  std::erase_if(s.live, [&](const std::weak_ptr<nb_coll>& w) {
     auto p = w.lock();
-    return !p || p->ex->done();
+    return !p || p == x || p->ex->done();
   });
   s.live.push_back(x);
   s.hook->add(x->ex);

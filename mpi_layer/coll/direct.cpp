@@ -417,9 +417,11 @@ shm_started& started() {
 void note_started(const std::shared_ptr<shm_allreduce_job>& j) {
   shm_started& s = started();
   std::lock_guard g(s.mu);
-  std::erase_if(s.jobs, [](const std::weak_ptr<shm_allreduce_job>& w) {
+  // (A persistent job started again is pending again: its entry of the
+  // previous start goes too, or the list would grow by one per start.)
+  std::erase_if(s.jobs, [&](const std::weak_ptr<shm_allreduce_job>& w) {
     auto p = w.lock();
-    return !p || p->state != -2;
+    return !p || p == j || p->state != -2;
   });
   s.jobs.push_back(j);
 }
