@@ -162,6 +162,12 @@ struct request_obj {
   // Partitioned communication (partitioned.cpp): extra holds its state.
   enum class part_kind : std::uint8_t { none, send, recv };
   part_kind partitioned = part_kind::none;
+  // Generic requests that complete on memory other processes write (the
+  // shared-memory collectives' MPI_Ibarrier, MPI_Iallreduce and persistent
+  // MPI_Allreduce): no driver event announces it, so a wait on one polls
+  // (session progress, which yields when contended) instead of sleeping
+  // on the drivers.
+  bool memory_completion = false;
   std::function<bool(request_obj&)> poll;
   std::function<int(request_obj&)> on_start;
   std::function<int(request_obj&, std::string& detail)> on_complete;

@@ -17,6 +17,7 @@ namespace {
   r->local_done = false;
   r->freed = false;
   r->persistent = false;
+  r->memory_completion = false;
   r->type = request_obj::kind::send;
   // Mostly empty already (plain sends and receives set none of them).
   if (r->poll) r->poll = nullptr;
@@ -227,8 +228,40 @@ void test_progress(bool (*done)(void*), void* arg) {
 }
 
 namespace {
+// A short spin on the request first, where no one waits for this CPU: a
+// generic request may complete on memory another process writes (the
+// shared-memory collectives: a non-blocking or persistent Allreduce),
+// which with a core per rank is a few hundred nanoseconds away, less than
+// a round of the session's wait (as shmcoll's own waits spin first).
+constexpr int kGenericSpins = 64;
 [[gnu::noinline]] void wait_generic(request_obj& r) {
-  st().session->wait_until([&] { return request_done(r); });
+  nmad::session& s = *st().session;
+  if (!r.memory_completion) {
+    s.wait_until([&] { return request_done(r); });
+    return;
+  }
+  if (!s.contended())
+    for (int i = 0; i < kGenericSpins; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      if (request_done(r)) return;
+    }
+  while (!request_done(r)) s.progress();  // (no sleep: see request_obj::memory_completion)
+}
+
+// A wait for done() over several requests: polls instead of sleeping when
+// one of them completes on memory (request_obj::memory_completion).
+template <class Done>
+void wait_any_of(request_obj* const* rs, int n, Done&& done) {
+  bool memory = false;
+  for (int i = 0; i < n && !memory; ++i) memory = rs[i] && rs[i]->active && rs[i]->memory_completion;
+  nmad::session& s = *st().session;
+  if (!memory) {
+    s.wait_until(done);
+    return;
+  }
+  while (!done()) s.progress();
 }
 
 // Blocks until request_done(r), making progress (send/recv: engine wait).
@@ -553,7 +586,7 @@ int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* stat
     return mpi_raise("MPI_Waitany", nullptr, MPI_ERR_REQUEST, "invalid request at index " + std::to_string(bad));
   int err = MPI_SUCCESS;
   any_result r = any_result::pending;
-  st().session->wait_until([&] {
+  wait_any_of(&rs[0], count, [&] {
     r = complete_any("MPI_Waitany", count, rs, requests, index, status, err);
     return r != any_result::pending;
   });
@@ -634,7 +667,7 @@ static int some_common(const char* fn, bool wait, int incount, MPI_Request reque
       if (is_active(rs[i]) && !request_done(*rs[i])) return false;
     return true;
   });
-  if (!scan()) st().session->wait_until(scan);
+  if (!scan()) wait_any_of(&rs[0], incount, scan);
   return result;
 }
 

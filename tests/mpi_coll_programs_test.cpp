@@ -61,6 +61,16 @@ TEST_CASE("mpi coll_ibarrier: nobody leaves before the last arrives, 300 pending
   expect_pass("coll_ibarrier", {3}, {{"NMAD_DRIVER", "tcp"}});
 }
 
+// Persistent collectives replayed from the schedule built at init: through
+// the shared segment (on by default) and without it, over shm and tcp.
+TEST_CASE("mpi coll_persistent_replay: new data each start, 1000 starts, derived types, interleaved, freed active, inter") {
+  expect_pass("coll_persistent_replay", {1, 2, 3, 4});
+  expect_pass_all_drivers("coll_persistent_replay", {2, 3});
+  expect_pass("coll_persistent_replay", {2, 4}, {{"NMAD_COLL_SHM", "off"}});
+  expect_pass("coll_persistent", {4}, {{"NMAD_COLL_SHM", "off"}});
+  expect_pass("coll_persistent", {2}, {{"NMAD_DRIVER", "tcp"}});
+}
+
 TEST_CASE("mpi coll_finalize_pending: Finalize completes started collectives, abandons lonely ones, no hang") {
   expect_pass("coll_finalize_pending", {1, 2, 3, 4}, {{"NMAD_COLL_FINALIZE_TIMEOUT_MS", "300"}});
 }

@@ -248,7 +248,7 @@ TEST_CASE("mpi proc_failed_relay: a rank that ends because another died makes it
 }
 
 TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Alltoall/Scatter/Gather/Barrier/Ibarrier gives the survivors an error, never a hang") {
-  for (const char* coll : {"allreduce", "bcast", "alltoall", "scatter", "gather", "barrier", "ibarrier"})
+  for (const char* coll : {"allreduce", "bcast", "alltoall", "scatter", "gather", "barrier", "ibarrier", "iallreduce", "pallreduce"})
     for (const char* driver : {"", "tcp"})
       for (const char* after_us : {"0", "20000"}) {
         CAPTURE(coll);
@@ -265,7 +265,7 @@ TEST_CASE("mpi proc_failed_coll: a member dying in Allreduce/Bcast/Alltoall/Scat
   // 8 KiB per peer): bcast, allreduce and alltoall through the
   // shared-memory collectives (the barrier always is; the 16 MiB alltoall
   // above by single copy), where a dead member is noticed by the waits.
-  for (const char* coll : {"allreduce", "bcast", "alltoall"})
+  for (const char* coll : {"allreduce", "bcast", "alltoall", "iallreduce", "pallreduce"})
     for (const char* doubles : {"8", "4096"})
       for (const char* after_us : {"0", "20000"}) {
         CAPTURE(coll);

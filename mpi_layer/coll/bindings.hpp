@@ -42,4 +42,21 @@ int coll_direct_step(comm_obj& c, bool root_sends, std::byte* p, std::size_t byt
 // MPI error code (raised on c).
 int launch_schedule(const char* fn, comm_obj* c, coll::schedule&& s, MPI_Request* req);
 
+// ---- persistent collectives (persistent.cpp)
+// MPI_<Coll>_init builds its collective by calling the non-blocking form
+// with persistent_build set (this thread only): the first collective call
+// object made then (call.hpp) takes it over (and clears it, so collectives
+// the build itself runs, e.g. a hierarchy's set-up, stay ordinary ones),
+// checks the arguments under the _init call's name, builds the schedule
+// once and makes an INACTIVE persistent request of it instead of starting
+// it (launch). Each MPI_Start replays that schedule (executor::restart)
+// under the communicator's next sequence number.
+struct persistent_build {
+  const char* fn;  // the _init call's name
+};
+extern thread_local persistent_build* g_persistent_build;
+// Whether a persistent build is pending on this thread (neighbor.cpp:
+// non-contiguous send blocks are packed again at each start).
+inline bool persistent_building() { return g_persistent_build != nullptr; }
+
 }  // namespace nmad::mpi

@@ -12,6 +12,7 @@
 
 #include "api/nmad/services/config.hpp"
 #include "mpi_layer/coll/call.hpp"
+#include "mpi_layer/coll/direct.hpp"
 #include "mpi_layer/coll/progress_hook.hpp"
 #include "mpi_layer/coll/shm.hpp"
 
@@ -34,6 +35,14 @@ const transport_ptr& transport_of(comm_obj& c) {
 
 
 std::byte g_dummy[1];
+
+}  // namespace nmad::mpi::coll_call
+
+namespace nmad::mpi {
+thread_local persistent_build* g_persistent_build = nullptr;
+}  // namespace nmad::mpi
+
+namespace nmad::mpi::coll_call {
 
 namespace {
 
@@ -61,9 +70,11 @@ void register_nb(const std::shared_ptr<nb_coll>& x) {
   nb_state& s = nb();
   std::lock_guard g(s.mu);
   if (!s.hook) s.hook = std::make_unique<coll::progress_hook>(*st().session);
-  std::erase_if(s.live, [](const std::weak_ptr<nb_coll>& w) {
+  // (A persistent collective started again is pending again: its entry of
+  // the previous start goes too, or the list would grow by one per start.)
+  std::erase_if(s.live, [&](const std::weak_ptr<nb_coll>& w) {
     auto p = w.lock();
-    return !p || p->ex->done();
+    return !p || p == x || p->ex->done();
   });
   s.live.push_back(x);
   s.hook->add(x->ex);
@@ -190,10 +201,7 @@ call::vblocks call::blocks(const std::vector<std::byte*>& addr, const std::vecto
     const Datatype dt = types[i]->type();
     const Count cnt = counts[i];
     void* user = addr[i];
-    if (send || preload) {
-      Count pos = 0;
-      dt.pack(user, cnt, tmp, static_cast<Count>(v.bytes[i]), pos);
-    }
+    if (send || preload) pack(dt, user, cnt, tmp, v.bytes[i]);
     if (!send)
       post.push_back([dt, tmp, user, cnt] {
         Count pos = 0;
@@ -236,6 +244,48 @@ void open(call& x, MPI_Comm comm) {
   }
 }
 
+namespace {
+
+// How a finished run of a collective's executor completes its request.
+int complete_from(request_obj& q, const nb_coll& j, std::string& detail) {
+  empty_status(&q.local_status);
+  int err = from_errc(j.ex->error());
+  if (err == MPI_SUCCESS && j.ex->error() != nmad::errc::ok) err = MPI_ERR_OTHER;
+  if (err != MPI_SUCCESS) detail = std::string(j.fn) + ": " + j.ex->error_message();
+  q.local_status.MPI_ERROR = err;
+  return err;
+}
+
+// A persistent collective's request (bindings.hpp, persistent_build): the
+// schedule built once, kept by an idle executor; each MPI_Start replays it
+// under the communicator's next sequence number (taken at the start: every
+// member starts its persistent collectives in the same order, interleaved
+// with its other collectives alike) and hands it to the progress hook, as
+// a non-blocking collective.
+int make_persistent(call& x, MPI_Request* req) {
+  auto job = std::make_shared<nb_coll>();
+  job->tr = x.tr;
+  job->fn = x.fn;
+  job->ex = std::make_shared<coll::executor>(std::move(x.sch), *x.tr, coll::executor::idle_t{});
+  request_obj* r = new_collective_request(x.c, job);
+  r->persistent = true;
+  r->active = false;
+  r->on_start = [](request_obj& q) {
+    auto j = std::static_pointer_cast<nb_coll>(q.extra);
+    // (Wait/Test drop the completion hook once run: set it at each start.)
+    q.on_complete = [](request_obj& rq, std::string& detail) {
+      return complete_from(rq, *static_cast<nb_coll*>(rq.extra.get()), detail);
+    };
+    if (!j->ex->restart(j->tr->next_sequence())) register_nb(j);
+    return MPI_SUCCESS;  // (a failed restart step is the run's error, reported at completion)
+  };
+  r->poll = [](request_obj& q) { return static_cast<nb_coll*>(q.extra.get())->ex->advance(); };
+  *req = r->handle;
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
 int launch(call& x, MPI_Request* req) {
   if (x.red) x.sch.keep(x.red);
   if (x.temps) x.sch.keep(x.temps);
@@ -245,6 +295,11 @@ int launch(call& x, MPI_Request* req) {
     x.post.clear();
   }
   x.tr = transport_of(*x.c);
+  if (x.persistent) {
+    for (auto& f : x.repack) x.sch.on_restart(std::move(f));
+    x.repack.clear();
+    return make_persistent(x, req);
+  }
   const std::uint64_t seq = x.tr->next_sequence();
   if (!req) {
     std::string why;
@@ -259,13 +314,7 @@ int launch(call& x, MPI_Request* req) {
   request_obj* r = new_collective_request(x.c, job);
   r->poll = [](request_obj& q) { return static_cast<nb_coll*>(q.extra.get())->ex->advance(); };
   r->on_complete = [](request_obj& q, std::string& detail) {
-    const auto* j = static_cast<nb_coll*>(q.extra.get());
-    empty_status(&q.local_status);
-    int err = from_errc(j->ex->error());
-    if (err == MPI_SUCCESS && j->ex->error() != nmad::errc::ok) err = MPI_ERR_OTHER;
-    if (err != MPI_SUCCESS) detail = std::string(j->fn) + ": " + j->ex->error_message();
-    q.local_status.MPI_ERROR = err;
-    return err;
+    return complete_from(q, *static_cast<nb_coll*>(q.extra.get()), detail);
   };
   r->active = true;
   register_nb(job);
@@ -311,7 +360,7 @@ void coll_finalize() {
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   st().session->wait_until([&] {
-    bool all_done = true;
+    bool all_done = coll_call::shm_iallreduce_finish_all();
     for (auto& p : pending) all_done = p->ex->advance() && all_done;
     return all_done || std::chrono::steady_clock::now() >= deadline;
   });

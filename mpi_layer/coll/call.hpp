@@ -112,13 +112,37 @@ struct call {
   bool blocking = false;
   bool nothing = false;
 
+  // Persistent build (bindings.hpp, persistent_build): launch() makes an
+  // inactive persistent request. Every packing of a buffer's contents done
+  // while building is recorded in `repack`, run again at each start.
+  bool persistent = false;
+  std::vector<std::function<void()>> repack;
+
   std::byte* temp(std::size_t bytes) {
     if (!temps) temps = std::make_shared<std::vector<std::unique_ptr<std::byte[]>>>();
     temps->push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
     return temps->back().get();
   }
 
-  explicit call(const char* f) : fn(f) {}
+  explicit call(const char* f) : fn(f) {
+    if (g_persistent_build) {  // taken over by this call (see bindings.hpp)
+      fn = g_persistent_build->fn;
+      persistent = true;
+      g_persistent_build = nullptr;
+    }
+  }
+
+  // Packs n elements of dt at buf into tmp (bytes), now and, for a
+  // persistent collective, again at each start.
+  void pack(const Datatype& dt, const void* buf, Count n, std::byte* tmp, std::size_t bytes) {
+    Count pos = 0;
+    dt.pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    if (persistent)
+      repack.push_back([dt, buf, n, tmp, bytes] {
+        Count p = 0;
+        dt.pack(buf, n, tmp, static_cast<Count>(bytes), p);
+      });
+  }
 
   [[noreturn]] void fail(int code, const std::string& detail) { throw call_error(code, detail); }
 
@@ -169,8 +193,7 @@ struct call {
     if (bytes == 0) return g_dummy;
     if (t.contig) return at(buf, t.true_lb);
     std::byte* tmp = temp(bytes);
-    Count pos = 0;
-    t.type().pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    pack(t.type(), buf, n, tmp, bytes);
     return tmp;
   }
   // Where the schedule writes `n` elements of t destined for buf: the buffer
@@ -181,10 +204,7 @@ struct call {
     if (bytes == 0) return g_dummy;
     if (t.contig) return at(buf, t.true_lb);
     std::byte* tmp = temp(bytes);
-    if (preload) {
-      Count pos = 0;
-      t.type().pack(buf, n, tmp, static_cast<Count>(bytes), pos);
-    }
+    if (preload) pack(t.type(), buf, n, tmp, bytes);
     const Count un = unpack_n < 0 ? n : unpack_n;
     Datatype dt = t.type();
     post.push_back([dt, tmp, buf, un] {

@@ -24,7 +24,7 @@ namespace nmad::mpi::coll_call {
 int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
   return collective(fn, comm, req, [&](call& x) {
     if (x.inter) return inter::barrier(x);
-    if (!x.blocking && shm_ibarrier(x, req)) return;  // (before the hierarchy, as below)
+    if (!x.blocking && !x.persistent && shm_ibarrier(x, req)) return;  // (before the hierarchy, as below)
     if (x.blocking && run_shm(x, [](shmcoll::area& a) { return shmcoll::barrier(a); }))
       return;  // (before the hierarchy)
     const coll::hierarchy* h = comm_hierarchy(x.c, hier_coll::barrier);
@@ -98,6 +98,8 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
+    if (k == red_kind::allreduce && !x.blocking && shm_iallreduce(x, s ? s : r, r, sz(count, t), n, t.contig, req))
+      return;  // (MPI_Iallreduce, MPI_Allreduce_init)
     if (k == red_kind::allreduce && shm_ok(x, sz(count, t)) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::allreduce(a, s ? s : r, r, sz(count, t), n, *x.red); }))
       return;  // (before the hierarchy)

@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "api/nmad/services/thread_heap.hpp"
 #include "mpi_layer/coll/direct.hpp"
@@ -358,6 +360,7 @@ bool shm_ibarrier(call& x, MPI_Request* req) {
   if (const int dead = shmcoll::ibarrier_start(*job->area, job->op); dead >= 0)
     x.fail(MPI_ERR_PROC_FAILED, shm_failure(dead));
   request_obj* r = new_collective_request(x.c, job);
+  r->memory_completion = true;
   r->poll = [](request_obj& q) {
     auto& j = *static_cast<shm_ibarrier_job*>(q.extra.get());
     if (j.state == -2) j.state = shmcoll::ibarrier_test(*j.area, j.op, (++j.polls & 7) == 0);
@@ -378,6 +381,118 @@ bool shm_ibarrier(call& x, MPI_Request* req) {
   *req = r->handle;
   x.nothing = true;
   return true;
+}
+
+namespace {
+
+// A shared-memory allreduce (the request's extra).
+struct shm_allreduce_job {
+  std::shared_ptr<shmcoll::area> area;  // mapped while the request lives
+  std::shared_ptr<coll::reducer> red;
+  shmcoll::iallreduce st;
+  int state = -2;  // shmcoll::iallreduce_test: -2 pending, -1 done, else a dead member
+  const char* fn = "";
+  ~shm_allreduce_job() {
+    if (state == -2 && st.op != 0) shmcoll::iallreduce_drop(*area, st);
+  }
+};
+
+bool shm_allreduce_advance(shm_allreduce_job& j) {
+  if (j.state == -2) j.state = shmcoll::iallreduce_test(*j.area, j.st);
+  return j.state != -2;
+}
+
+bool shm_allreduce_poll(request_obj& q) { return shm_allreduce_advance(*static_cast<shm_allreduce_job*>(q.extra.get())); }
+
+// The started ones, for MPI_Finalize (which completes them, as the
+// schedules of the other non-blocking collectives; freed requests too).
+struct shm_started {
+  std::mutex mu;
+  std::vector<std::weak_ptr<shm_allreduce_job>> jobs;
+};
+shm_started& started() {
+  static auto* s = new shm_started();  // never destroyed (see st())
+  return *s;
+}
+void note_started(const std::shared_ptr<shm_allreduce_job>& j) {
+  shm_started& s = started();
+  std::lock_guard g(s.mu);
+  // (A persistent job started again is pending again: its entry of the
+  // previous start goes too, or the list would grow by one per start.)
+  std::erase_if(s.jobs, [&](const std::weak_ptr<shm_allreduce_job>& w) {
+    auto p = w.lock();
+    return !p || p == j || p->state != -2;
+  });
+  s.jobs.push_back(j);
+}
+
+int shm_allreduce_complete(request_obj& q, std::string& detail) {
+  const auto& j = *static_cast<shm_allreduce_job*>(q.extra.get());
+  empty_status(&q.local_status);
+  int err = MPI_SUCCESS;
+  if (j.state >= 0) {
+    err = MPI_ERR_PROC_FAILED;
+    detail = std::string(j.fn) + ": " + shm_failure(j.state);
+  }
+  q.local_status.MPI_ERROR = err;
+  return err;
+}
+
+}  // namespace
+
+bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size_t bytes, std::size_t count,
+                    bool contig, MPI_Request* req) {
+  if (x.inter || !contig || bytes == 0 || bytes > shmcoll::kBigBytes ||
+      x.c->shm_state.load(std::memory_order_acquire) != 1)
+    return false;
+  auto job = std::make_shared<shm_allreduce_job>();
+  job->area = x.c->shm_area;
+  job->red = x.red;
+  job->fn = x.fn;
+  job->st.mine = mine;
+  job->st.result = result;
+  job->st.bytes = bytes;
+  job->st.count = count;
+  job->st.red = job->red.get();
+  request_obj* r = new_collective_request(x.c, job);
+  r->memory_completion = true;
+  r->poll = shm_allreduce_poll;
+  if (x.persistent) {
+    r->persistent = true;
+    r->active = false;
+    r->on_start = [](request_obj& q) {
+      auto& j = *static_cast<shm_allreduce_job*>(q.extra.get());
+      q.on_complete = shm_allreduce_complete;  // (dropped by Wait/Test once run)
+      j.state = -2;
+      j.st.phase = 0;
+      j.st.dead = -1;
+      j.st.polls = 0;
+      shmcoll::iallreduce_start(*j.area, j.st);
+      note_started(std::static_pointer_cast<shm_allreduce_job>(q.extra));
+      return MPI_SUCCESS;
+    };
+  } else {
+    r->on_complete = shm_allreduce_complete;
+    shmcoll::iallreduce_start(*job->area, job->st);
+    note_started(job);
+    r->active = true;
+  }
+  *req = r->handle;
+  x.nothing = true;
+  return true;
+}
+
+bool shm_iallreduce_finish_all() {
+  std::vector<std::shared_ptr<shm_allreduce_job>> live;
+  {
+    shm_started& s = started();
+    std::lock_guard g(s.mu);
+    for (auto& w : s.jobs)
+      if (auto p = w.lock()) live.push_back(std::move(p));
+  }
+  bool all = true;
+  for (auto& j : live) all = shm_allreduce_advance(*j) && all;
+  return all;
 }
 
 }  // namespace nmad::mpi::coll_call

@@ -128,4 +128,18 @@ void direct_barrier(call& x);
 // schedule serves then.
 bool shm_ibarrier(call& x, MPI_Request* req);
 
+// MPI_Iallreduce, and the persistent MPI_Allreduce_init, through the
+// shared-memory area (shmcoll::iallreduce) under the same condition as
+// shm_ibarrier, for contiguous operands of 1 to shmcoll::kBigBytes bytes (as the blocking one)
+// (mine may be result): a non-blocking call publishes its operand now; a
+// persistent one makes an inactive request that does so at each MPI_Start.
+// Completion is a look at the other ranks' slots (MPI_Test/Wait),
+// MPI_ERR_PROC_FAILED naming a member found dead before it published.
+// False, with nothing done, when the conditions do not hold.
+bool shm_iallreduce(call& x, const std::byte* mine, std::byte* result, std::size_t bytes, std::size_t count,
+                    bool contig, MPI_Request* req);
+// MPI_Finalize: advances every started one (freed requests too) once;
+// true when all are done.
+bool shm_iallreduce_finish_all();
+
 }  // namespace nmad::mpi::coll_call

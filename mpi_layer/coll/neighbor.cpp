@@ -99,6 +99,11 @@ class neighbor_call {
     std::byte* tmp = _sch.temp(bytes);
     Count pos = 0;
     t.type().pack(buf, n, tmp, static_cast<Count>(bytes), pos);
+    if (persistent_building())  // replayed: the buffer's contents at each start
+      _sch.on_restart([dt = t.type(), buf, n, tmp, bytes] {
+        Count p = 0;
+        dt.pack(buf, n, tmp, static_cast<Count>(bytes), p);
+      });
     return tmp;
   }
   void send(int k, const std::byte* data, std::size_t bytes) {
@@ -147,6 +152,7 @@ class neighbor_call {
 // error raised on the communicator.
 template <class Body>
 int neighbor_collective(const char* fn, MPI_Comm comm, MPI_Request* req, Body&& body) {
+  if (g_persistent_build) fn = g_persistent_build->fn;  // errors under the _init call's name
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   if (req) *req = MPI_REQUEST_NULL;
   comm_obj* c = lookup_comm(comm);

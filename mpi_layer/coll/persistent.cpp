@@ -1,77 +1,50 @@
-// Persistent collectives (MPI 4.0 6.13): MPI_<Coll>_init makes an inactive
-// persistent request; each MPI_Start runs the collective's non-blocking
-// form with the arguments given at init (the standard forbids changing the
-// arrays they point to until the request is freed) and the request
-// completes with it: status empty, error the collective's. MPI_Start on
-// every rank in the same order is what the standard requires for the
-// collective's matching, as for the non-blocking forms.
+// Persistent collectives (MPI 4.1 6.13): MPI_<Coll>_init makes an inactive
+// persistent request whose schedule is BUILT ONCE, at init, and replayed
+// at each MPI_Start.
 //
-// The schedule is built again at each start, from the buffers' contents
-// at that time (a derived send type is packed then, not at init).
-// Freed while active, the request completes in the background like any
-// freed request. Argument errors are reported by MPI_Start (under the
-// non-blocking call's name); MPI_<Coll>_init checks the communicator and
-// the info.
-#include <functional>
-#include <memory>
-#include <string>
-
+// Init calls the collective's non-blocking form with persistent_build set
+// (coll/bindings.hpp): the arguments are checked then (errors raised under
+// the _init call's name), the schedule is built against the user's buffers
+// (the standard fixes them, and the arrays describing them, until the
+// request is freed), its temporaries allocated once, and the request is
+// made inactive instead of started (coll/call.cpp, make_persistent). Each
+// MPI_Start then
+//   * takes the communicator's next collective sequence number (the tags
+//     of that run: starts happen in the same order on every member, with
+//     the communicator's other collectives, as the standard requires),
+//   * packs again what the build packed (a derived send type, an in-place
+//     receive buffer that is also input: their contents change between
+//     starts; schedule::on_restart),
+//   * restarts the executor from round 0 (executor::restart) and hands it
+//     to the progress hook, like a non-blocking collective: MPI_Start does
+//     not wait for anyone, Wait/Test (or any progress) complete it, a dead
+//     member fails it with MPI_ERR_PROC_FAILED.
+// The request completes with status empty and error the run's. Freed while
+// active, it completes in the background like any freed request (the hook
+// keeps advancing the executor, the request keeps it alive).
+//
+// Every blocking and neighbourhood form goes through this, on
+// intercommunicators too where the non-blocking forms accept them.
+#include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
 namespace {
 
-struct persistent_coll {
-  std::function<int(MPI_Request*)> start;  // the non-blocking form
-  MPI_Request inner = MPI_REQUEST_NULL;    // the running one
-  int error = MPI_SUCCESS;
-  std::string detail;
-};
-
-template <class Start>
-int persistent(const char* fn, MPI_Comm comm, MPI_Info info, MPI_Request* request, Start start) {
+// Runs build (the non-blocking form's call) as the persistent build of fn.
+template <class Build>
+int persistent(const char* fn, MPI_Comm comm, MPI_Info info, MPI_Request* request, Build build) {
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
   comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!c) return mpi_raise_handle(fn, comm, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
   if (info != MPI_INFO_NULL && !info_get_entries(info))
     return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
-  auto p = std::make_shared<persistent_coll>();
-  p->start = std::move(start);
-  request_obj* r = new_request();
-  r->type = request_obj::kind::generic;
-  r->persistent = true;
-  r->active = false;
-  r->comm = c;
-  r->extra = p;
-  r->on_start = [p](request_obj& rq) {
-    p->error = MPI_SUCCESS;
-    p->detail.clear();
-    empty_status(&rq.local_status);
-    // (Wait/Test drop the completion hook once run: set it again.)
-    rq.on_complete = [p](request_obj&, std::string& d) {
-      d = p->detail;
-      return p->error;
-    };
-    const int e = p->start(&p->inner);
-    if (e != MPI_SUCCESS) {  // raised by the non-blocking call; the request completes with it
-      p->inner = MPI_REQUEST_NULL;
-      p->error = e;
-      rq.local_status.MPI_ERROR = e;
-    }
-    return e;
-  };
-  r->poll = [p](request_obj& rq) {
-    if (p->inner == MPI_REQUEST_NULL) return true;
-    if (!handle_done(p->inner)) return false;
-    p->error = finish_done_request(&p->inner, nullptr, p->detail);
-    p->inner = MPI_REQUEST_NULL;
-    empty_status(&rq.local_status);
-    rq.local_status.MPI_ERROR = p->error;
-    return true;
-  };
-  *request = r->handle;
-  return MPI_SUCCESS;
+  persistent_build pb{fn};
+  g_persistent_build = &pb;
+  const int e = build(request);
+  g_persistent_build = nullptr;  // (cleared already when a collective call took it over)
+  return e;
 }
 
 }  // namespace

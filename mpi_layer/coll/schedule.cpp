@@ -136,6 +136,7 @@ void schedule::append(schedule&& other, std::span<const int> peer_map) {
   _temp_bytes += other._temp_bytes;
   for (auto& k : other._kept) _kept.push_back(std::move(k));
   for (auto& c : other._calls) _calls.push_back(std::move(c));
+  for (auto& f : other._restarts) _restarts.push_back(std::move(f));
   other = schedule{};
 }
 
@@ -212,6 +213,34 @@ executor::executor(schedule&& s, transport& t, std::uint64_t seq) : _sched(std::
   if (m) _reqs = std::make_unique<request[]>(m);
   _pending.assign(m, 0);
   if (_sched.rounds().empty()) _done.store(true, std::memory_order_release);
+}
+
+executor::executor(schedule&& s, transport& t, idle_t) : _sched(std::move(s)), _t(t), _seq(0) {
+  const std::size_t m = _sched.max_comm_per_round();
+  if (m) _reqs = std::make_unique<request[]>(m);
+  _pending.assign(m, 0);
+  _done.store(true, std::memory_order_release);
+}
+
+bool executor::restart(std::uint64_t seq) {
+  if (!done()) throw std::logic_error("coll::executor::restart: the previous run is not finished");
+  _seq = seq;
+  _round = 0;
+  _posted = false;
+  _npending = 0;
+  std::fill(_pending.begin(), _pending.end(), std::uint8_t{0});
+  _error = errc::ok;
+  _error_message.clear();
+  try {
+    for (const auto& fn : _sched.restart_steps()) fn();
+  } catch (const std::exception& e) {
+    _error = errc::internal;
+    _error_message = std::string("restart step failed: ") + e.what();
+    return true;  // still done: nothing was posted
+  }
+  if (_sched.rounds().empty()) return true;
+  _done.store(false, std::memory_order_release);  // last: advance() may run from here on
+  return false;
 }
 
 executor::~executor() {

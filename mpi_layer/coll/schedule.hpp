@@ -193,6 +193,15 @@ class schedule {
   void append(schedule&& other, std::span<const int> peer_map);
   // Keeps any object alive as long as the schedule (reducer, pack buffers).
   void keep(std::shared_ptr<void> obj) { _kept.push_back(std::move(obj)); }
+  // A step run before round 0 at each executor::restart() (not at the
+  // first run: the builder did that work already), e.g. packing a
+  // non-contiguous send buffer into its temporary again, since a replayed
+  // schedule (persistent collective) sends the buffer's contents at each
+  // start. Same rules as call().
+  void on_restart(std::function<void()> fn) {
+    if (fn) _restarts.push_back(std::move(fn));
+  }
+  const std::vector<std::function<void()>>& restart_steps() const { return _restarts; }
   // Reserves a block of 2^tag_step_bits local tags for one algorithm phase;
   // every member must build the same phases in the same order.
   static constexpr unsigned tag_step_bits = 14;
@@ -219,6 +228,7 @@ class schedule {
   std::size_t _temp_bytes = 0;
   std::vector<std::shared_ptr<void>> _kept;
   std::vector<std::unique_ptr<std::function<void()>>> _calls;  // stable addresses
+  std::vector<std::function<void()>> _restarts;
   std::uint32_t _next_block = 0;
 };
 
@@ -226,6 +236,10 @@ class executor {
  public:
   // seq: the collective's sequence number (same on every member; see TAGS).
   executor(schedule&& s, transport& t, std::uint64_t seq);
+  // An idle executor (done(), nothing run): a schedule kept for replay,
+  // each run begun by restart() (persistent collectives).
+  struct idle_t {};
+  executor(schedule&& s, transport& t, idle_t);
   executor(const executor&) = delete;
   executor& operator=(const executor&) = delete;
   ~executor();
@@ -242,6 +256,14 @@ class executor {
   // must then keep it (and the transport) alive instead of destroying it.
   // Returns done(). Call only when no other thread advances it.
   bool abandon();
+  // REPLAY. Runs the same schedule again under sequence number seq, from
+  // round 0, after its restart steps (schedule::on_restart): the buffers,
+  // temporaries and steps are the ones built once. Requires done() (the
+  // previous run finished, or none began) and that no other thread is
+  // inside advance(); advance() calls racing with it afterwards are safe.
+  // A restart step that throws fails the run (errc::internal) without
+  // posting anything: done() at once. Returns done().
+  bool restart(std::uint64_t seq);
   errc error() const { return _error; }                 // valid once done
   const std::string& error_message() const { return _error_message; }
   const schedule& sched() const { return _sched; }

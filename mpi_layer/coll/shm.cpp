@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <span>
 #include <vector>
@@ -129,6 +130,7 @@ class area {
         continue;
       }
       s.progress();  // other traffic; the polling discipline (yields when contended)
+      if (_nopen.load(std::memory_order_relaxed) != 0) poll_open();
       if (ready()) return -1;
       if ((spin & 7) == 0)
         for (int r = 0; r < _n; ++r)
@@ -142,7 +144,18 @@ class area {
     if (op <= depth) return -1;
     return all_done(op - depth);
   }
-  void finish(std::uint64_t op) { _blocks[_rank].done.v.store(op, std::memory_order_release); }
+  // This rank finished op: its "done" counter moves there, or, while
+  // non-blocking allreduces are open (iallreduce), only to just below the
+  // oldest of them (their slots are still to be read here).
+  void finish(std::uint64_t op) {
+    if (_nopen.load(std::memory_order_acquire) == 0) {
+      _finished = op;
+      _blocks[_rank].done.v.store(op, std::memory_order_release);
+      return;
+    }
+    std::lock_guard g(_nbmu);
+    finish_locked(op);
+  }
   // Before writing the pair slots (rank_block::from) for op: every rank
   // finished the last op that used them (they have depth 1).
   int pairs_writable(std::uint64_t op) {
@@ -162,6 +175,94 @@ class area {
     return wait([&] { return (_min_done = lowest()) >= need; },
                 [&](int r) { return _blocks[r].done.v.load(std::memory_order_relaxed) < need; });
   }
+  // Non-blocking allreduce (see shm.hpp). Under _nbmu.
+  void finish_locked(std::uint64_t op) {
+    if (op > _finished) _finished = op;
+    std::uint64_t d = _finished;
+    if (!_open.empty()) d = std::min(d, _open.front()->op - 1);
+    auto& done = _blocks[_rank].done.v;
+    std::uint64_t cur = done.load(std::memory_order_relaxed);
+    while (d > cur && !done.compare_exchange_weak(cur, d, std::memory_order_release)) {
+    }
+  }
+  void open_op(iallreduce& x) {
+    std::lock_guard g(_nbmu);
+    x.op = next_op();
+    _open.push_back(&x);
+    _nopen.fetch_add(1, std::memory_order_release);
+    poll_locked(x);  // published now unless a whole ring of ops is behind
+  }
+  // Advances x and every older open op (their order is the slots' order):
+  // -2 pending, -1 done, or a member found dead.
+  int test(iallreduce& x) {
+    std::unique_lock g(_nbmu, std::try_to_lock);
+    if (!g.owns_lock()) return -2;  // another thread polls this area
+    if (x.phase < 2) {
+      ++x.polls;
+      while (!_open.empty() && _open.front() != &x && poll_locked(*_open.front())) {
+      }
+      poll_locked(x);
+    }
+    return x.phase == 2 ? -1 : x.phase == 3 ? x.dead : -2;
+  }
+  // One look at x: publishes its operand once its slot is free, reduces
+  // once every operand is there. True once x is closed (done or failed).
+  bool poll_locked(iallreduce& x) {
+    const bool look_alive = (x.polls & 7) == 7;
+    if (x.phase == 0) {
+      const auto depth = static_cast<std::uint64_t>(depth_for(x.bytes));
+      if (x.op > depth) {
+        const std::uint64_t need = x.op - depth;
+        std::uint64_t m = ~std::uint64_t{0};
+        int late = -1;
+        for (int r = 0; r < _n; ++r) {
+          const std::uint64_t d = _blocks[r].done.v.load(std::memory_order_acquire);
+          if (d < need && late < 0) late = r;
+          m = std::min(m, d);
+        }
+        if (m < need) {
+          if (look_alive && late >= 0 && late != _rank && !alive(late)) return close_op(x, late);
+          return false;
+        }
+      }
+      const cell own = cell_of(_blocks[_rank].out, x.op, x.bytes);
+      std::memcpy(own.data, x.mine, x.bytes);
+      own.seq.store(x.op, std::memory_order_release);
+      x.phase = 1;
+    }
+    if (x.phase != 1) return true;
+    for (int r = 0; r < _n; ++r) {
+      if (r == _rank || cell_of(_blocks[r].out, x.op, x.bytes).seq.load(std::memory_order_acquire) >= x.op) continue;
+      if (look_alive && !alive(r)) return close_op(x, r);
+      return false;
+    }
+    auto* acc = static_cast<std::byte*>(x.result);
+    std::memcpy(acc, cell_of(_blocks[_n - 1].out, x.op, x.bytes).data, x.bytes);
+    for (int r = _n - 2; r >= 0; --r) x.red->apply(cell_of(_blocks[r].out, x.op, x.bytes).data, acc, x.count);
+    return close_op(x, -1);
+  }
+  // x's owner goes away while x is open (MPI_Finalize): no longer read.
+  void drop(iallreduce& x) {
+    std::lock_guard g(_nbmu);
+    if (x.phase < 2) close_op(x, _rank);
+  }
+  // From a blocking collective's wait: the open ones may be what another
+  // rank waits for (its writer needs this rank's "done" counter to move).
+  void poll_open() {
+    std::unique_lock g(_nbmu, std::try_to_lock);
+    if (!g.owns_lock()) return;
+    while (!_open.empty() && poll_locked(*_open.front())) {
+    }
+  }
+  bool close_op(iallreduce& x, int dead) {
+    x.phase = dead >= 0 ? 3 : 2;
+    x.dead = dead;
+    std::erase(_open, &x);
+    _nopen.fetch_sub(1, std::memory_order_release);
+    finish_locked(x.op);
+    return true;
+  }
+
   // Whether member r's process is alive (as the engine knows it).
   bool alive(int r) const { return st().session->peer_alive(_world[static_cast<std::size_t>(r)]); }
   // Waits until member `from` has published op in c: -1, or `from` found dead.
@@ -179,6 +280,12 @@ class area {
   std::uint64_t _op = 0;
   std::uint64_t _min_done = 0;
   std::uint64_t _last_pairs = 0;  // the last op that wrote pair slots
+  // Non-blocking allreduces not closed yet, oldest first (_nbmu), their
+  // count (read without the lock by finish()), the last op finished here.
+  std::mutex _nbmu;
+  std::vector<iallreduce*> _open;
+  std::atomic<int> _nopen{0};
+  std::uint64_t _finished = 0;
 };
 
 namespace {
@@ -407,6 +514,12 @@ int ibarrier_test(area& a, std::uint64_t op, bool check_alive) {
         return r;
   return -2;
 }
+
+void iallreduce_start(area& a, iallreduce& x) { a.open_op(x); }
+
+void iallreduce_drop(area& a, iallreduce& x) { a.drop(x); }
+
+int iallreduce_test(area& a, iallreduce& x) { return a.test(x); }
 
 int bcast(area& a, int root, void* buf, std::size_t bytes) {
   const std::uint64_t op = a.next_op();

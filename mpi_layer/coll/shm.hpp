@@ -90,9 +90,11 @@
 // MPI_Gatherv, MPI_Scatterv and MPI_Allgatherv of any size where the area
 // allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
-// progress without the caller), and by MPI_Ibarrier on a communicator
-// whose area is already set up (ibarrier_start below: the set-up is a
-// collective exchange, which a non-blocking call must not wait for).
+// progress without the caller), and by MPI_Ibarrier, and MPI_Iallreduce
+// and a persistent MPI_Allreduce of at most kBigBytes, on a communicator
+// whose area is already set up (ibarrier_start, iallreduce_start below:
+// the set-up is a collective exchange, which a non-blocking call must not
+// wait for).
 //
 // MPI_Ibarrier. The arrival is published when the call starts, as the
 // blocking barrier's, and the rank's "done" counter moves to the op at
@@ -162,6 +164,32 @@ int ibarrier_start(area& a, std::uint64_t& op);
 // Whether every member has arrived at op: -1 yes, -2 not yet, or the rank
 // of a member found dead (looked for when check_alive) that has not.
 int ibarrier_test(area& a, std::uint64_t op, bool check_alive);
+// Non-blocking allreduce (persistent MPI_Allreduce, MPI_Iallreduce) of at
+// most kBigBytes, on a communicator whose area is already set up (as
+// MPI_Ibarrier: every member takes the path alike). start takes the area's
+// next op and publishes the operand, unless its slot may still be read
+// (some rank a whole ring of ops behind): then the operand is published by
+// a later test. test (MPI_Test/Wait) reduces every operand in rank order,
+// as allreduce, once they are all there. Older open ones are advanced
+// first, and until an op is closed this rank's "done" counter stays below
+// it, so a blocking collective finishing meanwhile does not let a writer
+// reuse the slots still to be read. Never waits. The state must stay put
+// from start until test says it is closed.
+struct iallreduce {
+  const void* mine = nullptr;  // may be result (in place)
+  void* result = nullptr;
+  std::size_t bytes = 0, count = 0;
+  nmad::coll::reducer* red = nullptr;
+  std::uint64_t op = 0;
+  int phase = 0;  // 0 not published, 1 published, 2 done, 3 failed (dead)
+  int dead = -1;
+  unsigned polls = 0;
+};
+void iallreduce_start(area& a, iallreduce& x);
+// -2 pending, -1 done, or the rank of a member found dead.
+int iallreduce_test(area& a, iallreduce& x);
+// x's owner goes away before x closed (MPI_Finalize): forgets it.
+void iallreduce_drop(area& a, iallreduce& x);
 // buf: bytes (<= kBigBytes) of contiguous data, at every rank.
 int bcast(area& a, int root, void* buf, std::size_t bytes);
 // all: the root's blocks (rank order), mine: this rank's block (null at the

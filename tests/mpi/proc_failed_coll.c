@@ -5,7 +5,10 @@
  * default), "bcast" (16 MiB from rank 0), "alltoall" (16 MiB per rank,
  * split in equal blocks), "scatter" / "gather" (root 0, 16 MiB in equal
  * blocks), "barrier" or "ibarrier"
- * (MPI_Ibarrier, then MPI_Wait); $MPITEST_COLL_DOUBLES
+ * (MPI_Ibarrier, then MPI_Wait), "iallreduce" (MPI_Iallreduce, then
+ * MPI_Wait) or "pallreduce" (MPI_Allreduce_init, MPI_Start, MPI_Wait:
+ * the replayed schedule, or at 8 doubles the shared-memory state
+ * machine); $MPITEST_COLL_DOUBLES
  * (default 2M) changes the size (8: the shared-memory collectives' path
  * when the ranks share a host). With MPI_ERRORS_RETURN every
  * survivor either gets MPI_ERR_PROC_FAILED, whose string names the rank
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
   const int gather = coll && strcmp(coll, "gather") == 0;
   const int ibarrier = coll && strcmp(coll, "ibarrier") == 0;
   const int barrier = ibarrier || (coll && strcmp(coll, "barrier") == 0);
+  const int iallreduce = coll && strcmp(coll, "iallreduce") == 0;
+  const int pallreduce = coll && strcmp(coll, "pallreduce") == 0;
   const char* nd = getenv("MPITEST_COLL_DOUBLES");
   if (nd && atol(nd) > 0) N = atol(nd);
   double* in = malloc(N * sizeof(double));
@@ -58,9 +63,14 @@ int main(int argc, char** argv) {
   }
   MPI_Request ireq = MPI_REQUEST_NULL;
   int err = ibarrier ? MPI_Ibarrier(MPI_COMM_WORLD, &ireq) : MPI_SUCCESS;
-  if (ibarrier && err == MPI_SUCCESS) err = MPI_Wait(&ireq, MPI_STATUS_IGNORE);
+  if (iallreduce) err = MPI_Iallreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &ireq);
+  if (pallreduce) {
+    err = MPI_Allreduce_init(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &ireq);
+    if (err == MPI_SUCCESS) err = MPI_Start(&ireq);
+  }
+  if ((ibarrier || iallreduce || pallreduce) && err == MPI_SUCCESS) err = MPI_Wait(&ireq, MPI_STATUS_IGNORE);
   const long blk = N / mt_size; /* alltoall: doubles per peer */
-  if (!ibarrier)
+  if (!ibarrier && !iallreduce && !pallreduce)
     err = barrier    ? MPI_Barrier(MPI_COMM_WORLD)
           : bcast    ? MPI_Bcast(mt_rank == 0 ? in : out, (int)N, MPI_DOUBLE, 0, MPI_COMM_WORLD)
           : alltoall ? MPI_Alltoall(in, (int)blk, MPI_DOUBLE, out, (int)blk, MPI_DOUBLE, MPI_COMM_WORLD)
@@ -69,7 +79,9 @@ int main(int argc, char** argv) {
                      : MPI_Allreduce(in, out, (int)N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (mt_rank == DYING)
     for (;;) pause(); /* done before the timer: die anyway */
-  const char* what = ibarrier   ? "MPI_Ibarrier"
+  const char* what = ibarrier     ? "MPI_Ibarrier"
+                     : iallreduce ? "MPI_Iallreduce"
+                     : pallreduce ? "MPI_Allreduce_init"
                      : barrier  ? "MPI_Barrier"
                      : bcast    ? "MPI_Bcast"
                      : alltoall ? "MPI_Alltoall"
