@@ -59,4 +59,23 @@ extern thread_local persistent_build* g_persistent_build;
 // non-contiguous send blocks are packed again at each start).
 inline bool persistent_building() { return g_persistent_build != nullptr; }
 
+// MPI_<Coll>_init(_c) named fn: checks the communicator, request and info,
+// then runs build (a call of the collective's non-blocking form, given the
+// request pointer) as the persistent build of fn. Shared by the int
+// (persistent.cpp) and the large-count (large_count.cpp) forms.
+template <class Build>
+int persistent_init(const char* fn, MPI_Comm comm, MPI_Info info, MPI_Request* request, Build build) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  comm_obj* c = lookup_comm(comm);
+  if (!c) return mpi_raise_handle(fn, comm, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
+  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
+  if (info != MPI_INFO_NULL && !info_get_entries(info))
+    return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
+  persistent_build pb{fn};
+  g_persistent_build = &pb;
+  const int e = build(request);
+  g_persistent_build = nullptr;  // (cleared already when a collective call took it over)
+  return e;
+}
+
 }  // namespace nmad::mpi

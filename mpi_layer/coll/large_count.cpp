@@ -11,79 +11,12 @@
 // difference with the int forms: the blocking shortcuts that take int
 // arguments (bcast_fast, rooted_fast) are skipped for counts above INT_MAX.
 //
-// Persistent forms: MPI_..._init_c makes an inactive persistent request
-// whose every MPI_Start calls the MPI_I..._c form with the arguments given
-// at init (the standard forbids changing the arrays they point to until the
-// request is freed), as persistent.cpp does for the int forms; errors in
-// the arguments are reported by MPI_Start under the non-blocking name.
-#include <functional>
-#include <memory>
-#include <string>
-
+// Persistent forms: MPI_..._init_c builds its schedule once, at init, as
+// the int forms do (bindings.hpp, persistent_init: the non-blocking `_c`
+// form is called as the persistent build), and each MPI_Start replays it.
+#include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/coll/entries.hpp"
 #include "mpi_layer/mpi_impl.hpp"
-
-namespace nmad::mpi {
-namespace {
-
-// An inactive persistent collective request whose start runs `start` (the
-// non-blocking `_c` form) and completes with the request it returns.
-// (The same life cycle as persistent.cpp's requests for the int forms.)
-struct persistent_coll {
-  std::function<int(MPI_Request*)> start;
-  MPI_Request inner = MPI_REQUEST_NULL;  // the running non-blocking collective
-  int error = MPI_SUCCESS;
-  std::string detail;
-};
-
-template <class Start>
-int persistent(const char* fn, MPI_Comm comm, MPI_Info info, MPI_Request* request, Start start) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
-  if (info != MPI_INFO_NULL && !info_get_entries(info))
-    return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
-  auto p = std::make_shared<persistent_coll>();
-  p->start = std::move(start);
-  request_obj* r = new_request();
-  r->type = request_obj::kind::generic;
-  r->persistent = true;
-  r->active = false;
-  r->comm = c;
-  r->extra = p;
-  r->on_start = [p](request_obj& rq) {
-    p->error = MPI_SUCCESS;
-    p->detail.clear();
-    empty_status(&rq.local_status);
-    // (Wait/Test drop the completion hook once run: set it again.)
-    rq.on_complete = [p](request_obj&, std::string& d) {
-      d = p->detail;
-      return p->error;
-    };
-    const int e = p->start(&p->inner);
-    if (e != MPI_SUCCESS) {  // raised by the non-blocking call; the request completes with it
-      p->inner = MPI_REQUEST_NULL;
-      p->error = e;
-      rq.local_status.MPI_ERROR = e;
-    }
-    return e;
-  };
-  r->poll = [p](request_obj& rq) {
-    if (p->inner == MPI_REQUEST_NULL) return true;
-    if (!handle_done(p->inner)) return false;
-    p->error = finish_done_request(&p->inner, nullptr, p->detail);
-    p->inner = MPI_REQUEST_NULL;
-    empty_status(&rq.local_status);
-    rq.local_status.MPI_ERROR = p->error;
-    return true;
-  };
-  *request = r->handle;
-  return MPI_SUCCESS;
-}
-
-}  // namespace
-}  // namespace nmad::mpi
 
 using namespace nmad::mpi;
 using namespace nmad::mpi::coll_call;
@@ -101,7 +34,7 @@ int PMPI_Iallgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sen
 int PMPI_Allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                           MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                           MPI_Request* request) {
-  return persistent("MPI_Allgather_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Allgather_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -119,7 +52,7 @@ int PMPI_Iallgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype se
 int PMPI_Allgatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                            const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm,
                            MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Allgatherv_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Allgatherv_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
   });
 }
@@ -133,7 +66,7 @@ int PMPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_D
 }
 int PMPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
                           MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Allreduce_init_c", comm, info, request,
+  return persistent_init("MPI_Allreduce_init_c", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, r); });
 }
 int PMPI_Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount,
@@ -147,7 +80,7 @@ int PMPI_Ialltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype send
 int PMPI_Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                          MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                          MPI_Request* request) {
-  return persistent("MPI_Alltoall_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Alltoall_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -166,7 +99,7 @@ int PMPI_Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const M
 int PMPI_Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                           MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Alltoallv_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Alltoallv_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r);
   });
 }
@@ -186,7 +119,7 @@ int PMPI_Alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[], con
                           const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
                           const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                           MPI_Request* request) {
-  return persistent("MPI_Alltoallw_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Alltoallw_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r);
   });
 }
@@ -198,7 +131,7 @@ int PMPI_Ibcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root
 }
 int PMPI_Bcast_init_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
                       MPI_Request* request) {
-  return persistent("MPI_Bcast_init_c", comm, info, request,
+  return persistent_init("MPI_Bcast_init_c", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Ibcast_c(buffer, count, datatype, root, comm, r); });
 }
 int PMPI_Exscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
@@ -211,7 +144,7 @@ int PMPI_Iexscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
 }
 int PMPI_Exscan_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Exscan_init_c", comm, info, request,
+  return persistent_init("MPI_Exscan_init_c", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, r); });
 }
 int PMPI_Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount,
@@ -226,7 +159,7 @@ int PMPI_Igather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 int PMPI_Gather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                        MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                        MPI_Request* request) {
-  return persistent("MPI_Gather_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Gather_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
   });
 }
@@ -245,7 +178,7 @@ int PMPI_Igatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 int PMPI_Gatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                         const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root,
                         MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Gatherv_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Gatherv_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r);
   });
 }
@@ -259,7 +192,7 @@ int PMPI_Ireduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Data
 }
 int PMPI_Reduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
                        MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Reduce_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Reduce_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, r);
   });
 }
@@ -273,7 +206,7 @@ int PMPI_Ireduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count r
 }
 int PMPI_Reduce_scatter_init_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype,
                                MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Reduce_scatter_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Reduce_scatter_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, r);
   });
 }
@@ -289,7 +222,7 @@ int PMPI_Ireduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count r
 }
 int PMPI_Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
                                      MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Reduce_scatter_block_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Reduce_scatter_block_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, r);
   });
 }
@@ -302,7 +235,7 @@ int PMPI_Iscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dataty
 }
 int PMPI_Scan_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
                      MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Scan_init_c", comm, info, request,
+  return persistent_init("MPI_Scan_init_c", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, r); });
 }
 int PMPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount,
@@ -316,7 +249,7 @@ int PMPI_Iscatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 int PMPI_Scatter_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                         MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                         MPI_Request* request) {
-  return persistent("MPI_Scatter_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Scatter_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
   });
 }
@@ -334,7 +267,7 @@ int PMPI_Iscatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
 int PMPI_Scatterv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
                          MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                          MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Scatterv_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Scatterv_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
   });
 }
@@ -354,7 +287,7 @@ int PMPI_Ineighbor_allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Dat
 int PMPI_Neighbor_allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                    MPI_Request* request) {
-  return persistent("MPI_Neighbor_allgather_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_allgather_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -373,7 +306,7 @@ int PMPI_Ineighbor_allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Da
 int PMPI_Neighbor_allgatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                                     const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                                     MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Neighbor_allgatherv_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_allgatherv_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
   });
 }
@@ -390,7 +323,7 @@ int PMPI_Ineighbor_alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Data
 int PMPI_Neighbor_alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                                   MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                   MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoall_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_alltoall_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -410,7 +343,7 @@ int PMPI_Neighbor_alltoallv_init_c(const void* sendbuf, const MPI_Count sendcoun
                                    MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
                                    const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                    MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoallv_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_alltoallv_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                                       comm, r);
   });
@@ -432,7 +365,7 @@ int PMPI_Neighbor_alltoallw_init_c(const void* sendbuf, const MPI_Count sendcoun
                                    const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
                                    const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                                    MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoallw_init_c", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_alltoallw_init_c", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                                       comm, r);
   });

@@ -28,57 +28,36 @@
 #include "mpi_layer/coll/bindings.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
-namespace nmad::mpi {
-namespace {
-
-// Runs build (the non-blocking form's call) as the persistent build of fn.
-template <class Build>
-int persistent(const char* fn, MPI_Comm comm, MPI_Info info, MPI_Request* request, Build build) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  comm_obj* c = lookup_comm(comm);
-  if (!c) return mpi_raise_handle(fn, comm, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
-  if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
-  if (info != MPI_INFO_NULL && !info_get_entries(info))
-    return mpi_raise(fn, c, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
-  persistent_build pb{fn};
-  g_persistent_build = &pb;
-  const int e = build(request);
-  g_persistent_build = nullptr;  // (cleared already when a collective call took it over)
-  return e;
-}
-
-}  // namespace
-}  // namespace nmad::mpi
 
 using namespace nmad::mpi;
 
 extern "C" {
 
 int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Barrier_init", comm, info, request, [=](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
+  return persistent_init("MPI_Barrier_init", comm, info, request, [=](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
 }
 
 int PMPI_Bcast_init(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
                     MPI_Request* request) {
-  return persistent("MPI_Bcast_init", comm, info, request,
+  return persistent_init("MPI_Bcast_init", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Ibcast(buffer, count, datatype, root, comm, r); });
 }
 
 int PMPI_Reduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                      MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Reduce_init", comm, info, request,
+  return persistent_init("MPI_Reduce_init", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, r); });
 }
 
 int PMPI_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                         MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Allreduce_init", comm, info, request,
+  return persistent_init("MPI_Allreduce_init", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, r); });
 }
 
 int PMPI_Gather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                      MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Gather_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Gather_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
   });
 }
@@ -86,14 +65,14 @@ int PMPI_Gather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, 
 int PMPI_Gatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                       const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                       MPI_Request* request) {
-  return persistent("MPI_Gatherv_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Gatherv_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r);
   });
 }
 
 int PMPI_Scatter_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                       MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Scatter_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Scatter_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
   });
 }
@@ -101,14 +80,14 @@ int PMPI_Scatter_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
 int PMPI_Scatterv_init(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                        void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                        MPI_Request* request) {
-  return persistent("MPI_Scatterv_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Scatterv_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
   });
 }
 
 int PMPI_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Allgather_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Allgather_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -116,14 +95,14 @@ int PMPI_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtyp
 int PMPI_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                          MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Allgatherv_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Allgatherv_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
   });
 }
 
 int PMPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Alltoall_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Alltoall_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -131,7 +110,7 @@ int PMPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype
 int PMPI_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                         void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                         MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Alltoallv_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Alltoallv_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r);
   });
 }
@@ -139,41 +118,41 @@ int PMPI_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int s
 int PMPI_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
                         const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[], const int rdispls[],
                         const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Alltoallw_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Alltoallw_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r);
   });
 }
 
 int PMPI_Reduce_scatter_init(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Reduce_scatter_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Reduce_scatter_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, r);
   });
 }
 
 int PMPI_Reduce_scatter_block_init(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
                                    MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Reduce_scatter_block_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Reduce_scatter_block_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, r);
   });
 }
 
 int PMPI_Scan_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                    MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Scan_init", comm, info, request,
+  return persistent_init("MPI_Scan_init", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, r); });
 }
 
 int PMPI_Exscan_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                      MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Exscan_init", comm, info, request,
+  return persistent_init("MPI_Exscan_init", comm, info, request,
                     [=](MPI_Request* r) { return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, r); });
 }
 
 int PMPI_Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                  MPI_Request* request) {
-  return persistent("MPI_Neighbor_allgather_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_allgather_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -181,14 +160,14 @@ int PMPI_Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatyp
 int PMPI_Neighbor_allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                                   MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Neighbor_allgatherv_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_allgatherv_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
   });
 }
 
 int PMPI_Neighbor_alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoall_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_alltoall_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
   });
 }
@@ -196,7 +175,7 @@ int PMPI_Neighbor_alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype
 int PMPI_Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
                                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoallv_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_alltoallv_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                                     comm, r);
   });
@@ -206,7 +185,7 @@ int PMPI_Neighbor_alltoallw_init(const void* sendbuf, const int sendcounts[], co
                                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                                  MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoallw_init", comm, info, request, [=](MPI_Request* r) {
+  return persistent_init("MPI_Neighbor_alltoallw_init", comm, info, request, [=](MPI_Request* r) {
     return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                                     comm, r);
   });
