@@ -296,6 +296,25 @@ int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& de
 
 using namespace nmad::mpi;
 
+namespace nmad::mpi {
+// A user error handler in the one table of every kind of object; needs no
+// initialised library (MPI_Session_create_errhandler comes before
+// MPI_Session_init). A null argument is MPI_ERR_ARG on MPI_COMM_WORLD's
+// handler when the library is up, else reported and returned.
+int create_errhandler(const char* fn, MPI_Comm_errhandler_function* f, MPI_Errhandler* errhandler) {
+  state& s = st();
+  if (!f || !errhandler) {
+    if (s.initialized.load() && !s.finalized.load()) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null argument");
+    std::fprintf(stderr, "nmad MPI: %s: MPI_ERR_ARG: null argument\n", fn);
+    return MPI_ERR_ARG;
+  }
+  std::lock_guard g(s.mu);
+  s.errhandlers.push_back(f);
+  *errhandler = static_cast<MPI_Errhandler>(s.errhandlers.size() - 1 + kFirstUserErrhandler);
+  return MPI_SUCCESS;
+}
+}  // namespace nmad::mpi
+
 extern "C" {
 
 int PMPI_Error_string(int errorcode, char* string, int* resultlen) {
@@ -408,12 +427,7 @@ int PMPI_Remove_error_string(int errorcode) {
 
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* fn, MPI_Errhandler* errhandler) {
   if (!check_initialized("MPI_Comm_create_errhandler")) return MPI_ERR_OTHER;
-  if (!fn || !errhandler) return mpi_raise("MPI_Comm_create_errhandler", nullptr, MPI_ERR_ARG, "null argument");
-  state& s = st();
-  std::lock_guard g(s.mu);
-  s.errhandlers.push_back(fn);
-  *errhandler = static_cast<MPI_Errhandler>(s.errhandlers.size() - 1 + kFirstUserErrhandler);
-  return MPI_SUCCESS;
+  return create_errhandler("MPI_Comm_create_errhandler", fn, errhandler);
 }
 
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {

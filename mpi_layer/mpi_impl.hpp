@@ -281,6 +281,8 @@ int mpi_raise_handle(const char* fn, MPI_Comm c, int code, const std::string& de
 int mpi_raise_on(const char* fn, MPI_Errhandler h, int handle, int code, const std::string& detail = {});
 // MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN or a created handler.
 bool valid_errhandler(MPI_Errhandler h);
+// Makes a user error handler (errors.cpp): MPI_Comm/Session/File/Win_create_errhandler.
+int create_errhandler(const char* fn, MPI_Comm_errhandler_function* f, MPI_Errhandler* errhandler);
 const char* error_name(int code);
 const char* error_text(int code);
 int from_errc(nmad::errc e);
@@ -452,11 +454,11 @@ bool hw_locate_self(int& package, int& numa, std::string& detail);
 // identity, package and NUMA node, from which each communicator's levels
 // are derived (coll/bindings.hpp).
 void init_world_hosts();
-// A zero-count transfer with MPI_PROC_NULL naming MPI_DATATYPE_NULL: valid,
-// it moves nothing (p2p.cpp, request.cpp skip the datatype checks for it).
-inline bool empty_proc_null(MPI_Count count, MPI_Datatype t, int peer) {
-  return count == 0 && t == MPI_DATATYPE_NULL && peer == MPI_PROC_NULL;
-}
+// A zero-count transfer naming MPI_DATATYPE_NULL: valid with any peer (as
+// MPICH accepts it; Open MPI refuses it with a real peer), it moves nothing
+// and goes as zero MPI_BYTEs (p2p.cpp, request_persistent.cpp replace the
+// type before anything looks at it).
+inline bool empty_null_type(MPI_Count count, MPI_Datatype t) { return count == 0 && t == MPI_DATATYPE_NULL; }
 // Argument checks shared by p2p calls: 0 or an error code + detail.
 int check_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& detail);
 

@@ -82,21 +82,27 @@ class blocking_request {
 }
 
 // Validates the arguments of a send or receive; 0 or an error raised on c.
-// A transfer of nothing with MPI_PROC_NULL may name MPI_DATATYPE_NULL
-// (MPICH and Open MPI accept it; it completes at once and moves no data).
+// A transfer of nothing may name MPI_DATATYPE_NULL (empty_null_type): type
+// becomes MPI_BYTE, so what follows never sees the null handle.
 [[gnu::always_inline]] inline int check_p2p(const char* fn, comm_obj*& c, MPI_Comm comm, const void* buf, MPI_Count count,
-                                            MPI_Datatype type, int peer, int tag, bool send) {
+                                            MPI_Datatype& type, int peer, int tag, bool send) {
   c = lookup_comm(comm);
   if (!c) return raise_bad_comm(fn, comm);
   const int n = type_size(type);
   if (count < 0 || n < 0 || (!buf && count > 0 && n > 0)) {  // not the plain predefined case
-    if (!empty_proc_null(count, type, peer))
-      if (int e = check_buffer_full(fn, c, count, type, buf)) return e;
+    if (empty_null_type(count, type)) type = MPI_BYTE;
+    else if (int e = check_buffer_full(fn, c, count, type, buf)) return e;
   }
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))
     return raise_bad_rank(fn, c, peer, send);
   if (!(tag >= 0 || (!send && tag == MPI_ANY_TAG))) return raise_bad_tag(fn, c, tag, send);
   return MPI_SUCCESS;
+}
+
+// A probe's arguments: a communicator, a source and a tag, as a receive's.
+inline int check_probe(const char* fn, comm_obj*& c, MPI_Comm comm, int source, int tag) {
+  MPI_Datatype none = MPI_BYTE;
+  return check_p2p(fn, c, comm, nullptr, 0, none, source, tag, false);
 }
 
 // MPI-3.1 3.2.5: calls that return one status (Recv, Sendrecv, Probe,
@@ -239,7 +245,6 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, MPI_Count cou
   const bool send = k == request_obj::kind::send;
   if (int e = check_p2p(fn, c, comm, buf, count, datatype, peer, tag, send)) return e;
   if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
-  if (empty_proc_null(count, datatype, peer)) datatype = MPI_BYTE;  // no type to hold
   request_obj* r = new_request();
   r->type = k;
   r->mode = mode;
@@ -551,7 +556,7 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
   tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Iprobe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Iprobe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (int e = check_probe("MPI_Iprobe", c, comm, source, tag)) return e;
   if (!flag) return mpi_raise("MPI_Iprobe", c, MPI_ERR_ARG, "null flag");
   if (source == MPI_PROC_NULL) {
     *flag = 1;
@@ -569,7 +574,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   tool_event_point tool_events;  // (MPI_T events: delivered on the way out)
   if (!check_initialized("MPI_Probe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Probe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (int e = check_probe("MPI_Probe", c, comm, source, tag)) return e;
   if (source == MPI_PROC_NULL) {
     proc_null_status(status);
     return MPI_SUCCESS;
@@ -588,7 +593,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
 int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
   if (!check_initialized("MPI_Improbe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Improbe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (int e = check_probe("MPI_Improbe", c, comm, source, tag)) return e;
   if (!flag || !message) return mpi_raise("MPI_Improbe", c, MPI_ERR_ARG, "null flag or message");
   if (source == MPI_PROC_NULL) {
     *flag = 1;
@@ -628,7 +633,7 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mes
 int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
   if (!check_initialized("MPI_Mprobe")) return MPI_ERR_OTHER;
   comm_obj* c = nullptr;
-  if (int e = check_p2p("MPI_Mprobe", c, comm, nullptr, 0, MPI_BYTE, source, tag, false)) return e;
+  if (int e = check_probe("MPI_Mprobe", c, comm, source, tag)) return e;
   int flag = 0, err = MPI_SUCCESS;
   nmad::errc failed = nmad::errc::ok;
   st().session->wait_until([&] {

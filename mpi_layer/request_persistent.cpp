@@ -17,7 +17,7 @@ int nmad::mpi::p2p_init(const char* fn, request_obj::kind k, send_mode mode, con
   if (!c) return mpi_raise(fn, nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!request) return mpi_raise(fn, c, MPI_ERR_ARG, "null request");
   std::string detail;
-  if (empty_proc_null(count, datatype, peer)) datatype = MPI_BYTE;  // moves nothing, no type to hold
+  if (empty_null_type(count, datatype)) datatype = MPI_BYTE;  // moves nothing, no type to hold
   if (int e = check_comm_buffer(count, datatype, buf, detail)) return mpi_raise(fn, c, e, detail);
   const bool send = k == request_obj::kind::send;
   if (!(peer == MPI_PROC_NULL || (peer >= 0 && peer < c->size()) || (!send && peer == MPI_ANY_SOURCE)))

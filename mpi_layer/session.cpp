@@ -250,10 +250,11 @@ int PMPI_Session_get_info(MPI_Session session, MPI_Info* info_used) {
 }
 
 int PMPI_Session_create_errhandler(MPI_Session_errhandler_function* session_errhandler_fn, MPI_Errhandler* errhandler) {
-  if (!check_initialized("MPI_Session_create_errhandler")) return MPI_ERR_OTHER;
-  // One table of user handlers for every kind of object (errors.cpp).
-  return PMPI_Comm_create_errhandler(reinterpret_cast<MPI_Comm_errhandler_function*>(session_errhandler_fn),
-                                     errhandler);
+  // Callable before any session or MPI_Init (its handler is what
+  // MPI_Session_init is given). One table of user handlers for every kind
+  // of object (errors.cpp).
+  return create_errhandler("MPI_Session_create_errhandler",
+                           reinterpret_cast<MPI_Comm_errhandler_function*>(session_errhandler_fn), errhandler);
 }
 
 int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) {
@@ -303,16 +304,18 @@ int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info
                                 MPI_Comm* newcomm) {
   const char* fn = "MPI_Comm_create_from_group";
   if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!newcomm) return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_COMM_NULL, MPI_ERR_ARG, "null newcomm");
-  if (!stringtag) return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_COMM_NULL, MPI_ERR_ARG, "null stringtag");
-  if (std::strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
-    return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_COMM_NULL, MPI_ERR_ARG,
-                        "stringtag longer than MPI_MAX_STRINGTAG_LEN - 1");
-  std::optional<info_entries> hints;
-  if (info != MPI_INFO_NULL && !(hints = info_get_entries(info)))
-    return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_COMM_NULL, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
   if (errhandler != MPI_ERRHANDLER_NULL && !valid_errhandler(errhandler))
     return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_COMM_NULL, MPI_ERR_ARG, "invalid error handler");
+  // Argument errors go to the handler given (the one the new communicator
+  // would have; no other object is at hand), else MPI_ERRORS_ARE_FATAL.
+  const MPI_Errhandler eh = errhandler != MPI_ERRHANDLER_NULL ? errhandler : MPI_ERRORS_ARE_FATAL;
+  if (!newcomm) return mpi_raise_on(fn, eh, MPI_COMM_NULL, MPI_ERR_ARG, "null newcomm");
+  if (!stringtag) return mpi_raise_on(fn, eh, MPI_COMM_NULL, MPI_ERR_ARG, "null stringtag");
+  if (std::strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
+    return mpi_raise_on(fn, eh, MPI_COMM_NULL, MPI_ERR_ARG, "stringtag longer than MPI_MAX_STRINGTAG_LEN - 1");
+  std::optional<info_entries> hints;
+  if (info != MPI_INFO_NULL && !(hints = info_get_entries(info)))
+    return mpi_raise_on(fn, eh, MPI_COMM_NULL, MPI_ERR_INFO, "invalid info handle " + std::to_string(info));
   // The members agree through the job's world communicator; the tag (an
   // FNV-1a hash of the string tag) keeps concurrent creations apart.
   std::uint32_t h = 2166136261u;
@@ -332,7 +335,6 @@ int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info
     std::lock_guard g(st().mu);
     world->errhandler = keep;
   }
-  const MPI_Errhandler eh = errhandler == MPI_ERRHANDLER_NULL ? MPI_ERRORS_ARE_FATAL : errhandler;
   if (e != MPI_SUCCESS) return mpi_raise_on(fn, eh, MPI_COMM_NULL, e, "creating the communicator failed");
   if (*newcomm != MPI_COMM_NULL) {
     PMPI_Comm_set_errhandler(*newcomm, eh);
