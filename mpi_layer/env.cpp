@@ -212,7 +212,11 @@ int PMPI_Get_version(int* version, int* subversion) {
 
 int PMPI_Get_library_version(char* version, int* resultlen) {
   if (!version || !resultlen) return MPI_ERR_ARG;
-  static const char text[] = "nmad MPI 0.1 (MPI 3.1 over the nmad communication engine)";
+#define NMAD_STR2(x) #x
+#define NMAD_STR(x) NMAD_STR2(x)
+  static const char text[] = "nmad MPI 0.1 (MPI " NMAD_STR(MPI_VERSION) "." NMAD_STR(MPI_SUBVERSION) " over the nmad communication engine)";
+#undef NMAD_STR
+#undef NMAD_STR2
   std::memcpy(version, text, sizeof text);
   *resultlen = static_cast<int>(sizeof text - 1);
   return MPI_SUCCESS;

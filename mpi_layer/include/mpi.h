@@ -1,16 +1,18 @@
-/* mpi.h: the MPI interface of nmad (MPI 3.1 over the nmad engine).
+/* mpi.h: the MPI interface of nmad (MPI 4.0 over the nmad engine).
  *
- * Implemented and declared here: environment management, error
+ * Implemented and declared here: environment management, sessions, error
  * handling, point-to-point (every send mode, blocking and non-blocking,
- * probes including matched probes, persistent requests, completion calls),
- * every C basic and derived datatype with packing, reduction operations,
- * every collective (blocking and non-blocking), groups, communicators
- * (intra and inter), attributes, info, Cartesian, graph and distributed-graph
- * topologies with neighbourhood collectives, MPI_Alloc_mem, MPI-IO (files
- * over POSIX, views, every data access form, two-phase collective I/O).
- * One-sided communication is declared (programs naming it compile) but
- * every call fails with MPI_ERR_UNSUPPORTED_OPERATION.
- * Not provided: dynamic processes, the Fortran bindings.
+ * probes including matched probes, persistent requests, partitioned
+ * communication, completion calls), every C basic and derived datatype with
+ * packing, reduction operations, every collective (blocking, non-blocking
+ * and persistent), groups, communicators (intra and inter), attributes,
+ * info, Cartesian, graph and distributed-graph topologies with
+ * neighbourhood collectives, MPI_Alloc_mem, MPI-IO (files over POSIX,
+ * views, every data access form, two-phase collective I/O), the tool
+ * interface (MPI_T), and the large-count (_c) form of every call that has
+ * one. One-sided communication and process creation are declared
+ * (programs naming them compile) but those calls fail with
+ * MPI_ERR_UNSUPPORTED_OPERATION. Not provided: the Fortran bindings.
  * Handles are ints (like MPICH); predefined handles are constants. Usable
  * from C and C++. Every MPI_X is also available as PMPI_X (profiling).
  */
@@ -24,8 +26,8 @@
 extern "C" {
 #endif
 
-#define MPI_VERSION 3
-#define MPI_SUBVERSION 1
+#define MPI_VERSION 4
+#define MPI_SUBVERSION 0
 #define NMAD_MPI 1
 
 /* ---- handles ---------------------------------------------------------- */
