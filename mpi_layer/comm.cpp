@@ -406,6 +406,7 @@ int PMPI_Comm_free(MPI_Comm* comm) {
   // communicator, and may refuse: then it is not freed).
   std::string detail;
   if (int e = delete_attrs(*c, detail)) return mpi_raise("MPI_Comm_free", c, e, detail);
+  bsend_comm_free(*c);  // its buffer goes once the messages in it have left
   state& s = st();
   std::lock_guard g(s.mu);
   // The object stays (handles are not reused); its slot becomes free here.
