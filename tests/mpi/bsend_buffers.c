@@ -12,7 +12,7 @@
 
 enum { SMALL = 1000, LARGE = 2000, HUGE_N = 200000 };
 
-static int next_rank, prev_rank;
+static int next_rank, prev_rank, ss_rank;
 static int out[HUGE_N], in[HUGE_N];
 
 static void fill(int* p, int n, int seed) {
@@ -26,7 +26,9 @@ static int space(int n) { return n * (int)sizeof(int) + MPI_BSEND_OVERHEAD; }
 /* A Bsend of n ints on comm (expected result `want`); when it succeeds,
  * the message is received from prev and checked. */
 static void bsend_round(MPI_Comm comm, int n, int seed, int want, const char* what) {
-  fill(out, n, mt_rank * 100 + seed);
+  int me;
+  MPI_Comm_rank(comm, &me); /* next_rank and prev_rank are ranks in comm */
+  fill(out, n, me * 100 + seed);
   MPI_Request r;
   MPI_Irecv(in, n, MPI_INT, prev_rank, seed, comm, &r);
   int err = MPI_Bsend(out, n, MPI_INT, next_rank, seed, comm);
@@ -112,6 +114,20 @@ static void session_buffer(void) {
   int err = MPI_Session_attach_buffer(ses, sbuf, space(LARGE));
   CHECK(err == MPI_ERR_BUFFER, "second session attach: %d", err);
   bsend_round(sc, LARGE, 11, MPI_SUCCESS, "session buffer");
+  /* Communicators derived from sc derive from the session too. */
+  MPI_Comm sd, ss;
+  MPI_Comm_dup(sc, &sd);
+  MPI_Comm_split(sc, 0, -mt_rank, &ss);
+  MPI_Comm_rank(ss, &ss_rank);
+  bsend_round(sd, LARGE, 19, MPI_SUCCESS, "session buffer through Comm_dup");
+  MPI_Comm_free(&sd);
+  int ss_next = next_rank, ss_prev = prev_rank;
+  next_rank = (ss_rank + 1) % mt_size;
+  prev_rank = (ss_rank + mt_size - 1) % mt_size;
+  bsend_round(ss, LARGE, 20, MPI_SUCCESS, "session buffer through Comm_split");
+  next_rank = ss_next;
+  prev_rank = ss_prev;
+  MPI_Comm_free(&ss);
   bsend_round(MPI_COMM_WORLD, SMALL, 12, MPI_ERR_BUFFER, "a world comm does not use the session's buffer");
   CHECK(MPI_Comm_attach_buffer(sc, cbuf, space(SMALL)) == MPI_SUCCESS, "comm attach over session");
   bsend_round(sc, LARGE, 13, MPI_ERR_BUFFER, "the comm's buffer first");
