@@ -483,8 +483,13 @@ int check_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& 
 // Groups are ordered lists of world ranks (no dynamic processes). Handles:
 // MPI_GROUP_NULL 0, MPI_GROUP_EMPTY 1, others from 2 up (never reused).
 // Thread-safe (own lock; never takes state::mu while holding it).
-// A handle for a new group with these members (MPI_GROUP_EMPTY if none).
-MPI_Group new_group(std::vector<int> world_ranks);
+// A handle for a new group with these members (MPI_GROUP_EMPTY if none),
+// derived from session `session` (MPI_SESSION_NULL: from the world model).
+MPI_Group new_group(std::vector<int> world_ranks, int session = 0);
+// The session a valid group derives from (MPI_Group_from_session_pset, and
+// the groups and communicators made from its groups); MPI_SESSION_NULL
+// otherwise. A communicator made from the group derives from it too.
+int group_session(MPI_Group g);
 // The members of a valid, unfreed group; nullopt for an invalid handle.
 std::optional<std::vector<int>> group_members(MPI_Group g);
 

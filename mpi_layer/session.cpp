@@ -29,7 +29,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,21 +50,8 @@ std::vector<std::unique_ptr<session_obj>>& sessions() {
   return v;
 }
 
-// The session each MPI_Group_from_session_pset group came from (group
-// handles are never reused), so that a communicator made from it knows its
-// session (its buffered sends use the session's buffer). Under library_mutex().
-std::map<MPI_Group, MPI_Session>& session_groups() {
-  static std::map<MPI_Group, MPI_Session> m;
-  return m;
-}
-
-MPI_Session session_of_group(MPI_Group g) {
-  std::lock_guard lib(library_mutex());
-  auto it = session_groups().find(g);
-  return it == session_groups().end() ? MPI_SESSION_NULL : it->second;
-}
-
-// Records that communicator h derives from session `session`.
+// Records that communicator h derives from session `session` (its
+// buffered sends use the session's buffer when it has none of its own).
 void set_comm_session(MPI_Comm h, MPI_Session session) {
   if (session == MPI_SESSION_NULL || h == MPI_COMM_NULL) return;
   comm_obj* c = lookup_comm(h);
@@ -327,9 +313,7 @@ int PMPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI
   if (!newgroup) return raise_session(fn, session, so, MPI_ERR_ARG, "null newgroup");
   std::vector<int> members;
   if (int e = pset_or_raise(fn, session, so, pset_name, members)) return e;
-  *newgroup = new_group(std::move(members));
-  std::lock_guard lib(library_mutex());
-  session_groups()[*newgroup] = session;
+  *newgroup = new_group(std::move(members), session);
   return MPI_SUCCESS;
 }
 
@@ -369,7 +353,7 @@ int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info
   const MPI_Errhandler eh = errhandler == MPI_ERRHANDLER_NULL ? MPI_ERRORS_ARE_FATAL : errhandler;
   if (e != MPI_SUCCESS) return mpi_raise_on(fn, eh, MPI_COMM_NULL, e, "creating the communicator failed");
   if (*newcomm != MPI_COMM_NULL) {
-    set_comm_session(*newcomm, session_of_group(group));
+    set_comm_session(*newcomm, group_session(group));
     PMPI_Comm_set_errhandler(*newcomm, eh);
     if (hints && !hints->empty()) PMPI_Comm_set_info(*newcomm, info);
   }
@@ -423,7 +407,7 @@ int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, M
   const int e = PMPI_Intercomm_create(lc, local_leader, MPI_COMM_WORLD, remote_world, tag, newintercomm);
   PMPI_Comm_free(&lc);
   if (e != MPI_SUCCESS) return fail(e, "joining the two groups failed");
-  set_comm_session(*newintercomm, session_of_group(local_group));
+  set_comm_session(*newintercomm, group_session(local_group));
   PMPI_Comm_set_errhandler(*newintercomm, eh);
   std::optional<info_entries> hints;
   if (info != MPI_INFO_NULL && (hints = info_get_entries(info)) && !hints->empty())

@@ -2,7 +2,8 @@
  * (3.6): a communicator's buffer is used instead of the process's (and the
  * reverse: a communicator with its own buffer never falls back to the
  * process's), a session's buffer for a communicator made by
- * Comm_create_from_group, MPI_BUFFER_AUTOMATIC (many large Bsends with no
+ * Comm_create_from_group (and the groups and communicators derived from
+ * those), MPI_BUFFER_AUTOMATIC (many large Bsends with no
  * space attached), flush and iflush (after them the buffer is detached at
  * once and may be overwritten; the data is checked at the receiver), detach
  * returning what was attached (also the _c forms), a communicator's buffer
@@ -128,6 +129,26 @@ static void session_buffer(void) {
   next_rank = ss_next;
   prev_rank = ss_prev;
   MPI_Comm_free(&ss);
+  /* A group derived from the session's group (here all of it, reversed)
+   * derives from the session; so does a communicator made from it. */
+  MPI_Group sg, rg;
+  MPI_Comm_group(sc, &sg);
+  int* order = malloc(sizeof(int) * (size_t)mt_size);
+  for (int i = 0; i < mt_size; ++i) order[i] = mt_size - 1 - i;
+  MPI_Group_incl(sg, mt_size, order, &rg);
+  free(order);
+  MPI_Comm rc;
+  CHECK(MPI_Comm_create_from_group(rg, "org.nmad.bsend_buffers.incl", MPI_INFO_NULL, MPI_ERRORS_RETURN, &rc) ==
+            MPI_SUCCESS, "Comm_create_from_group of a derived group");
+  MPI_Group_free(&sg);
+  MPI_Group_free(&rg);
+  MPI_Comm_rank(rc, &ss_rank);
+  next_rank = (ss_rank + 1) % mt_size;
+  prev_rank = (ss_rank + mt_size - 1) % mt_size;
+  bsend_round(rc, LARGE, 21, MPI_SUCCESS, "session buffer through Group_incl");
+  next_rank = ss_next;
+  prev_rank = ss_prev;
+  MPI_Comm_free(&rc);
   bsend_round(MPI_COMM_WORLD, SMALL, 12, MPI_ERR_BUFFER, "a world comm does not use the session's buffer");
   CHECK(MPI_Comm_attach_buffer(sc, cbuf, space(SMALL)) == MPI_SUCCESS, "comm attach over session");
   bsend_round(sc, LARGE, 13, MPI_ERR_BUFFER, "the comm's buffer first");
