@@ -97,6 +97,7 @@ int split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* newcom
   std::lock_guard g(s.mu);
   comm_obj* c = make_comm(s, slot, std::move(world_of), s.world_rank);
   c->errhandler = parent->errhandler;
+  c->session = parent->session;  // derived from the same session
   *newcomm = c->handle;
   return MPI_SUCCESS;
 }
@@ -129,6 +130,7 @@ int inter_split(const char* fn, comm_obj* parent, int color, int key, MPI_Comm* 
   std::lock_guard g(s.mu);
   comm_obj* c = make_inter(s, slot, std::move(local), std::move(remote));
   c->errhandler = parent->errhandler;
+  c->session = parent->session;  // derived from the same session
   *newcomm = c->handle;
   return MPI_SUCCESS;
 }
@@ -391,6 +393,7 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* ne
   std::lock_guard g(s.mu);
   comm_obj* n = make_comm(s, slot, std::move(world), s.world_rank);
   n->errhandler = c->errhandler;
+  n->session = c->session;  // derived from the same session
   *newcomm = n->handle;
   return MPI_SUCCESS;
 }
@@ -406,6 +409,7 @@ int PMPI_Comm_free(MPI_Comm* comm) {
   // communicator, and may refuse: then it is not freed).
   std::string detail;
   if (int e = delete_attrs(*c, detail)) return mpi_raise("MPI_Comm_free", c, e, detail);
+  bsend_comm_free(*c);  // its buffer goes once the messages in it have left
   state& s = st();
   std::lock_guard g(s.mu);
   // The object stays (handles are not reused); its slot becomes free here.

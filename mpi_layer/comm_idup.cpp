@@ -187,6 +187,7 @@ static int idup(const char* fn, comm_obj* c, const info_entries* hints, int prio
     n->local_world_of = c->local_world_of;
     n->rank = c->rank;
     n->errhandler = c->errhandler;
+    n->session = c->session;  // derived from the same session
     n->hints = hints ? *hints : c->hints;
     n->send_priority.store(hints ? static_cast<std::uint8_t>(prio < 0 ? 0 : prio)
                                  : c->send_priority.load(std::memory_order_relaxed),

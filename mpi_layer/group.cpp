@@ -18,6 +18,7 @@ namespace {
 struct group_obj {
   std::vector<int> members;  // group rank -> world rank
   bool freed = false;
+  int session = 0;           // MPI_SESSION_NULL, or the session it derives from
 };
 
 struct group_table {
@@ -93,20 +94,25 @@ int expand_ranges(const char* fn, int size, int n, int ranges[][3], std::vector<
   return MPI_SUCCESS;
 }
 
-int put(const char* fn, std::vector<int> members, MPI_Group* out) {
+// The new group derives from the session its source group derives from
+// (of two groups, the first that does; mixing sessions is erroneous).
+int put(const char* fn, std::vector<int> members, MPI_Group* out, MPI_Group from, MPI_Group from2 = MPI_GROUP_NULL) {
   if (!out) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null newgroup");
-  *out = new_group(std::move(members));
+  int session = group_session(from);
+  if (session == 0 && from2 != MPI_GROUP_NULL) session = group_session(from2);
+  *out = new_group(std::move(members), session);
   return MPI_SUCCESS;
 }
 
 }  // namespace
 
-MPI_Group new_group(std::vector<int> world_ranks) {
+MPI_Group new_group(std::vector<int> world_ranks, int session) {
   if (world_ranks.empty()) return MPI_GROUP_EMPTY;
   group_table& t = table();
   std::lock_guard g(t.mu);
   auto o = std::make_unique<group_obj>();
   o->members = std::move(world_ranks);
+  o->session = session;
   t.groups.push_back(std::move(o));
   return static_cast<MPI_Group>(t.groups.size() - 1);
 }
@@ -116,6 +122,13 @@ std::optional<std::vector<int>> group_members(MPI_Group h) {
   std::lock_guard g(t.mu);
   if (h <= 0 || static_cast<std::size_t>(h) >= t.groups.size() || t.groups[h]->freed) return std::nullopt;
   return t.groups[h]->members;
+}
+
+int group_session(MPI_Group h) {
+  group_table& t = table();
+  std::lock_guard g(t.mu);
+  if (h <= 0 || static_cast<std::size_t>(h) >= t.groups.size() || t.groups[h]->freed) return 0;
+  return t.groups[h]->session;
 }
 
 }  // namespace nmad::mpi
@@ -129,7 +142,7 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
   comm_obj* c = lookup_comm(comm);
   if (!c) return mpi_raise("MPI_Comm_group", nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!group) return mpi_raise("MPI_Comm_group", c, MPI_ERR_ARG, "null group");
-  *group = new_group(c->local_members());
+  *group = new_group(c->local_members(), c->session);
   return MPI_SUCCESS;
 }
 
@@ -140,7 +153,7 @@ int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
     return mpi_raise("MPI_Comm_remote_group", nullptr, MPI_ERR_COMM, "invalid communicator " + std::to_string(comm));
   if (!c->inter) return mpi_raise("MPI_Comm_remote_group", c, MPI_ERR_COMM, "not an intercommunicator");
   if (!group) return mpi_raise("MPI_Comm_remote_group", c, MPI_ERR_ARG, "null group");
-  *group = new_group(c->world_of);
+  *group = new_group(c->world_of, c->session);
   return MPI_SUCCESS;
 }
 
@@ -215,7 +228,7 @@ int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   std::set<int> in_a(a.begin(), a.end());
   for (int w : b)
     if (!in_a.count(w)) a.push_back(w);
-  return put(fn, std::move(a), newgroup);
+  return put(fn, std::move(a), newgroup, group1, group2);
 }
 
 // Members of group1, in its order, that are (intersection) or are not
@@ -228,7 +241,7 @@ static int filter(const char* fn, MPI_Group group1, MPI_Group group2, bool keep_
   std::set<int> in_b(b.begin(), b.end());
   for (int w : a)
     if ((in_b.count(w) != 0) == keep_common) out.push_back(w);
-  return put(fn, std::move(out), newgroup);
+  return put(fn, std::move(out), newgroup, group1, group2);
 }
 
 int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
@@ -246,7 +259,7 @@ int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgro
   if (int e = get(fn, group, a)) return e;
   if (int e = check_ranks(fn, static_cast<int>(a.size()), n, ranks)) return e;
   for (int i = 0; i < n; ++i) out.push_back(a[ranks[i]]);
-  return put(fn, std::move(out), newgroup);
+  return put(fn, std::move(out), newgroup, group);
 }
 
 int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
@@ -259,7 +272,7 @@ int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgro
   for (int i = 0; i < n; ++i) drop[ranks[i]] = true;
   for (std::size_t r = 0; r < a.size(); ++r)
     if (!drop[r]) out.push_back(a[r]);
-  return put(fn, std::move(out), newgroup);
+  return put(fn, std::move(out), newgroup, group);
 }
 
 int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
@@ -269,7 +282,7 @@ int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* ne
   if (int e = get(fn, group, a)) return e;
   if (int e = expand_ranges(fn, static_cast<int>(a.size()), n, ranges, ranks)) return e;
   for (int r : ranks) out.push_back(a[r]);
-  return put(fn, std::move(out), newgroup);
+  return put(fn, std::move(out), newgroup, group);
 }
 
 int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
@@ -282,7 +295,7 @@ int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* ne
   for (int r : ranks) drop[r] = true;
   for (std::size_t r = 0; r < a.size(); ++r)
     if (!drop[r]) out.push_back(a[r]);
-  return put(fn, std::move(out), newgroup);
+  return put(fn, std::move(out), newgroup, group);
 }
 
 int PMPI_Group_free(MPI_Group* group) {

@@ -189,6 +189,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
   std::lock_guard g(s.mu);
   comm_obj* n = make_inter(s, down[0], lc->world_of, std::move(remote));
   n->errhandler = lc->errhandler;
+  n->session = lc->session;  // derived from the same session
   *newintercomm = n->handle;
   return MPI_SUCCESS;
 }
@@ -220,6 +221,7 @@ int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm* newintracomm) {
   std::lock_guard g(s.mu);
   comm_obj* n = make_comm(s, slot, std::move(world_of), s.world_rank);
   n->errhandler = c->errhandler;
+  n->session = c->session;  // derived from the same session
   *newintracomm = n->handle;
   return MPI_SUCCESS;
 }

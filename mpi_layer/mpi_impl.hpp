@@ -56,6 +56,8 @@ inline nmad::tag_t engine_tag(std::uint32_t ctx, int tag) {
 }
 inline nmad::tag_t engine_mask(int tag) { return tag == MPI_ANY_TAG ? kContextMask : nmad::full_mask; }
 
+struct bsend_pool;  // below
+
 struct comm_obj {
   MPI_Comm handle = MPI_COMM_NULL;
   int slot = -1;                 // context slot (p2p 2*slot, coll 2*slot+1)
@@ -103,6 +105,12 @@ struct comm_obj {
   // eligible collective: shm_state 0 not tried yet, 1 ready, 2 none.
   std::shared_ptr<shmcoll::area> shm_area;
   std::atomic<int> shm_state{0};
+  // MPI_Comm_attach_buffer's buffer (null: none; mu), and the session the
+  // communicator derives from (MPI_Comm_create_from_group of a group from
+  // MPI_Group_from_session_pset; MPI_SESSION_NULL otherwise), whose buffer
+  // its buffered sends use when it has none of its own.
+  std::shared_ptr<bsend_pool> bsend;
+  int session = 0;
   // The remote group's size for p2p ranks; local_size() is MPI_Comm_size.
   int size() const { return static_cast<int>(world_of.size()); }
   int local_size() const { return inter ? static_cast<int>(local_world_of.size()) : size(); }
@@ -198,6 +206,17 @@ struct message_obj {
 struct bsend_record {
   nmad::request req;
   std::size_t offset = 0, len = 0;  // region of the attached buffer
+  std::unique_ptr<std::byte[]> owned;  // MPI_BUFFER_AUTOMATIC: the message's own copy
+};
+
+// An attached buffer for buffered sends (bsend.cpp): the process's
+// (MPI_Buffer_attach), a session's or a communicator's (MPI 4.1). Exists
+// while attached; its fields are guarded by state::mu.
+struct bsend_pool {
+  std::byte* buf = nullptr;
+  std::size_t size = 0;
+  bool automatic = false;          // MPI_BUFFER_AUTOMATIC: each message allocated apart
+  std::list<bsend_record> records;  // in flight, in offset order of allocation
 };
 
 // A mutex that MPI_Init turns off when the application promised that only
@@ -252,10 +271,10 @@ struct state {
   std::vector<std::unique_ptr<message_obj>> messages;  // index = handle - 1
   std::vector<MPI_Comm_errhandler_function*> errhandlers;  // index = handle - kFirstUserErrhandler
 
-  // Buffered sends (MPI_Buffer_attach).
-  std::byte* bsend_buf = nullptr;
-  std::size_t bsend_size = 0;
-  std::list<bsend_record> bsends;  // in flight, in offset order of allocation
+  // Buffered sends: the process's buffer (MPI_Buffer_attach; null: none)
+  // and the sessions' (MPI_Session_attach_buffer), by session handle.
+  std::shared_ptr<bsend_pool> bsend;
+  std::map<int, std::shared_ptr<bsend_pool>> session_bsends;
 };
 
 // The process's MPI state (never destroyed: threads may still be inside
@@ -414,8 +433,8 @@ struct typed_request {
 };
 // Buffered send of a derived datatype: the packed image is written straight
 // into the attached buffer (defined in bsend.cpp).
-int bsend_typed(const void* buf, MPI_Count count, const Datatype& d, int world_dest, nmad::tag_t tag,
-                std::string& detail);
+int bsend_typed(const comm_obj& c, const void* buf, MPI_Count count, const Datatype& d, int world_dest,
+                nmad::tag_t tag, std::string& detail);
 
 // ---- communicators (comm.cpp) ----
 // The communicator behind a handle; null if invalid or freed. The
@@ -466,8 +485,13 @@ int check_buffer(MPI_Count count, MPI_Datatype t, const void* buf, std::string& 
 // Groups are ordered lists of world ranks (no dynamic processes). Handles:
 // MPI_GROUP_NULL 0, MPI_GROUP_EMPTY 1, others from 2 up (never reused).
 // Thread-safe (own lock; never takes state::mu while holding it).
-// A handle for a new group with these members (MPI_GROUP_EMPTY if none).
-MPI_Group new_group(std::vector<int> world_ranks);
+// A handle for a new group with these members (MPI_GROUP_EMPTY if none),
+// derived from session `session` (MPI_SESSION_NULL: from the world model).
+MPI_Group new_group(std::vector<int> world_ranks, int session = 0);
+// The session a valid group derives from (MPI_Group_from_session_pset, and
+// the groups and communicators made from its groups); MPI_SESSION_NULL
+// otherwise. A communicator made from the group derives from it too.
+int group_session(MPI_Group g);
 // The members of a valid, unfreed group; nullopt for an invalid handle.
 std::optional<std::vector<int>> group_members(MPI_Group g);
 
@@ -566,8 +590,23 @@ void fill_status(MPI_Status* s, comm_obj* c, const nmad::recv_status& rs, int er
 int raise_in_status(const char* fn, comm_obj* c, int first_err, const std::string& detail, bool have_statuses);
 
 // ---- buffered sends (bsend.cpp) ----
-int bsend_copy(const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag, std::string& detail);
-void bsend_flush();  // waits for every buffered send (detach, finalize)
+// A buffered send on c goes into c's buffer if it has one, else into its
+// session's, else into the process's (MPI 4.1 3.6.1).
+int bsend_copy(const comm_obj& c, const void* buf, std::size_t bytes, int world_dest, nmad::tag_t tag,
+               std::string& detail);
+void bsend_flush();  // waits for every buffered send of every buffer (finalize)
+// MPI_Comm_free: waits until the messages in c's buffer have left, then
+// detaches it.
+void bsend_comm_free(comm_obj& c);
+// MPI_Session_finalize: the same for the session's buffer.
+void bsend_session_end(int session);
+
+// ---- sessions (session.cpp), for the session-specific calls of other files ----
+// Whether h is an open session; if not, raises MPI_ERR_SESSION (fatal
+// handling, there being no session to raise it on) and sets rc.
+bool session_valid(const char* fn, int h, int& rc);
+// Raises code on session h's error handler.
+int session_raise(const char* fn, int h, int code, const std::string& detail);
 
 // ---- collectives and reduction ops (op/op_bindings.cpp, coll/collectives.cpp) ----
 class Op;

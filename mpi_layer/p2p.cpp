@@ -210,8 +210,8 @@ int blocking_send(const char* fn, send_mode mode, const void* buf, MPI_Count cou
   if (!predefined)
     if (int e = lookup_comm_type(datatype, dt, detail)) return mpi_raise(fn, c, e, detail);
   if (mode == send_mode::buffered) {
-    const int e = predefined ? bsend_copy(buf, bytes_of(count, datatype), c->world_of[dest], etag, detail)
-                             : bsend_typed(buf, count, dt, c->world_of[dest], etag, detail);
+    const int e = predefined ? bsend_copy(*c, buf, bytes_of(count, datatype), c->world_of[dest], etag, detail)
+                             : bsend_typed(*c, buf, count, dt, c->world_of[dest], etag, detail);
     return e == MPI_SUCCESS ? e : mpi_raise(fn, c, e, detail);
   }
   const void* ptr = buf;

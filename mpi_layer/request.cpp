@@ -286,8 +286,8 @@ namespace {
 // Completes as soon as the data is copied into the attached buffer.
 [[gnu::noinline]] int start_buffered(request_obj& r, typed_request* typed, int world, nmad::tag_t tag) {
   std::string detail;
-  const int err = typed ? bsend_typed(r.sbuf, r.count, typed->type, world, tag, detail)
-                        : bsend_copy(r.sbuf, r.bytes, world, tag, detail);
+  const int err = typed ? bsend_typed(*r.comm, r.sbuf, r.count, typed->type, world, tag, detail)
+                        : bsend_copy(*r.comm, r.sbuf, r.bytes, world, tag, detail);
   r.local_done = true;
   empty_status(&r.local_status);
   r.local_status.MPI_ERROR = err;

@@ -50,6 +50,16 @@ std::vector<std::unique_ptr<session_obj>>& sessions() {
   return v;
 }
 
+// Records that communicator h derives from session `session` (its
+// buffered sends use the session's buffer when it has none of its own).
+void set_comm_session(MPI_Comm h, MPI_Session session) {
+  if (session == MPI_SESSION_NULL || h == MPI_COMM_NULL) return;
+  comm_obj* c = lookup_comm(h);
+  if (!c) return;
+  std::lock_guard g(st().mu);
+  c->session = session;
+}
+
 session_obj* lookup_session(MPI_Session h) {
   std::lock_guard g(library_mutex());
   auto& v = sessions();
@@ -116,6 +126,13 @@ session_obj* need_session(const char* fn, MPI_Session h, int& rc) {
 }
 
 }  // namespace
+
+bool session_valid(const char* fn, int h, int& rc) { return need_session(fn, h, rc) != nullptr; }
+
+int session_raise(const char* fn, int h, int code, const std::string& detail) {
+  return raise_session(fn, h, lookup_session(h), code, detail);
+}
+
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
@@ -177,6 +194,7 @@ int PMPI_Session_finalize(MPI_Session* session) {
   if (!session) return mpi_raise_on(fn, MPI_ERRORS_ARE_FATAL, MPI_SESSION_NULL, MPI_ERR_ARG, "null session");
   int rc = MPI_SUCCESS;
   if (!need_session(fn, *session, rc)) return rc;
+  bsend_session_end(*session);  // its buffered messages leave first
   state& s = st();
   std::lock_guard lib(library_mutex());
   sessions()[static_cast<std::size_t>(*session - 1)].reset();
@@ -296,7 +314,7 @@ int PMPI_Group_from_session_pset(MPI_Session session, const char* pset_name, MPI
   if (!newgroup) return raise_session(fn, session, so, MPI_ERR_ARG, "null newgroup");
   std::vector<int> members;
   if (int e = pset_or_raise(fn, session, so, pset_name, members)) return e;
-  *newgroup = new_group(std::move(members));
+  *newgroup = new_group(std::move(members), session);
   return MPI_SUCCESS;
 }
 
@@ -337,6 +355,7 @@ int PMPI_Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info
   }
   if (e != MPI_SUCCESS) return mpi_raise_on(fn, eh, MPI_COMM_NULL, e, "creating the communicator failed");
   if (*newcomm != MPI_COMM_NULL) {
+    set_comm_session(*newcomm, group_session(group));
     PMPI_Comm_set_errhandler(*newcomm, eh);
     if (hints && !hints->empty()) PMPI_Comm_set_info(*newcomm, info);
   }
@@ -390,6 +409,7 @@ int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, M
   const int e = PMPI_Intercomm_create(lc, local_leader, MPI_COMM_WORLD, remote_world, tag, newintercomm);
   PMPI_Comm_free(&lc);
   if (e != MPI_SUCCESS) return fail(e, "joining the two groups failed");
+  set_comm_session(*newintercomm, group_session(local_group));
   PMPI_Comm_set_errhandler(*newintercomm, eh);
   std::optional<info_entries> hints;
   if (info != MPI_INFO_NULL && (hints = info_get_entries(info)) && !hints->empty())

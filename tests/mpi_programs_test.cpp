@@ -135,6 +135,10 @@ TEST_CASE("mpi get_count: Get_count, Get_elements, Type_size, MPI_UNDEFINED") { 
 TEST_CASE("mpi threads: MPI_THREAD_MULTIPLE with 4 threads per process") { expect_pass("threads", {2}); }
 
 TEST_CASE("mpi bsend: Buffer_attach/detach, space reuse, MPI_ERR_BUFFER") { expect_pass("bsend", {1, 2, 4}); }
+TEST_CASE("mpi bsend_buffers: MPI 4.1 communicator and session buffers, MPI_BUFFER_AUTOMATIC, flush and iflush, "
+          "their errors") {
+  expect_pass("bsend_buffers", {1, 2, 3});
+}
 
 TEST_CASE("mpi wtime: Wtime monotonic and accurate, Wtick") { expect_pass("wtime", {1}); }
 

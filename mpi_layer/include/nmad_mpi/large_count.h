@@ -66,6 +66,10 @@ int MPI_Imrecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message*
                  MPI_Request* request);
 int MPI_Buffer_attach_c(void* buffer, MPI_Count size);
 int MPI_Buffer_detach_c(void* buffer_addr, MPI_Count* size);
+int MPI_Comm_attach_buffer_c(MPI_Comm comm, void* buffer, MPI_Count size);
+int MPI_Comm_detach_buffer_c(MPI_Comm comm, void* buffer_addr, MPI_Count* size);
+int MPI_Session_attach_buffer_c(MPI_Session session, void* buffer, MPI_Count size);
+int MPI_Session_detach_buffer_c(MPI_Session session, void* buffer_addr, MPI_Count* size);
 int MPI_Get_count_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
 int MPI_Get_elements_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
 int MPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);
@@ -110,6 +114,10 @@ int PMPI_Imrecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message
                   MPI_Request* request);
 int PMPI_Buffer_attach_c(void* buffer, MPI_Count size);
 int PMPI_Buffer_detach_c(void* buffer_addr, MPI_Count* size);
+int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void* buffer, MPI_Count size);
+int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void* buffer_addr, MPI_Count* size);
+int PMPI_Session_attach_buffer_c(MPI_Session session, void* buffer, MPI_Count size);
+int PMPI_Session_detach_buffer_c(MPI_Session session, void* buffer_addr, MPI_Count* size);
 int PMPI_Get_count_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
 int PMPI_Get_elements_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count);
 int PMPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);

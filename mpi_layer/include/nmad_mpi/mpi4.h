@@ -188,6 +188,20 @@ int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MP
                                       MPI_Comm* newintercomm);
 MPI_Fint MPI_Session_c2f(MPI_Session session);
 MPI_Session MPI_Session_f2c(MPI_Fint session);
+/* Buffers for buffered sends per communicator and per session (MPI 4.1 3.6;
+ * mpi_layer/bsend.cpp). MPI_BUFFER_AUTOMATIC as a buffer: MPI allocates what
+ * each buffered send needs (size ignored). */
+#define MPI_BUFFER_AUTOMATIC ((void*)-2)
+int MPI_Comm_attach_buffer(MPI_Comm comm, void* buffer, int size);
+int MPI_Comm_detach_buffer(MPI_Comm comm, void* buffer_addr, int* size);
+int MPI_Session_attach_buffer(MPI_Session session, void* buffer, int size);
+int MPI_Session_detach_buffer(MPI_Session session, void* buffer_addr, int* size);
+int MPI_Buffer_flush(void);
+int MPI_Buffer_iflush(MPI_Request* request);
+int MPI_Comm_flush_buffer(MPI_Comm comm);
+int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request* request);
+int MPI_Session_flush_buffer(MPI_Session session);
+int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request* request);
 /* Partitioned communication (MPI 4.0 chapter 4). */
 int MPI_Psend_init(const void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Info info, MPI_Request* request);
@@ -329,6 +343,16 @@ int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, M
                                        MPI_Comm* newintercomm);
 MPI_Fint PMPI_Session_c2f(MPI_Session session);
 MPI_Session PMPI_Session_f2c(MPI_Fint session);
+int PMPI_Comm_attach_buffer(MPI_Comm comm, void* buffer, int size);
+int PMPI_Comm_detach_buffer(MPI_Comm comm, void* buffer_addr, int* size);
+int PMPI_Session_attach_buffer(MPI_Session session, void* buffer, int size);
+int PMPI_Session_detach_buffer(MPI_Session session, void* buffer_addr, int* size);
+int PMPI_Buffer_flush(void);
+int PMPI_Buffer_iflush(MPI_Request* request);
+int PMPI_Comm_flush_buffer(MPI_Comm comm);
+int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request* request);
+int PMPI_Session_flush_buffer(MPI_Session session);
+int PMPI_Session_iflush_buffer(MPI_Session session, MPI_Request* request);
 int PMPI_Psend_init(const void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                     MPI_Comm comm, MPI_Info info, MPI_Request* request);
 int PMPI_Precv_init(void* buf, int partitions, MPI_Count count, MPI_Datatype datatype, int source, int tag,
