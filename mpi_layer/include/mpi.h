@@ -1,4 +1,4 @@
-/* mpi.h: the MPI interface of nmad (MPI 4.0 over the nmad engine).
+/* mpi.h: the MPI interface of nmad (MPI 4.1 over the nmad engine).
  *
  * Implemented and declared here: environment management, sessions, error
  * handling, point-to-point (every send mode, blocking and non-blocking,
@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define MPI_VERSION 4
-#define MPI_SUBVERSION 0
+#define MPI_SUBVERSION 1
 #define NMAD_MPI 1
 
 /* ---- handles ---------------------------------------------------------- */

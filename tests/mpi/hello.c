@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   CHECK(flag == 0, "MPI_Finalized before MPI_Finalize");
   int v = 0, sv = 0;
   MPI_Get_version(&v, &sv);
-  CHECK(v == MPI_VERSION && sv == MPI_SUBVERSION && MPI_VERSION == 4 && MPI_SUBVERSION >= 0, "version %d.%d", v, sv);
+  CHECK(v == MPI_VERSION && sv == MPI_SUBVERSION && MPI_VERSION == 4 && MPI_SUBVERSION == 1, "version %d.%d", v, sv);
   char lib[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(lib, &len);
