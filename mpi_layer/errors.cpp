@@ -119,6 +119,7 @@ struct user_error {
   std::string text;
   bool failure = false;  // made by failure_code(), not by the application
   bool removed = false;  // MPI_Remove_error_class/code (MPI 4.1): never handed out again
+  int live_codes = 0;    // a class: how many of its codes (other than itself) are not removed
 };
 struct user_errors {
   std::mutex mu;
@@ -144,6 +145,7 @@ int add_user(int cls_or_self) {
   std::lock_guard g(u.mu);
   const int code = MPI_ERR_LASTCODE + 1 + static_cast<int>(u.codes.size());
   u.codes.push_back({cls_or_self < 0 ? code : cls_or_self, {}});
+  if (cls_or_self > MPI_ERR_LASTCODE) ++u.codes[static_cast<std::size_t>(cls_or_self - MPI_ERR_LASTCODE - 1)].live_codes;
   std::atomic_ref<int>(u.last).store(code);
   return code;
 }
@@ -402,16 +404,24 @@ int remove_user(const char* fn, int code, bool as_class) {
                      std::to_string(code) + (as_class ? " is an error code, not a class (MPI_Remove_error_code)"
                                                       : " is an error class, not a code (MPI_Remove_error_class)"));
   user_errors& u = uerr();
-  std::lock_guard g(u.mu);
-  if (as_class)
-    for (std::size_t i = 0; i < u.codes.size(); ++i)
-      if (!u.codes[i].removed && u.codes[i].cls == code && MPI_ERR_LASTCODE + 1 + static_cast<int>(i) != code)
-        return mpi_raise(fn, nullptr, MPI_ERR_ARG,
-                         "class " + std::to_string(code) + " still has error code " +
-                             std::to_string(MPI_ERR_LASTCODE + 1 + static_cast<int>(i)));
+  std::unique_lock g(u.mu);
   user_error& e = u.codes[static_cast<std::size_t>(code - MPI_ERR_LASTCODE - 1)];
+  if (as_class && e.live_codes > 0) {
+    // (The count keeps removal O(1); which code is left is found only to
+    // name it in the message.)
+    int left = 0;
+    for (std::size_t i = u.codes.size(); i-- > 0;)
+      if (!u.codes[i].removed && u.codes[i].cls == code && MPI_ERR_LASTCODE + 1 + static_cast<int>(i) != code) {
+        left = MPI_ERR_LASTCODE + 1 + static_cast<int>(i);
+        break;
+      }
+    g.unlock();
+    return mpi_raise(fn, nullptr, MPI_ERR_ARG,
+                     "class " + std::to_string(code) + " still has error code " + std::to_string(left));
+  }
   e.removed = true;
   e.text.clear();
+  if (!as_class && e.cls > MPI_ERR_LASTCODE) --u.codes[static_cast<std::size_t>(e.cls - MPI_ERR_LASTCODE - 1)].live_codes;
   return MPI_SUCCESS;
 }
 }  // namespace

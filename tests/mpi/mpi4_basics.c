@@ -206,6 +206,18 @@ static void errors_4x(void) {
   CHECK(MPI_Remove_error_class(klass) == MPI_SUCCESS, "remove class");
   CHECK(MPI_Error_class(code, &cls) != MPI_SUCCESS, "class of a removed code");
   CHECK(MPI_Remove_error_class(MPI_ERR_TAG) != MPI_SUCCESS, "removed a predefined class");
+  /* Many add/remove cycles (as libraries loaded and unloaded do): each
+   * removal costs the same however many came before, and a class keeps
+   * refusing removal while one of its codes is left. */
+  for (int k = 0; k < 20000; ++k) {
+    int c1, c2, c3;
+    MPI_Add_error_class(&c1);
+    MPI_Add_error_code(c1, &c2);
+    MPI_Add_error_code(c1, &c3);
+    CHECK(MPI_Remove_error_code(c2) == MPI_SUCCESS, "cycle %d: remove code", k);
+    if (k % 1000 == 0) CHECK(MPI_Remove_error_class(c1) != MPI_SUCCESS, "cycle %d: class removed with a code", k);
+    CHECK(MPI_Remove_error_code(c3) == MPI_SUCCESS && MPI_Remove_error_class(c1) == MPI_SUCCESS, "cycle %d", k);
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
