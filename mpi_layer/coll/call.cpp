@@ -258,11 +258,17 @@ int complete_from(request_obj& q, const nb_coll& j, std::string& detail) {
 
 // A persistent collective's request (bindings.hpp, persistent_build): the
 // schedule built once, kept by an idle executor; each MPI_Start replays it
-// under the communicator's next sequence number (taken at the start: every
-// member starts its persistent collectives in the same order, interleaved
-// with its other collectives alike) and hands it to the progress hook, as
-// a non-blocking collective.
+// under the sequence number the request took at init, and hands it to the
+// progress hook, as a non-blocking collective. The number is the init's
+// because the inits are what every member calls in the same order (MPI
+// 4.1 6.13: they follow the ordering rules of collectives); the starts of
+// several persistent collectives may come in different orders on different
+// members (MPICH's coll/p_order). Each run of one request reuses its tags:
+// a member starts it again only once its previous run completed there, and
+// messages between two members with one tag are matched in order, so a
+// run's messages never meet the previous run's receives.
 int make_persistent(call& x, MPI_Request* req) {
+  const std::uint64_t seq = x.tr->next_sequence();
   auto job = std::make_shared<nb_coll>();
   job->tr = x.tr;
   job->fn = x.fn;
@@ -270,13 +276,13 @@ int make_persistent(call& x, MPI_Request* req) {
   request_obj* r = new_collective_request(x.c, job);
   r->persistent = true;
   r->active = false;
-  r->on_start = [](request_obj& q) {
+  r->on_start = [seq](request_obj& q) {
     auto j = std::static_pointer_cast<nb_coll>(q.extra);
     // (Wait/Test drop the completion hook once run: set it at each start.)
     q.on_complete = [](request_obj& rq, std::string& detail) {
       return complete_from(rq, *static_cast<nb_coll*>(rq.extra.get()), detail);
     };
-    if (!j->ex->restart(j->tr->next_sequence())) register_nb(j);
+    if (!j->ex->restart(seq)) register_nb(j);
     return MPI_SUCCESS;  // (a failed restart step is the run's error, reported at completion)
   };
   r->poll = [](request_obj& q) { return static_cast<nb_coll*>(q.extra.get())->ex->advance(); };

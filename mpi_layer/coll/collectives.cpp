@@ -98,7 +98,10 @@ int barrier(const char* fn, MPI_Comm comm, MPI_Request* req) {
     if (k == red_kind::exscan && x.rank == 0 && !t.contig) x.post.clear();
     if (inplace && sz(count, t) == 0) s = g_dummy;
     const auto n = static_cast<std::size_t>(count);
-    if (k == red_kind::allreduce && !x.blocking && shm_iallreduce(x, s ? s : r, r, sz(count, t), n, t.contig, req))
+    // (Not for persistent requests: the segment's operations are ordered
+    // by their starts, which members of a persistent collective may make
+    // in different orders.)
+    if (k == red_kind::allreduce && !x.blocking && !x.persistent && shm_iallreduce(x, s ? s : r, r, sz(count, t), n, t.contig, req))
       return;  // (MPI_Iallreduce, MPI_Allreduce_init)
     if (k == red_kind::allreduce && shm_ok(x, sz(count, t)) &&
         run_shm(x, [&](shmcoll::area& a) { return shmcoll::allreduce(a, s ? s : r, r, sz(count, t), n, *x.red); }))

@@ -262,5 +262,36 @@ int main(int argc, char** argv) {
     MPI_Comm_set_errhandler(w, MPI_ERRORS_ARE_FATAL);
   }
 
+  /* Persistent collectives match by their inits: members may start them in
+   * different orders (even ranks one way, odd ranks the other), several
+   * times, with an Allreduce of each size class among them. */
+  {
+    int a = -1, x[2], y[2], bx[2048], by[2048], ox[2048], oy[2048];
+    MPI_Request q[4];
+    MPI_Bcast_init(&a, 1, MPI_INT, 0, w, MPI_INFO_NULL, &q[0]);
+    MPI_Barrier_init(w, MPI_INFO_NULL, &q[1]);
+    MPI_Allreduce_init(x, y, 2, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q[2]);
+    MPI_Allreduce_init(bx, by, 2048, MPI_INT, MPI_MAX, w, MPI_INFO_NULL, &q[3]);
+    for (int it = 0; it < 5; ++it) {
+      a = me == 0 ? 42 + it : -1;
+      x[0] = me + it, x[1] = 1;
+      for (int i = 0; i < 2048; ++i) bx[i] = (me * 7 + i + it) % 1000;
+      for (int i = 0; i < 2048; ++i) {
+        ox[i] = 0;
+        for (int p = 0; p < n; ++p) ox[i] = (p * 7 + i + it) % 1000 > ox[i] ? (p * 7 + i + it) % 1000 : ox[i];
+      }
+      if (me % 2 == 0)
+        for (int k = 0; k < 4; ++k) MPI_Start(&q[k]);
+      else
+        for (int k = 3; k >= 0; --k) MPI_Start(&q[k]);
+      CHECK(MPI_Waitall(4, q, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "out-of-order starts %d", it);
+      CHECK(a == 42 + it, "bcast started out of order: %d", a);
+      CHECK(y[0] == n * (n - 1) / 2 + n * it && y[1] == n, "allreduce started out of order: %d %d", y[0], y[1]);
+      for (int i = 0; i < 2048; ++i) oy[i] = by[i] == ox[i];
+      for (int i = 0; i < 2048; ++i) CHECK(oy[i], "max allreduce started out of order [%d]: %d != %d", i, by[i], ox[i]);
+    }
+    for (int k = 0; k < 4; ++k) MPI_Request_free(&q[k]);
+  }
+
   return mt_pass();
 }
