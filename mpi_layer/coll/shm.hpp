@@ -91,7 +91,9 @@
 // allows single copy, blocking forms only (the other non-blocking
 // ones keep their schedules: a schedule's steps are engine messages that
 // progress without the caller), and by MPI_Ibarrier, and MPI_Iallreduce
-// and a persistent MPI_Allreduce of at most kBigBytes, on a communicator
+// of at most kBigBytes (not a persistent MPI_Allreduce: the area orders
+// operations by their starts, persistent collectives match by their
+// inits), on a communicator
 // whose area is already set up (ibarrier_start, iallreduce_start below:
 // the set-up is a collective exchange, which a non-blocking call must not
 // wait for).
@@ -164,7 +166,7 @@ int ibarrier_start(area& a, std::uint64_t& op);
 // Whether every member has arrived at op: -1 yes, -2 not yet, or the rank
 // of a member found dead (looked for when check_alive) that has not.
 int ibarrier_test(area& a, std::uint64_t op, bool check_alive);
-// Non-blocking allreduce (persistent MPI_Allreduce, MPI_Iallreduce) of at
+// Non-blocking allreduce (MPI_Iallreduce) of at
 // most kBigBytes, on a communicator whose area is already set up (as
 // MPI_Ibarrier: every member takes the path alike). start takes the area's
 // next op and publishes the operand, unless its slot may still be read
