@@ -130,6 +130,8 @@ for d in "${dirlist[@]}"; do
         timeLimit=*) ((${tok#timeLimit=} > limit)) && limit=${tok#timeLimit=} ;;
         mem=*) mem=${tok#mem=} ;;
         xfail=*) note="(listed xfail) " ;;
+        *=*) ;;  # other keys of the test list (strict, mpiversion, ...)
+        *) args+=("$tok") ;;  # a bare argument (io's "rdwrord 2 -large-count")
       esac
     done
     name="$d/$prog${args[*]:+ ${args[*]}}"
