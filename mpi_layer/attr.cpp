@@ -27,6 +27,7 @@
 #include <unordered_map>
 
 #include "mpi_layer/mpi_impl.hpp"
+#include "mpi_layer/rma/rma.hpp"
 
 namespace nmad::mpi {
 
@@ -34,8 +35,10 @@ namespace {
 
 constexpr int kFirstUserKeyval = 16;
 
-enum class object_kind { comm, datatype };
-const char* kind_name(object_kind k) { return k == object_kind::comm ? "communicator" : "datatype"; }
+enum class object_kind { comm, datatype, window };
+const char* kind_name(object_kind k) {
+  return k == object_kind::comm ? "communicator" : k == object_kind::datatype ? "datatype" : "window";
+}
 
 struct keyval_obj {
   MPI_Comm_copy_attr_function* copy = nullptr;
@@ -51,6 +54,7 @@ struct attr_table {
   std::mutex mu;  // guards the keyvals, every comm_obj::attrs and type_attrs
   std::vector<std::unique_ptr<keyval_obj>> keyvals = std::vector<std::unique_ptr<keyval_obj>>(kFirstUserKeyval);
   std::unordered_map<MPI_Datatype, attr_list> type_attrs;  // datatypes with attributes
+  std::unordered_map<MPI_Win, attr_list> win_attrs;        // windows with attributes
 };
 
 attr_table& table() {
@@ -88,10 +92,10 @@ int bad_keyval(const char* fn, comm_obj* c, int kv, object_kind kind = object_ki
   attr_table& t = table();
   {
     std::lock_guard g(t.mu);
-    const object_kind other = kind == object_kind::comm ? object_kind::datatype : object_kind::comm;
-    if (keyval_exists_locked(t, kv, other))
-      return mpi_raise(fn, c, MPI_ERR_KEYVAL,
-                       kvname(kv) + " is a " + kind_name(other) + " keyval, not a " + kind_name(kind) + " keyval");
+    for (object_kind other : {object_kind::comm, object_kind::datatype, object_kind::window})
+      if (other != kind && keyval_exists_locked(t, kv, other))
+        return mpi_raise(fn, c, MPI_ERR_KEYVAL,
+                         kvname(kv) + " is a " + kind_name(other) + " keyval, not a " + kind_name(kind) + " keyval");
   }
   return mpi_raise(fn, c, MPI_ERR_KEYVAL, "invalid or freed " + kvname(kv));
 }
@@ -277,6 +281,14 @@ auto type_list(MPI_Datatype type) {
     return create ? &t.type_attrs[type] : nullptr;
   };
 }
+auto win_list(MPI_Win win) {
+  return [win](bool create) -> attr_list* {
+    attr_table& t = table();
+    auto it = t.win_attrs.find(win);
+    if (it != t.win_attrs.end()) return &it->second;
+    return create ? &t.win_attrs[win] : nullptr;
+  };
+}
 auto comm_list(comm_obj* c) {
   return [c](bool) -> attr_list* { return &c->attrs; };
 }
@@ -338,6 +350,16 @@ int copy_type_attrs(MPI_Datatype from, MPI_Datatype to, std::string& detail) {
   const int e = copy_list(from, src, cbs, out, detail);
   std::lock_guard g(t.mu);
   if (!out.empty()) t.type_attrs[to] = std::move(out);
+  return e;
+}
+
+int delete_win_attrs(MPI_Win win, std::string& detail) {
+  const int e = delete_list(win, win_list(win), detail);
+  if (e == MPI_SUCCESS) {
+    attr_table& t = table();
+    std::lock_guard g(t.mu);
+    t.win_attrs.erase(win);
+  }
   return e;
 }
 
@@ -470,6 +492,48 @@ int PMPI_Type_delete_attr(MPI_Datatype type, int keyval) {
   return delete_attr(fn, object_kind::datatype, type, nullptr, type_list(type), keyval);
 }
 
+// ---- windows (MPI 4.1 7.7.3) ----
+namespace {
+int win_arg(const char* fn, MPI_Win win) {
+  if (!check_initialized(fn)) return MPI_ERR_OTHER;
+  if (!nmad::mpi::rma::lookup_window(win))
+    return mpi_raise(fn, nullptr, MPI_ERR_WIN, win == MPI_WIN_NULL ? std::string("MPI_WIN_NULL") : "invalid window " + std::to_string(win));
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+int PMPI_Win_create_keyval(MPI_Win_copy_attr_function* copy_fn, MPI_Win_delete_attr_function* delete_fn,
+                           int* keyval, void* extra_state) {
+  return create_keyval("MPI_Win_create_keyval", object_kind::window,
+                       reinterpret_cast<MPI_Comm_copy_attr_function*>(copy_fn),
+                       reinterpret_cast<MPI_Comm_delete_attr_function*>(delete_fn), keyval, extra_state);
+}
+int PMPI_Win_free_keyval(int* keyval) { return free_keyval("MPI_Win_free_keyval", object_kind::window, keyval); }
+int PMPI_Win_set_attr(MPI_Win win, int keyval, void* attribute_val) {
+  const char* fn = "MPI_Win_set_attr";
+  if (int e = win_arg(fn, win)) return e;
+  if (keyval >= MPI_WIN_BASE && keyval <= MPI_WIN_MODEL)
+    return mpi_raise(fn, nullptr, MPI_ERR_KEYVAL, kvname(keyval) + " is a predefined window attribute (read-only)");
+  return set_attr(fn, object_kind::window, win, nullptr, win_list(win), keyval, attribute_val);
+}
+int PMPI_Win_get_attr(MPI_Win win, int keyval, void* attribute_val, int* flag) {
+  const char* fn = "MPI_Win_get_attr";
+  if (int e = win_arg(fn, win)) return e;
+  if (!attribute_val || !flag) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null attribute_val or flag");
+  void* v = nullptr;
+  if (nmad::mpi::rma::predefined_win_attr(win, keyval, &v)) {
+    *static_cast<void**>(attribute_val) = v;
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  return get_attr(fn, object_kind::window, nullptr, win_list(win), keyval, attribute_val, flag);
+}
+int PMPI_Win_delete_attr(MPI_Win win, int keyval) {
+  const char* fn = "MPI_Win_delete_attr";
+  if (int e = win_arg(fn, win)) return e;
+  return delete_attr(fn, object_kind::window, win, nullptr, win_list(win), keyval);
+}
+
 // Deprecated MPI-1 names: the same calls.
 int PMPI_Keyval_create(MPI_Copy_function* copy_fn, MPI_Delete_function* delete_fn, int* keyval, void* extra_state) {
   return PMPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state);
@@ -495,6 +559,11 @@ int PMPI_Attr_delete(MPI_Comm comm, int keyval) { return PMPI_Comm_delete_attr(c
 #pragma weak MPI_Attr_put = PMPI_Attr_put
 #pragma weak MPI_Attr_get = PMPI_Attr_get
 #pragma weak MPI_Attr_delete = PMPI_Attr_delete
+#pragma weak MPI_Win_create_keyval = PMPI_Win_create_keyval
+#pragma weak MPI_Win_free_keyval = PMPI_Win_free_keyval
+#pragma weak MPI_Win_set_attr = PMPI_Win_set_attr
+#pragma weak MPI_Win_get_attr = PMPI_Win_get_attr
+#pragma weak MPI_Win_delete_attr = PMPI_Win_delete_attr
 #pragma weak MPI_Type_create_keyval = PMPI_Type_create_keyval
 #pragma weak MPI_Type_free_keyval = PMPI_Type_free_keyval
 #pragma weak MPI_Type_set_attr = PMPI_Type_set_attr

@@ -511,6 +511,8 @@ int delete_attrs(comm_obj& c, std::string& detail);
 // the free).
 int copy_type_attrs(MPI_Datatype from, MPI_Datatype to, std::string& detail);
 int delete_type_attrs(MPI_Datatype type, std::string& detail);
+// The same for windows (MPI_Win_free), last set first.
+int delete_win_attrs(MPI_Win win, std::string& detail);
 
 // ---- the tool interface (mpi_t.cpp, mpi_t_events.cpp) ----
 // Whether MPI_T is initialised (MPI_T_init_thread more often than

@@ -437,17 +437,6 @@ TEST_CASE("mpi dynamic_decls: spawning, ports and names are MPI_ERR_UNSUPPORTED_
   expect_pass("dynamic_decls", {1, 2, 3});
 }
 
-TEST_CASE("mpi onesided_decls: one-sided calls are MPI_ERR_UNSUPPORTED_OPERATION, Win_free MPI_ERR_WIN") {
-  expect_pass("onesided_decls", {1, 2});
-  auto r = run_mpi_arg("onesided_decls", 2, "fatal");
-  if (!contains(r.err, "one-sided")) MESSAGE("stdout:\n" << r.out << "\nstderr:\n" << r.err);
-  CHECK(r.status != 0);
-  CHECK_FALSE(r.timed_out);
-  CHECK(contains(r.err, "MPI_Win_create: MPI_ERR_UNSUPPORTED_OPERATION: operation not supported "
-                        "(one-sided communication is not provided by this MPI)"));
-  CHECK_FALSE(contains(r.out, "FAIL"));
-}
-
 TEST_CASE("mpi interop: Status_c2f/f2c, Type_create_f90_integer/real/complex") {
   expect_pass("interop", {1, 2, 3});
 }

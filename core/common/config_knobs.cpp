@@ -104,6 +104,7 @@ constexpr knob kKnobs[] = {
     k_int("NMAD_OFI_MR_CACHE", "64", 0, 1 << 20, "ofi", "unused memory registrations kept (LRU); 0: register per rendezvous"),
     // --- the MPI layer ---
     k_choice("NMAD_COLL_SHM", "on", "on|off", "mpi", "blocking barrier, bcast/gather/scatter/allgather/reduce/allreduce/reduce_scatter/alltoall up to 64 KiB per block (larger bcast/gather/scatter/alltoall blocks, and gatherv/scatterv/allgatherv, read straight from the other ranks' memory where allowed), and ibarrier through a shared segment when every rank of the communicator (2 to 8) is on this host and the job uses the shm driver; off: engine messages"),
+    k_choice("NMAD_RMA_SHM", "on", "on|off", "mpi", "windows made by MPI_Win_allocate on a communicator whose ranks all run on this host (over the shm driver) live in one shared segment: puts, gets, accumulates and locks are direct memory operations; off: requests served by the target's RMA agent (MPI_Win_allocate_shared is always shared)"),
     k_choice("NMAD_COLL_HIER", "auto", "auto|on|off", "mpi", "hierarchical collectives over hosts, packages, NUMA nodes: auto (bcast, reduce, allreduce), on (barrier too), off"),
     k_ms("NMAD_COLL_FINALIZE_TIMEOUT_MS", "10000", 0, kForeverMs, "mpi", "time MPI_Finalize gives pending non-blocking collectives and collective file accesses"),
     k_size("NMAD_COLL_BCAST_SMALL", "12K", 0, TiB, "mpi", "bcast below this (or on 2 processes): binomial tree"),
