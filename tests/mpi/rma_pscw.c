@@ -7,7 +7,7 @@
  *  - a star: every other rank puts into rank 0, which posts to all of them
  *    and none of them posts;
  *  - MPI_MODE_NOCHECK on post and start (the posts made sure complete by a
- *    barrier), and MPI_MODE_NOPUT / NOSTORE on post where they hold;
+ *    barrier), and MPI_MODE_NOPUT on a post whose epoch only reads;
  *  - a rank that is only an origin and one that is only a target. */
 #include "mpitest.h"
 
@@ -88,7 +88,8 @@ static void test_star(MPI_Win win, int* mem) {
   for (int i = 0; i < LEN; ++i) mem[i] = -1;
   MPI_Barrier(MPI_COMM_WORLD); /* the stores above come before anyone's puts */
   if (mt_rank == 0) {
-    CHECK(MPI_Win_post(rest, MPI_MODE_NOSTORE, win) == MPI_SUCCESS, "star post");
+    /* Not MPI_MODE_NOSTORE: the stores above came after the last synchronization of the window. */
+    CHECK(MPI_Win_post(rest, 0, win) == MPI_SUCCESS, "star post");
     CHECK(MPI_Win_wait(win) == MPI_SUCCESS, "star wait");
     for (int r = 1; r < mt_size && r < LEN; ++r) CHECK(mem[r] == 7 * r, "star: int %d = %d", r, mem[r]);
     CHECK(mem[0] == -1, "star: int 0 written");
@@ -124,14 +125,16 @@ static void test_outside_group(MPI_Win win) {
   MPI_Group tg = group_of(1, &next), og = group_of(1, &prev);
   MPI_Win_post(og, 0, win);
   MPI_Win_start(tg, 0, win);
+  /* Open MPI 4.1 and MPICH 4.0 do not check this (the put is not made
+   * there: it would land in a window not exposed to this rank); nmad must
+   * say MPI_ERR_RMA_SYNC. */
+#if !defined(OPEN_MPI) && !defined(MPICH_VERSION)
   int v = 1;
   int err = MPI_Put(&v, 1, MPI_INT, other, LEN - 1, 1, MPI_INT, win);
-  /* Open MPI 4.1 and MPICH 4.0 do not check this; nmad must say MPI_ERR_RMA_SYNC. */
-#if defined(OPEN_MPI) || defined(MPICH_VERSION)
-  (void)err;
-#else
   CHECK(cls(err) == MPI_ERR_RMA_SYNC, "put to rank %d outside the start group: class %d, not MPI_ERR_RMA_SYNC", other,
         cls(err));
+#else
+  (void)other;
 #endif
   MPI_Win_complete(win);
   MPI_Win_wait(win);
