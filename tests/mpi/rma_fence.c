@@ -4,7 +4,8 @@
  * origin and the target side, each element checked where it must land and
  * the gaps untouched; the fence assertions (NOPRECEDE, NOSTORE, NOPUT,
  * NOSUCCEED) used where they hold; a different disp_unit on each rank;
- * MPI_PROC_NULL targets; zero counts; a process targeting itself. */
+ * MPI_PROC_NULL targets; zero counts; a process targeting itself; 4 MiB
+ * transfers (contiguous, and strided on the target side). */
 #include "mpitest.h"
 
 #define NTYPES 6
@@ -178,12 +179,47 @@ static void test_disp_units(void) {
   MPI_Win_free(&win);
 }
 
+/* Large transfers (4 MiB: beyond any eager size): a contiguous Put, a Get
+ * of every other int through a vector on the target side, an Accumulate. */
+#define BIG (1 << 20)
+static void test_large(void) {
+  int* w;
+  MPI_Win win;
+  CHECK(MPI_Win_allocate(BIG * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w, &win) == MPI_SUCCESS,
+        "Win_allocate large");
+  const int next = (mt_rank + 1) % mt_size, prev = (mt_rank + mt_size - 1) % mt_size;
+  int* src = malloc(BIG * sizeof(int));
+  int* dst = malloc(BIG / 2 * sizeof(int));
+  for (int i = 0; i < BIG; ++i) src[i] = mt_rank * 7 + i, w[i] = -1;
+  MPI_Datatype every_other;
+  MPI_Type_vector(BIG / 2, 1, 2, MPI_INT, &every_other);
+  MPI_Type_commit(&every_other);
+  MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+  CHECK(MPI_Put(src, BIG, MPI_INT, next, 0, BIG, MPI_INT, win) == MPI_SUCCESS, "large put");
+  MPI_Win_fence(MPI_MODE_NOSTORE, win);
+  for (int i = 0; i < BIG; ++i)
+    if (w[i] != prev * 7 + i) CHECK(0, "large put: int %d = %d, expected %d", i, w[i], prev * 7 + i);
+  CHECK(MPI_Get(dst, BIG / 2, MPI_INT, next, 1, 1, every_other, win) == MPI_SUCCESS, "large strided get");
+  MPI_Win_fence(MPI_MODE_NOSTORE, win);
+  for (int i = 0; i < BIG / 2; ++i)
+    if (dst[i] != mt_rank * 7 + 1 + 2 * i) CHECK(0, "large get: int %d = %d", i, dst[i]);
+  CHECK(MPI_Accumulate(src, BIG, MPI_INT, next, 0, BIG, MPI_INT, MPI_SUM, win) == MPI_SUCCESS, "large acc");
+  MPI_Win_fence(MPI_MODE_NOSTORE | MPI_MODE_NOSUCCEED, win);
+  for (int i = 0; i < BIG; ++i)
+    if (w[i] != 2 * (prev * 7 + i)) CHECK(0, "large accumulate: int %d = %d, expected %d", i, w[i], 2 * (prev * 7 + i));
+  MPI_Type_free(&every_other);
+  free(src);
+  free(dst);
+  MPI_Win_free(&win);
+}
+
 int main(int argc, char** argv) {
   mt_start("rma_fence", &argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   make_types();
   test_datatypes();
   test_disp_units();
+  test_large();
   for (int i = 0; i < NTYPES; ++i) MPI_Type_free(&types[i]);
   return mt_pass();
 }
