@@ -11,7 +11,8 @@
  *    loops and MPI_Waitall, and requests still pending at unlock (complete
  *    when it returns);
  *  - a target computing for ~0.5 s without calling MPI while the others
- *    lock, put and unlock (only the result is checked, not the time). */
+ *    lock, put (a few ints, and 4 MiB shared among them) and unlock (only
+ *    the result is checked, not the time). */
 #include <time.h>
 
 #include "mpitest.h"
@@ -174,7 +175,17 @@ static double now(void) {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+#define BIG (1 << 20) /* ints of rank 0's large window: 4 MiB */
 static void test_computing_target(void) {
+  /* A large window on rank 0 only (the others expose nothing): each origin
+   * fills its share of it, 1 MiB or more, while rank 0 computes. */
+  int* big;
+  MPI_Win bwin;
+  CHECK(MPI_Win_allocate(mt_rank == 0 ? BIG * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &big,
+                         &bwin) == MPI_SUCCESS, "Win_allocate large");
+  const int share = mt_size > 1 ? BIG / (mt_size - 1) : 0;
+  int* src = malloc((share + 1) * sizeof(int));
+  for (int i = 0; i < share; ++i) src[i] = mt_rank * 3 + i;
   MPI_Barrier(MPI_COMM_WORLD);
   if (mt_rank == 0) {
     volatile double x = 0;
@@ -187,13 +198,26 @@ static void test_computing_target(void) {
       MPI_Put(&v, 1, MPI_INT, 0, COMPUTE + mt_rank % 24, 1, MPI_INT, win);
       MPI_Win_unlock(0, win);
     }
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, bwin);
+    CHECK(MPI_Put(src, share, MPI_INT, 0, (MPI_Aint)(mt_rank - 1) * share, share, MPI_INT, bwin) == MPI_SUCCESS,
+          "large put");
+    MPI_Win_unlock(0, bwin);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (mt_rank == 0) {
     sync_after_barrier();
     for (int r = 1; r < mt_size && r < 24; ++r)
       CHECK(mem[COMPUTE + r] == 1000 * r + 3, "computing target: rank %d's slot %d", r, mem[COMPUTE + r]);
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, bwin);
+    MPI_Win_sync(bwin);
+    for (int r = 1; r < mt_size; ++r)
+      for (int i = 0; i < share; ++i)
+        if (big[(r - 1) * share + i] != r * 3 + i)
+          CHECK(0, "large put from rank %d: int %d = %d", r, i, big[(r - 1) * share + i]);
+    MPI_Win_unlock(0, bwin);
   }
+  free(src);
+  MPI_Win_free(&bwin);
 }
 
 int main(int argc, char** argv) {
