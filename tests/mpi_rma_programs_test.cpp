@@ -42,6 +42,15 @@ TEST_CASE("mpi rma_pscw: post/start/complete/wait and Win_test over subset group
   expect_pass_all_drivers("rma_pscw", {3});
 }
 
+TEST_CASE("mpi rma_symmetric: neighbours work on each other's windows at once with two-message operations") {
+  // Operations whose data follows the request on the operation's tag, in
+  // both directions at once: an answer receive must never take the
+  // peer's follow-up (their tags are distinct).
+  expect_pass("rma_symmetric", {2, 3, 4});
+  expect_pass("rma_symmetric", {2}, {{"NMAD_RMA_SHM", "off"}});
+  expect_pass_all_drivers("rma_symmetric", {2});
+}
+
 TEST_CASE("mpi rma_passive: exclusive and shared locks, lock_all, flushes, request-based operations, Win_sync, "
           "a target computing without MPI calls") {
   expect_pass("rma_passive", {1, 2, 3, 4});

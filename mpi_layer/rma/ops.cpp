@@ -97,7 +97,7 @@ bool in_epoch_locked(const window& w, int t) {
 
 std::uint32_t take_tag(window& w) {
   const std::uint32_t t = w.next_tag;
-  w.next_tag = w.next_tag >= 0x7fffff00u ? kFirstOpTag : w.next_tag + 1;
+  w.next_tag = w.next_tag >= kLastOpTag ? kFirstOpTag : w.next_tag + 1;
   return t;
 }
 
@@ -332,16 +332,16 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
     r->has_follow = true;
     if (blocks_inline && data == ostage.data() && !ostage.empty()) {
       r->follow_bytes = std::move(ostage);
-      e = s.isend(world, w.tag(static_cast<int>(h.tag)), r->follow_bytes.data(), len, r->follow);
+      e = s.isend(world, w.tag(static_cast<int>(h.tag | kFollowTagBit)), r->follow_bytes.data(), len, r->follow);
     } else if (blocks_inline) {
       // Contiguous origin data, sent in place (zero copy for large puts):
       // the caller may not touch it before the operation completes locally.
-      e = s.isend(world, w.tag(static_cast<int>(h.tag)), data, len, r->follow);
+      e = s.isend(world, w.tag(static_cast<int>(h.tag | kFollowTagBit)), data, len, r->follow);
     } else {
       r->follow_bytes.resize(bl + len);
       std::memcpy(r->follow_bytes.data(), blocks.data(), bl);
       if (len) std::memcpy(r->follow_bytes.data() + bl, data, len);
-      e = s.isend(world, w.tag(static_cast<int>(h.tag)), r->follow_bytes.data(), r->follow_bytes.size(), r->follow);
+      e = s.isend(world, w.tag(static_cast<int>(h.tag | kFollowTagBit)), r->follow_bytes.data(), r->follow_bytes.size(), r->follow);
     }
   }
   ++w.sent[ti];

@@ -148,7 +148,7 @@ int send_control_locked(window& w, int t, kind k, int lock_type, std::string& de
   nmad::session& s = *st().session;
   if (k == kind::unlock || k == kind::flush) {
     h.tag = w.next_tag;
-    w.next_tag = w.next_tag >= 0x7fffff00u ? kFirstOpTag : w.next_tag + 1;
+    w.next_tag = w.next_tag >= kLastOpTag ? kFirstOpTag : w.next_tag + 1;
     r->wants_answer = true;
     r->flush_ack = true;
     r->answer_bytes.resize(sizeof(wire_ack));

@@ -83,6 +83,11 @@ enum class kind : std::uint8_t {
 constexpr int kTagRequest = 1;  // request headers, any origin
 constexpr int kTagPost = 2;     // MPI_Win_post -> the origins of its group
 constexpr int kFirstOpTag = 16; // operation tags (answers, follow-ups) from here
+constexpr std::uint32_t kLastOpTag = 0x3fffff00u;
+// An operation's tag is the origin's: answers come back on it, its
+// follow-up goes on it with this bit set, so that a follow-up the peer
+// sends for its own operation never meets a receive for an answer.
+constexpr std::uint32_t kFollowTagBit = 0x40000000u;
 
 constexpr std::size_t kInlineBytes = 4096;  // largest one-message request
 constexpr std::uint32_t kFlagFollow = 1;       // a second message follows on `tag`

@@ -194,7 +194,7 @@ void take_header(window& w, int src, std::size_t got) {
 void post_follow(window& w, int o, origin_queue::item& it) {
   const wire_header& h = it.h;
   nmad::session& s = *st().session;
-  const nmad::tag_t tag = w.tag(static_cast<int>(h.tag));
+  const nmad::tag_t tag = w.tag(static_cast<int>(h.tag | kFollowTagBit));
   if (!(h.flags & kFlagBlocksFollow) && static_cast<kind>(h.kind) == kind::put && it.blocks.size() == 1) {
     std::byte* at = nullptr;
     if (locate(w, it, at)) {

@@ -198,7 +198,6 @@ int make_window(const char* fn, MPI_Comm comm, flavor fl, void* mem, MPI_Aint si
   }
   if (w->direct) {
     w->base = size > 0 ? w->mapped[static_cast<std::size_t>(w->rank)] : nullptr;
-    if (fl == flavor::shared && size == 0) w->base = w->mapped[static_cast<std::size_t>(w->rank)];
   } else if (fl == flavor::allocate) {
     if (size > 0) {
       w->base = ::operator new(static_cast<std::size_t>(size), std::align_val_t{64}, std::nothrow);
@@ -384,11 +383,17 @@ int shared_query(const char* fn, MPI_Win win, int rank, MPI_Aint* size, MPI_Aint
   auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (!size || !disp_unit || !baseptr) return raise_win(fn, w.get(), MPI_ERR_ARG, "null output argument");
-  if (!w->direct)
-    return raise_win(fn, w.get(), MPI_ERR_RMA_FLAVOR, "the window's memory is not shared (not made by "
-                                                      "MPI_Win_allocate_shared, nor by MPI_Win_allocate on one host)");
   if (rank != MPI_PROC_NULL && (rank < 0 || rank >= w->size))
     return raise_win(fn, w.get(), MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not in the window's group");
+  if (!w->direct) {
+    // MPI 4.1: any flavour; memory this process cannot load and store
+    // (another process's, or a dynamic window's) is size 0 at NULL.
+    const bool own = rank == w->rank && w->fl != flavor::dynamic;
+    *size = own ? w->bytes : 0;
+    *disp_unit = own ? w->disp_unit : w->disp_units[static_cast<std::size_t>(rank == MPI_PROC_NULL ? 0 : rank)];
+    *static_cast<void**>(baseptr) = own && w->bytes > 0 ? w->base : nullptr;
+    return MPI_SUCCESS;
+  }
   int r = rank;
   if (rank == MPI_PROC_NULL) {  // the first member with a non-zero size
     r = 0;
@@ -400,7 +405,7 @@ int shared_query(const char* fn, MPI_Win win, int rank, MPI_Aint* size, MPI_Aint
   }
   *size = w->sizes[static_cast<std::size_t>(r)];
   *disp_unit = w->disp_units[static_cast<std::size_t>(r)];
-  *static_cast<void**>(baseptr) = w->mapped[static_cast<std::size_t>(r)];
+  *static_cast<void**>(baseptr) = *size > 0 ? w->mapped[static_cast<std::size_t>(r)] : nullptr;
   return MPI_SUCCESS;
 }
 }  // namespace
@@ -521,6 +526,11 @@ int PMPI_Win_set_name(MPI_Win win, const char* win_name) {
 int PMPI_Win_get_name(MPI_Win win, char* win_name, int* resultlen) {
   const char* fn = "MPI_Win_get_name";
   int rc = MPI_SUCCESS;
+  if (win == MPI_WIN_NULL && win_name && resultlen && check_initialized(fn)) {  // MPI 4.1: the handle's name
+    std::strcpy(win_name, "MPI_WIN_NULL");
+    *resultlen = 12;
+    return MPI_SUCCESS;
+  }
   auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (!win_name || !resultlen) return raise_win(fn, w.get(), MPI_ERR_ARG, "null name or length");
