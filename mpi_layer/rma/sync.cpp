@@ -13,6 +13,14 @@ namespace {
 constexpr int kAllAsserts = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |
                             MPI_MODE_NOSUCCEED;
 
+// One round of engine progress (with the polling discipline: under
+// contention it gives the CPU away). Synchronisation calls that complete
+// at once (on this process's own memory, or a direct window) still
+// progress: a process that loops on them (a shared list polled through
+// lock/get/unlock on itself) must keep serving the requests other
+// processes send it.
+void poke() { st().session->progress(); }
+
 std::shared_ptr<window> win_or_raise(const char* fn, MPI_Win win, int& rc) { return need_window(fn, win, rc); }
 
 int check_assert(const char* fn, window& w, int assert_) {
@@ -96,6 +104,7 @@ int do_unlock(const char* fn, window& w, int t, int type, bool nocheck) {
   std::string detail;
   const auto ti = static_cast<std::size_t>(t);
   int e = MPI_SUCCESS;
+  if (w.direct || t == w.rank) poke();
   if (w.direct) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!nocheck) direct_unlock(w, t, type == MPI_LOCK_EXCLUSIVE);
@@ -127,6 +136,7 @@ int do_flush(const char* fn, window& w, int t, bool remote) {
   std::string detail;
   if (w.direct || t == w.rank) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    poke();
     if (t != w.rank && !st().session->peer_alive(w.world_of(t)))
       return raise_win(fn, &w, MPI_ERR_PROC_FAILED,
                        "window rank " + std::to_string(t) + " (world rank " + std::to_string(w.world_of(t)) +
@@ -522,6 +532,16 @@ int PMPI_Win_flush_all(MPI_Win win) {
     std::lock_guard g(w->mu);
     if (!passive_open_locked(*w)) return raise_win(fn, w.get(), MPI_ERR_RMA_SYNC, "no passive-target epoch is open");
   }
+  if (w->direct) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    poke();
+    for (int t = 0; t < w->size; ++t)
+      if (t != w->rank && !st().session->peer_alive(w->world_of(t)))
+        return raise_win(fn, w.get(), MPI_ERR_PROC_FAILED,
+                         "window rank " + std::to_string(t) + " (world rank " + std::to_string(w->world_of(t)) +
+                             ") has failed");
+    return MPI_SUCCESS;
+  }
   for (int t = 0; t < w->size; ++t)
     if (int e = do_flush(fn, *w, t, true)) return e;
   return MPI_SUCCESS;
@@ -539,6 +559,7 @@ int PMPI_Win_flush_local_all(MPI_Win win) {
   std::string detail;
   if (!w->direct)
     if (int e = drain(*w, -1, detail)) return raise_win(fn, w.get(), e, detail);
+  poke();
   return MPI_SUCCESS;
 }
 
@@ -550,6 +571,7 @@ int PMPI_Win_sync(MPI_Win win) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Serve what arrived, so that operations towards this process that have
   // reached it are visible in its memory after the call.
+  poke();
   agent_serve(*w);
   return MPI_SUCCESS;
 }

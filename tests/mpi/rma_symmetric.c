@@ -4,7 +4,8 @@
  * operation's tag, and answers come back on that tag): exclusive
  * lock/Get_accumulate/unlock, Put, Get and Accumulate of 1000 doubles, on
  * a window made by MPI_Win_create (the message path) and by
- * MPI_Win_allocate. Every value is checked. */
+ * MPI_Win_allocate. Every value is checked. Then a rank polling its own
+ * window with lock/get/unlock while the others put into it. */
 #include "mpitest.h"
 
 #define N 1000
@@ -59,9 +60,42 @@ static void run(int allocate) {
   if (!allocate) free(mem);
 }
 
+/* Rank 0 polls its own window (lock, get from itself, unlock) until every
+ * other rank's put has landed: its synchronisation calls on itself must
+ * keep serving the others' requests (a Win_create window: the message
+ * path), or it polls forever. */
+static void self_poll(void) {
+  int* mem = malloc(mt_size * sizeof(int));
+  for (int i = 0; i < mt_size; ++i) mem[i] = -1;
+  MPI_Win win;
+  MPI_Win_create(mem, mt_size * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (mt_rank == 0) {
+    int got[64];
+    const int n = mt_size < 64 ? mt_size : 64;
+    for (long spins = 0;; ++spins) {
+      MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+      MPI_Get(got, n, MPI_INT, 0, 0, n, MPI_INT, win);
+      MPI_Win_unlock(0, win);
+      int all = 1;
+      for (int i = 1; i < n; ++i) all &= got[i] == 1000 + i;
+      if (all) break;
+      CHECK(spins < 50000000, "the others' puts never landed");
+    }
+  } else {
+    const int v = 1000 + mt_rank;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    MPI_Put(&v, 1, MPI_INT, 0, mt_rank, 1, MPI_INT, win);
+    MPI_Win_unlock(0, win);
+  }
+  MPI_Win_free(&win);
+  free(mem);
+}
+
 int main(int argc, char** argv) {
   mt_start("rma_symmetric", &argc, &argv);
   run(0);
   run(1);
+  self_poll();
   return mt_pass();
 }
