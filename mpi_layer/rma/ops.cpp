@@ -209,7 +209,7 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
     if (b) basic = *b;
     if (a.k != kind::cas && pop != PredefinedOp::Replace && pop != PredefinedOp::NoOp && b && !op_allowed(pop, *b))
       return fail(MPI_ERR_OP, op_display_name(a.op) + " is not defined on " + basic_type_info(*b).name);
-    if (origin_used && ot.size() > 0 && ot.uniform_basic_type() != b)
+    if (origin_used && ot.size() > 0 && a.ocount > 0 && a.tcount > 0 && tt.size() > 0 && ot.uniform_basic_type() != b)
       return fail(MPI_ERR_TYPE, "the origin and target datatypes of an accumulate have different basic types");
   }
   const std::size_t tbytes = static_cast<std::size_t>(a.tcount * tt.size());

@@ -227,6 +227,8 @@ struct window {
   struct outgoing {
     nmad::request req;
     std::vector<std::byte> bytes;
+    int origin = -1;
+    bool in_place = false;  // sends window memory (a large get)
   };
   std::list<std::unique_ptr<outgoing>> answers;  // answers still leaving
   bool background = false;              // counted as background work

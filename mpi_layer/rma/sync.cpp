@@ -156,6 +156,15 @@ int do_flush(const char* fn, window& w, int t, bool remote) {
   return MPI_SUCCESS;
 }
 
+// Whether every answer this process sent has left (mu held). A get of a
+// large contiguous block is answered from the window's memory in place:
+// the exposure epoch ends only once the origin has taken it.
+bool answers_left_locked(const window& w) {
+  for (const auto& a : w.answers)
+    if (!a->req.completed()) return false;
+  return true;
+}
+
 bool passive_open_locked(const window& w) {
   if (w.lock_all) return true;
   for (int t : w.lock_type)
@@ -213,7 +222,7 @@ int PMPI_Win_fence(int assert_, MPI_Win win) {
         std::lock_guard g(w->mu);
         w->fence_expected += mine;
       }
-      e = wait_for(*w, {}, [&] { return w->served >= w->fence_expected && w->inflight.empty(); }, detail);
+      e = wait_for(*w, {}, [&] { return w->served >= w->fence_expected && w->inflight.empty() && answers_left_locked(*w); }, detail);
       if (e == MPI_SUCCESS) {
         std::lock_guard g(w->mu);
         e = take_errors_locked(*w, {}, detail);
@@ -350,7 +359,8 @@ int PMPI_Win_wait(MPI_Win win) {
     if (!w->exposure_pscw) return raise_win(fn, w.get(), MPI_ERR_RMA_SYNC, "no exposure epoch was posted (MPI_Win_post)");
   }
   std::string detail;
-  const int e = wait_for(*w, {}, [&] { return w->completes_seen >= w->completes_expected; }, detail);
+  const int e =
+      wait_for(*w, {}, [&] { return w->completes_seen >= w->completes_expected && answers_left_locked(*w); }, detail);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   {
     std::lock_guard g(w->mu);
@@ -374,7 +384,7 @@ int PMPI_Win_test(MPI_Win win, int* flag) {
   const int work = nmad::layer::progress_all_drivers(s);
   agent_serve(*w);
   std::lock_guard g(w->mu);
-  *flag = w->completes_seen >= w->completes_expected;
+  *flag = w->completes_seen >= w->completes_expected && answers_left_locked(*w);
   if (*flag) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     w->exposure_pscw = false;

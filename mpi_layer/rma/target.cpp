@@ -44,6 +44,8 @@ void post_header(window& w) {
 void answer(window& w, int o, std::uint32_t tag, int error, const std::byte* data, std::size_t len,
             const std::byte* zero_copy = nullptr) {
   auto out = std::make_unique<window::outgoing>();
+  out->origin = o;
+  out->in_place = zero_copy != nullptr;
   wire_ack ack{error, 0};
   if (zero_copy) {
     // Large contiguous get: the ack, then the window's bytes in place.
@@ -210,6 +212,15 @@ void post_follow(window& w, int o, origin_queue::item& it) {
   it.follow_posted = true;
 }
 
+// Whether a get of o is still being taken out of the window's memory in
+// place: o's unlock (or flush) waits for it, since the memory may change
+// as soon as the lock is released.
+bool in_place_pending(const window& w, int o) {
+  for (const auto& a : w.answers)
+    if (a->origin == o && a->in_place && !a->req.completed()) return true;
+  return false;
+}
+
 // Serves what o's queue can serve now.
 int advance(window& w, int o) {
   origin_queue& q = *w.queues[static_cast<std::size_t>(o)];
@@ -233,6 +244,8 @@ int advance(window& w, int o) {
       }
       it.need_follow = false;
     }
+    const kind k = static_cast<kind>(it.h.kind);
+    if ((k == kind::unlock || k == kind::flush) && in_place_pending(w, o)) break;
     execute(w, o, q, it);
     q.items.pop_front();
     ++w.served;

@@ -92,10 +92,75 @@ static void self_poll(void) {
   free(mem);
 }
 
+/* A large get is taken out of the target's memory after the target has
+ * served it: the target's epoch (fence, PSCW wait, the origin's unlock)
+ * ends only once the data has left, so a store the target makes right
+ * after it is never seen by the get. */
+#define BIG (256 * 1024)
+static void late_store(void) {
+  if (mt_size < 2) return;
+  int* mem = malloc(BIG * sizeof(int));
+  int* got = malloc(BIG * sizeof(int));
+  MPI_Win win;
+  MPI_Win_create(mem, BIG * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Group world, g0, g1;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  const int zero = 0, one = 1;
+  MPI_Group_incl(world, 1, &zero, &g0);
+  MPI_Group_incl(world, 1, &one, &g1);
+  for (int mode = 0; mode < 3; ++mode) {
+    for (int i = 0; i < BIG; ++i) mem[i] = 1, got[i] = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == 0) {
+      if (mode == 0) MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+      if (mode == 1) MPI_Win_start(g1, 0, win);
+      if (mode == 2) {
+        /* Holding the lock (the first get is served under it), tell rank
+         * 1 to ask for its own exclusive lock: it is granted at the
+         * unlock. */
+        int probe = 0;
+        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+        MPI_Get(&probe, 1, MPI_INT, 1, 0, 1, MPI_INT, win);
+        MPI_Win_flush(1, win);
+        MPI_Send(&probe, 1, MPI_INT, 1, 77, MPI_COMM_WORLD);
+      }
+      MPI_Get(got, BIG, MPI_INT, 1, 0, BIG, MPI_INT, win);
+      if (mode == 0) MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+      if (mode == 1) MPI_Win_complete(win);
+      if (mode == 2) MPI_Win_unlock(1, win);
+      for (int i = 0; i < BIG; ++i) CHECK(got[i] == 1, "mode %d: got[%d] = %d (a store after the epoch)", mode, i, got[i]);
+    } else if (mt_rank == 1) {
+      if (mode == 0) {
+        MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+      }
+      if (mode == 1) {
+        MPI_Win_post(g0, 0, win);
+        MPI_Win_wait(win);
+      }
+      if (mode == 2) MPI_Recv(&got[0], 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win); /* (mode 2: granted at rank 0's unlock) */
+      mem[BIG - 1] = 2;
+      MPI_Win_unlock(1, win);
+    } else if (mode == 0) {
+      MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+      MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  MPI_Group_free(&g0);
+  MPI_Group_free(&g1);
+  MPI_Group_free(&world);
+  MPI_Win_free(&win);
+  free(mem);
+  free(got);
+}
+
 int main(int argc, char** argv) {
   mt_start("rma_symmetric", &argc, &argv);
   run(0);
   run(1);
   self_poll();
+  late_store();
   return mt_pass();
 }
