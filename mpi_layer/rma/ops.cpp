@@ -271,11 +271,7 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
       std::lock_guard g(w.mu);
       std::int64_t lo = INT64_MAX, hi = INT64_MIN;
       for (auto& b : blocks) lo = std::min(lo, b.off), hi = std::max(hi, b.off + b.len);
-      bool inside = false;
-      for (auto& r : w.regions)
-        if (toff + lo >= static_cast<std::int64_t>(r.base) && toff + hi <= static_cast<std::int64_t>(r.base + r.size))
-          inside = true;
-      if (!inside) return fail(MPI_ERR_RMA_RANGE, "the memory addressed is not attached to the dynamic window");
+      if (!attached_covers(w, static_cast<std::uintptr_t>(toff + lo), static_cast<std::uintptr_t>(toff + hi))) return fail(MPI_ERR_RMA_RANGE, "the memory addressed is not attached to the dynamic window");
     } else {
       at = (w.direct ? w.mapped[ti] : static_cast<std::byte*>(w.base)) + toff;
     }

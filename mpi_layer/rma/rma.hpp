@@ -259,6 +259,10 @@ int agent_serve(window& w);
 bool lock_acquire_locked(window& w, int o, int type);
 void lock_release_locked(window& w, int o);
 
+// Whether [first, last) lies in the attached regions of a dynamic window
+// (regions that touch count as one: an access may span them) (mu held).
+bool attached_covers(const window& w, std::uintptr_t first, std::uintptr_t last);
+
 // ---- applying operations to memory (target.cpp) ----
 // Scatter `data` over blocks at `at`; gather them into `out`.
 void scatter_blocks(std::byte* at, const wire_block* b, std::size_t n, const std::byte* data);

@@ -76,10 +76,7 @@ bool locate(window& w, const origin_queue::item& it, std::byte*& at) {
     const auto first = static_cast<std::uintptr_t>(it.h.target_off + lo);
     const auto last = static_cast<std::uintptr_t>(it.h.target_off + hi);
     at = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(it.h.target_off));
-    if (it.blocks.empty()) return true;
-    for (const attached_region& r : w.regions)
-      if (first >= r.base && last <= r.base + r.size) return true;
-    return false;
+    return it.blocks.empty() || attached_covers(w, first, last);
   }
   at = static_cast<std::byte*>(w.base) + it.h.target_off;
   return it.blocks.empty() || (it.h.target_off + lo >= 0 && it.h.target_off + hi <= w.bytes);
@@ -255,6 +252,19 @@ int advance(window& w, int o) {
 }
 
 }  // namespace
+
+bool attached_covers(const window& w, std::uintptr_t first, std::uintptr_t last) {
+  std::uintptr_t at = first;
+  for (bool moved = true; moved && at < last;) {
+    moved = false;
+    for (const attached_region& r : w.regions)
+      if (at >= r.base && at < r.base + r.size) {
+        at = r.base + r.size;
+        moved = true;
+      }
+  }
+  return at >= last;
+}
 
 void scatter_blocks(std::byte* at, const wire_block* b, std::size_t n, const std::byte* data) {
   for (std::size_t i = 0; i < n; ++i) {

@@ -156,11 +156,40 @@ static void late_store(void) {
   free(got);
 }
 
+/* A put spanning two adjacent regions attached to a dynamic window. */
+static void dynamic_span(void) {
+  static int region[2048];
+  MPI_Win win;
+  MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Win_attach(win, &region[0], 1024 * sizeof(int));
+  MPI_Win_attach(win, &region[1024], 1024 * sizeof(int));
+  for (int i = 0; i < 2048; ++i) region[i] = -1;
+  MPI_Aint* addr = malloc(mt_size * sizeof(MPI_Aint));
+  MPI_Get_address(&region[0], &addr[mt_rank]);
+  MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, addr, 1, MPI_AINT, MPI_COMM_WORLD);
+  const int next = (mt_rank + 1) % mt_size, prev = (mt_rank + mt_size - 1) % mt_size;
+  int v[1536];
+  for (int i = 0; i < 1536; ++i) v[i] = mt_rank * 100000 + i;
+  MPI_Win_lock_all(0, win);
+  CHECK(MPI_Put(v, 1536, MPI_INT, next, addr[next] + 256 * sizeof(int), 1536, MPI_INT, win) == MPI_SUCCESS,
+        "put across two attached regions");
+  MPI_Win_flush(next, win);
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < 2048; ++i)
+    CHECK(region[i] == (i >= 256 && i < 1792 ? prev * 100000 + (i - 256) : -1), "dynamic: [%d] = %d", i, region[i]);
+  MPI_Win_detach(win, &region[0]);
+  MPI_Win_detach(win, &region[1024]);
+  MPI_Win_free(&win);
+  free(addr);
+}
+
 int main(int argc, char** argv) {
   mt_start("rma_symmetric", &argc, &argv);
   run(0);
   run(1);
   self_poll();
   late_store();
+  dynamic_span();
   return mt_pass();
 }
