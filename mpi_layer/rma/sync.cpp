@@ -18,8 +18,13 @@ constexpr int kAllAsserts = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT
 // at once (on this process's own memory, or a direct window) still
 // progress: a process that loops on them (a shared list polled through
 // lock/get/unlock on itself) must keep serving the requests other
-// processes send it.
-void poke() { st().session->progress(); }
+// processes send it. One call in 16 does it (a round of progress, and the
+// polling discipline, which gives the CPU away on a contended machine,
+// costs more than a direct operation itself).
+void poke() {
+  static std::atomic<unsigned> calls{0};
+  if ((calls.fetch_add(1, std::memory_order_relaxed) & 15) == 15) st().session->progress();
+}
 
 std::shared_ptr<window> win_or_raise(const char* fn, MPI_Win win, int& rc) { return need_window(fn, win, rc); }
 
