@@ -422,16 +422,6 @@ TEST_CASE("mpi misc: Pcontrol, Comm_get_parent, Status_set_cancelled, handle c2f
 }
 
 // ---- declared-only chapters, interoperability, conformance details ----
-namespace {
-// Runs tests/mpi/prog with one argument (a failure mode of the program).
-nmad_test::run_result run_mpi_arg(const std::string& prog, int nprocs, const std::string& arg) {
-  nmad_test::run_options o;
-  o.timeout_s = 120;
-  return nmad_test::run({nmad_test::runfile("tools/nmad-run"), "-n", std::to_string(nprocs), "--timeout", "90",
-                         nmad_test::runfile("tests/mpi/" + prog), arg},
-                        o);
-}
-}  // namespace
 
 TEST_CASE("mpi dynamic_decls: spawning, ports and names are MPI_ERR_UNSUPPORTED_OPERATION; Comm_disconnect works") {
   expect_pass("dynamic_decls", {1, 2, 3});
