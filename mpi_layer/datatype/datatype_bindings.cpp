@@ -19,6 +19,7 @@
 #include <cstring>
 #include <new>
 
+#include "mpi_layer/datatype/binding_helpers.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 namespace nmad::mpi {
@@ -277,42 +278,11 @@ int recv_stage::finish(const nmad::request& engine, std::string& detail) {
 }  // namespace nmad::mpi
 
 using namespace nmad::mpi;
+using namespace nmad::mpi::type_bindings;
 
 namespace {
 
 constexpr int kMaxName = MPI_MAX_OBJECT_NAME;
-
-// Runs body (which may throw DatatypeError) and raises what it throws.
-template <class Body>
-int guarded(const char* fn, Body&& body) {
-  try {
-    return body();
-  } catch (const DatatypeError& e) {
-    return mpi_raise(fn, nullptr, datatype_error_class(e), e.what());
-  } catch (const std::bad_alloc&) {
-    return mpi_raise(fn, nullptr, MPI_ERR_NO_MEM, "out of memory");
-  }
-}
-
-void need_count(int count, const char* what) {
-  if (count < 0)
-    throw DatatypeError(DatatypeErrc::invalid_count, std::string(what) + " " + std::to_string(count) + " is negative");
-}
-void need_array(const void* p, int count, const char* what) {
-  if (!p && count > 0) throw DatatypeError(DatatypeErrc::invalid_argument, std::string("null ") + what);
-}
-
-// The constructor pattern: checks, builds, registers the new handle.
-template <class Build>
-int construct(const char* fn, MPI_Datatype* newtype, Build&& build) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!newtype) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null newtype");
-  return guarded(fn, [&] {
-    Datatype d = build();
-    *newtype = register_type(std::move(d));
-    return MPI_SUCCESS;
-  });
-}
 
 }  // namespace
 

@@ -13,44 +13,16 @@
 #include <new>
 #include <vector>
 
+#include "mpi_layer/datatype/binding_helpers.hpp"
 #include "mpi_layer/mpi_impl.hpp"
 
 using namespace nmad::mpi;
+using namespace nmad::mpi::type_bindings;
 
 namespace {
 
-template <class Body>
-int guarded(const char* fn, Body&& body) {
-  try {
-    return body();
-  } catch (const DatatypeError& e) {
-    return mpi_raise(fn, nullptr, datatype_error_class(e), e.what());
-  } catch (const std::bad_alloc&) {
-    return mpi_raise(fn, nullptr, MPI_ERR_NO_MEM, "out of memory");
-  }
-}
-
-void need_count(Count count, const char* what) {
-  if (count < 0)
-    throw DatatypeError(DatatypeErrc::invalid_count, std::string(what) + " " + std::to_string(count) + " is negative");
-}
-void need_array(const void* p, Count count, const char* what) {
-  if (!p && count > 0) throw DatatypeError(DatatypeErrc::invalid_argument, std::string("null ") + what);
-}
 std::span<const Count> counts(const MPI_Count* p, Count n) { return {p, static_cast<std::size_t>(n)}; }
 std::vector<Aint> addresses(const MPI_Count* p, Count n) { return {p, p + n}; }
-
-// Builds the type, records the large-count contents and registers it.
-template <class Build>
-int construct(const char* fn, MPI_Datatype* newtype, Build&& build) {
-  if (!check_initialized(fn)) return MPI_ERR_OTHER;
-  if (!newtype) return mpi_raise(fn, nullptr, MPI_ERR_ARG, "null newtype");
-  return guarded(fn, [&] {
-    Datatype d = build();
-    *newtype = register_type(std::move(d));
-    return MPI_SUCCESS;
-  });
-}
 
 // The type d with contents {combiner, ints, {}, types, large}.
 Datatype labelled(Datatype d, std::vector<Count> ints, std::vector<Datatype> types, std::vector<Count> large) {
