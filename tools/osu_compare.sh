@@ -15,7 +15,10 @@
 #   tools/osu_compare.sh ... --build /tmp/osu-mpich --mpicc mpicc.mpich --mpiexec mpiexec.mpich
 #
 # Options:
-#   --osu-src P     OSU's source (tree or git directory)
+#   --osu-src P     OSU's source (tree or git directory; OMB 7.4 and 6.1 were
+#                   tried: github sherrywong1220/osu-micro-benchmarks-7.4,
+#                   whose one-sided and pt2pt files are 7.4's, and
+#                   paklui/osu-micro-benchmarks at v6.1)
 #   --build DIR     where the programs are built (and found with --no-build)
 #   --mpicc CC      the MPI's C compiler wrapper
 #   --mpiexec "L"   the MPI's launcher with its options (one string)
@@ -36,7 +39,7 @@
 # launch fails or times out is reported with the first lines of its output
 # (e.g. an MPI error class) instead of numbers, and the others still run.
 set -u
-src=/work/.mirror/paklui+osu-micro-benchmarks/repo build= mpicc= mpiexec= runs=5 np=2 extra= timeout=300 raw= do_build=1
+src= build= mpicc= mpiexec= runs=5 np=2 extra= timeout=300 raw= do_build=1
 benchmarks=osu_put_latency,osu_get_latency,osu_put_bw,osu_get_bw,osu_put_bibw,osu_acc_latency,osu_get_acc_latency,osu_fop_latency,osu_cas_latency
 while (($#)); do
   case "$1" in
@@ -66,7 +69,7 @@ read -r launcher launcher_args <<<"$mpiexec"
 mkdir -p "$build" && build=$(cd "$build" && pwd) || exit 2
 
 if ((do_build)); then
-  [[ -n $mpicc ]] || { echo "osu_compare.sh: --mpicc is needed to build" >&2; exit 2; }
+  [[ -n $mpicc && -n $src ]] || { echo "osu_compare.sh: --mpicc and --osu-src are needed to build" >&2; exit 2; }
   rm -rf "$build/src" && mkdir -p "$build/src" || exit 2
   if [[ -d $src/c/util || -d $src/util ]]; then
     cp -r "$src/." "$build/src/" || exit 2
