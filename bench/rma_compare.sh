@@ -21,6 +21,7 @@
 #                started and ended by this script (by their PIDs)
 #   --out DIR    writes DIR/results.json (every launch's lines and every
 #                failure, plus the medians) and DIR/results.md (the table)
+#   --report DIR no launch: the table again from DIR/results.json
 # A launch that fails (an MPI without one-sided communication: nmad today
 # answers MPI_ERR_UNSUPPORTED_OPERATION; a crash; a timeout) is recorded
 # with its error (the benchmark's JSON error line, else the launcher's last
@@ -31,7 +32,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cmdline="$*"
 prefix="$ROOT/out/install" runs=5 load=0 out="" np=2 timeout=300
 impls_req="nmad,nmad-thread,ompi,mpich" cases_req="lat,lat-create,passive,passive-create"
-lat_args="" passive_args=""
+lat_args="" passive_args="" report=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix="$2"; shift 2 ;;
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
     --lat-args) lat_args="$2"; shift 2 ;;
     --passive-args) passive_args="$2"; shift 2 ;;
     --timeout) timeout="$2"; shift 2 ;;
+    --report) report="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
     *) echo "rma_compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -61,8 +63,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+if [ -n "$report" ]; then
+  # The launches of an earlier run, and its command line, summarized again.
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(json.dumps(r)) for r in d["launches"]]; print(d["runs"], d["load"], d["np"], file=sys.stderr)' \
+    "$report/results.json" >"$work/results.jsonl" 2>"$work/meta" || exit 1
+  read -r runs load np <"$work/meta"
+  cmdline=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["command"].replace("bench/rma_compare.sh ", "", 1))' "$report/results.json")
+  out=$report
+fi
 declare -A launch cc
 impls=()
+[ -n "$report" ] && impls_req=""
 IFS=, read -r -a req <<<"$impls_req"
 for name in "${req[@]}"; do
   case "$name" in
@@ -90,7 +101,7 @@ for name in "${req[@]}"; do
   cc[$name]=$tag
   impls+=("$name")
 done
-[ ${#impls[@]} -gt 0 ] || { echo "rma_compare: no MPI to run" >&2; exit 1; }
+[ ${#impls[@]} -gt 0 ] || [ -n "$report" ] || { echo "rma_compare: no MPI to run" >&2; exit 1; }
 
 declare -A prog args
 cases=()
@@ -106,13 +117,14 @@ for c in "${creq[@]}"; do
   cases+=("$c")
 done
 
-for ((i = 0; i < load; i++)); do
+[ -n "$report" ] && cases=() && runs_to_do=0 || runs_to_do=$runs
+for ((i = 0; i < load && runs_to_do > 0; i++)); do
   /bin/sh -c 'while :; do :; done' &
   hogs+=($!)
 done
 results="$work/results.jsonl"
-: >"$results"
-for ((run = 1; run <= runs; run++)); do
+[ -n "$report" ] || : >"$results"
+for ((run = 1; run <= runs_to_do; run++)); do
   for c in "${cases[@]}"; do
     for name in "${impls[@]}"; do
       tag="\"impl\": \"$name\", \"case\": \"$c\", \"run\": $run, \"load\": $load"
@@ -136,7 +148,7 @@ for ((run = 1; run <= runs; run++)); do
 done
 
 python3 - "$results" "${out:-}" "$runs" "$load" "$np" "$cmdline" <<'EOF'
-import collections, json, os, statistics, sys
+import collections, json, os, re, statistics, sys
 path, out, runs, load, np = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 rows = [json.loads(l) for l in open(path) if l.strip()]
 meas = [r for r in rows if "failed" not in r]
@@ -194,7 +206,9 @@ if fails:
     lines.append("Failed launches:")
     seen = collections.defaultdict(set)
     for r in fails:
-        seen[(r["impl"], r["case"], r["failed"])].add(r["run"])
+        # Without the process ids and host names of the launchers' messages.
+        msg = re.sub(r"\[[\w.-]+:\d+\] ", "", r["failed"])
+        seen[(r["impl"], r["case"], msg)].add(r["run"])
     for (i, c, msg), rs in seen.items():
         lines.append("- %s, %s: %s (%d of %d launches)" % (i, c, msg, len(rs), runs))
 table = "\n".join(lines)
