@@ -36,8 +36,9 @@
 #   --no-build      run what --build holds
 #   --report-only   no launch: the table again from the logs of the last runs
 #                   in --build (DIR/<benchmark>.run<N>.log)
-# Validation (-c) is passed to a benchmark whose --help offers it (OMB 7 has it
-# for pt2pt; one-sided programs of OMB up to 7.4 do not). A benchmark whose
+# Validation (-c) is passed to a benchmark whose --help offers it (OMB 7.4:
+# pt2pt, osu_acc_latency, osu_fop_latency, osu_cas_latency; OMB 6.1: pt2pt
+# only); a failed validation is named under the table. A benchmark whose
 # launch fails or times out is reported with the first lines of its output
 # (e.g. an MPI error class) instead of numbers, and the others still run.
 set -u

@@ -7,7 +7,9 @@
  *                      operation timed alone, the median kept (--iters)
  *   put_bw, get_bw     per size of --sizes: --window operations of that size
  *                      at consecutive displacements then one MPI_Win_flush,
- *                      timed per batch; MB/s of the median batch
+ *                      timed per batch; MB/s of the median batch (--iters/4
+ *                      batches while a batch is at most 64 KiB, proportionally
+ *                      fewer above, at least 10)
  *   fop_lat            MPI_Fetch_and_op(MPI_SUM, 1, int64) + flush
  *   cas_lat            MPI_Compare_and_swap(int64) + flush
  * Checks: the target compares its window with the pattern put (after a
