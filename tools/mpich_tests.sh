@@ -19,6 +19,8 @@
 # --timeout S per program (default 90; an entry's timeLimit raises it)
 # --max-mem G skip entries whose test list says they need more than G GB
 #             (default: the machine's available memory)
+# --build-only builds every program of the lists and runs none: "built" or
+#             "not-built" per entry (which programs an mpi.h can compile)
 # --mpich-src may be a source tree or a git directory (its HEAD is used).
 # Programs built from one source with other flags (start_pready_wait from
 # start_pready.c with -DTEST_WAIT) are found in the directory's
@@ -27,7 +29,7 @@
 # program exits 0 and prints "No Errors". One line per entry, then
 # "N passed, M failed" last (skipped entries are neither).
 set -u
-src= work= mpicc= mpiexec= timeout=90 dirs= only= maxmem=
+src= work= mpicc= mpiexec= timeout=90 dirs= only= maxmem= build_only=0
 while (($#)); do
   case "$1" in
     --mpich-src) src=$2; shift ;;
@@ -38,11 +40,13 @@ while (($#)); do
     --dirs) dirs=$2; shift ;;
     --only) only=$2; shift ;;
     --max-mem) maxmem=$2; shift ;;
+    --build-only) build_only=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
     *) echo "mpich_tests.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+((build_only)) && : "${mpiexec:=none}"
 [[ -n $src && -n $work && -n $mpicc && -n $mpiexec && -n $dirs ]] || { echo "mpich_tests.sh: see --help" >&2; exit 2; }
 [[ -n $maxmem ]] || maxmem=$(awk '/MemAvailable/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)
 IFS=, read -r -a dirlist <<<"$dirs"
@@ -158,6 +162,11 @@ for d in "${dirlist[@]}"; do
         continue
       fi
     fi
+    if ((build_only)); then
+      printf '%-34s %5s  %-10s %s\n' "$name" "$np" "built" ""
+      pass=$((pass + 1))
+      continue
+    fi
     log="$exe.$((pass + fail + skip)).log"
     timeout -k 5 "$limit" env "${envs[@]}" $mpiexec -n "$np" "./$exe" "${args[@]}" >"$log" 2>&1 </dev/null
     rc=$?
@@ -169,4 +178,4 @@ for d in "${dirlist[@]}"; do
     printf '%-34s %5s  %-10s %s\n' "$name" "$np" "$res" "$note"
   done <"$list"
 done
-echo "$pass passed, $fail failed"
+if ((build_only)); then echo "$pass built, $fail not built"; else echo "$pass passed, $fail failed"; fi
