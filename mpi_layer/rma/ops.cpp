@@ -112,6 +112,10 @@ int apply_here(window& w, const op_args& a, std::byte* at, const std::vector<wir
       scatter_blocks(at, blocks.data(), n, data);
       return MPI_SUCCESS;
     case kind::get:
+      if (rtype.is_contiguous()) {  // straight into the caller's memory
+        gather_blocks(at, blocks.data(), n, static_cast<std::byte*>(a.result) + rtype.true_lb());
+        return MPI_SUCCESS;
+      }
       tmp.resize(result_len);
       gather_blocks(at, blocks.data(), n, tmp.data());
       unpack_into(tmp.data(), result_len, a.result, a.rcount, rtype);
@@ -310,7 +314,14 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
     if (int e = send_control_locked(w, a.target, kind::lock, MPI_LOCK_SHARED, detail)) return fail(e, detail);
     w.lock_sent[ti] = true;
   }
-  if (has_result) {
+  if (a.k == kind::get && result_len > kInlineBytes && rt.is_contiguous()) {
+    // Received in place (the data alone; an error is a wire_ack alone).
+    h.flags |= kFlagRawAnswer;
+    r->wants_answer = true;
+    r->raw_answer = true;
+    r->result_buf = static_cast<std::byte*>(a.result) + rt.true_lb();
+    s.irecv(world, w.tag(static_cast<int>(h.tag)), r->result_buf, result_len, r->answer);
+  } else if (has_result) {
     r->wants_answer = true;
     r->answer_bytes.resize(sizeof(wire_ack) + result_len);
     r->result_buf = a.result;

@@ -21,7 +21,25 @@ void advance_record(window& w, op_record& r) {
                  (r.hdr.error() != nmad::errc::ok ? r.hdr.error_message() : r.follow.error_message());
     }
   }
-  if (r.wants_answer && !r.answer_done && r.answer.completed()) {
+  if (r.raw_answer && !r.answer_done && r.answer.completed()) {
+    r.answer_done = true;
+    const std::size_t got = r.answer.status().length;
+    if (r.answer.error() != nmad::errc::ok) {
+      if (r.error == MPI_SUCCESS) {
+        r.error = from_errc(r.answer.error());
+        r.detail = "the answer of window rank " + std::to_string(r.target) + " failed: " + r.answer.error_message();
+      }
+    } else if (got == sizeof(wire_ack)) {  // (raw answers are longer than kInlineBytes)
+      // An error answered instead of the data (kFlagRawAnswer).
+      wire_ack ack;
+      std::memcpy(&ack, r.result_buf, sizeof ack);
+      if (r.error == MPI_SUCCESS) {
+        r.error = ack.error != MPI_SUCCESS ? ack.error : MPI_ERR_INTERN;
+        r.detail = "an operation addressed memory outside window rank " + std::to_string(r.target) + "'s window";
+      }
+    }
+  }
+  if (r.wants_answer && !r.raw_answer && !r.answer_done && r.answer.completed()) {
     r.answer_done = true;
     if (r.answer.error() != nmad::errc::ok) {
       if (r.error == MPI_SUCCESS) {

@@ -92,6 +92,10 @@ constexpr std::uint32_t kFollowTagBit = 0x40000000u;
 constexpr std::size_t kInlineBytes = 4096;  // largest one-message request
 constexpr std::uint32_t kFlagFollow = 1;       // a second message follows on `tag`
 constexpr std::uint32_t kFlagBlocksFollow = 2; // ... and it starts with the blocks
+// A get larger than kInlineBytes into contiguous memory: the answer is the
+// data alone, received in place at the origin (an error is answered with
+// a wire_ack alone, which the origin tells by its length).
+constexpr std::uint32_t kFlagRawAnswer = 4;
 
 struct wire_header {
   std::uint8_t kind = 0;
@@ -150,6 +154,7 @@ struct op_record {
   MPI_Count result_count = 0;
   Datatype result_type;
   bool flush_ack = false;               // an unlock/flush acknowledgement
+  bool raw_answer = false;              // kFlagRawAnswer: the data lands in result_buf itself
 };
 
 // Requests of one origin waiting to be served at this target (target.cpp).

@@ -42,12 +42,25 @@ void post_header(window& w) {
 // Sends an answer (ack + data) to origin o on `tag`; the bytes stay with
 // the window until they have left.
 void answer(window& w, int o, std::uint32_t tag, int error, const std::byte* data, std::size_t len,
-            const std::byte* zero_copy = nullptr) {
+            const std::byte* zero_copy = nullptr, bool raw = false) {
   auto out = std::make_unique<window::outgoing>();
   out->origin = o;
   out->in_place = zero_copy != nullptr;
   wire_ack ack{error, 0};
-  if (zero_copy) {
+  if (raw && error == MPI_SUCCESS) {
+    // The data alone (kFlagRawAnswer), from the window in place when it
+    // is one block.
+    const std::byte* from = zero_copy;
+    if (!from) {
+      out->bytes.assign(data, data + len);
+      from = out->bytes.data();
+    }
+    st().session->isend(w.world_of(o), w.tag(static_cast<int>(tag)), from, len, out->req);
+  } else if (raw) {
+    out->bytes.resize(sizeof ack);
+    std::memcpy(out->bytes.data(), &ack, sizeof ack);
+    st().session->isend(w.world_of(o), w.tag(static_cast<int>(tag)), out->bytes.data(), out->bytes.size(), out->req);
+  } else if (zero_copy) {
     // Large contiguous get: the ack, then the window's bytes in place.
     out->bytes.resize(sizeof ack);
     std::memcpy(out->bytes.data(), &ack, sizeof ack);
@@ -115,7 +128,8 @@ void execute(window& w, int o, origin_queue& q, origin_queue::item& it) {
   std::byte* at = nullptr;
   if (!locate(w, it, at)) {
     if (q.first_error == MPI_SUCCESS) q.first_error = MPI_ERR_RMA_RANGE;
-    if (k != kind::put && k != kind::acc) answer(w, o, h.tag, MPI_ERR_RMA_RANGE, nullptr, 0);
+    if (k != kind::put && k != kind::acc)
+      answer(w, o, h.tag, MPI_ERR_RMA_RANGE, nullptr, 0, nullptr, (h.flags & kFlagRawAnswer) != 0);
     return;
   }
   const std::size_t n = it.blocks.size();
@@ -125,12 +139,13 @@ void execute(window& w, int o, origin_queue& q, origin_queue::item& it) {
       return;
     case kind::get: {
       const std::size_t len = total_len(it.blocks);
+      const bool raw = (h.flags & kFlagRawAnswer) != 0;
       if (n == 1 && len > kInlineBytes) {
-        answer(w, o, h.tag, MPI_SUCCESS, nullptr, len, at + it.blocks[0].off);
+        answer(w, o, h.tag, MPI_SUCCESS, nullptr, len, at + it.blocks[0].off, raw);
       } else {
         std::vector<std::byte> tmp(len);
         gather_blocks(at, it.blocks.data(), n, tmp.data());
-        answer(w, o, h.tag, MPI_SUCCESS, tmp.data(), len);
+        answer(w, o, h.tag, MPI_SUCCESS, tmp.data(), len, nullptr, raw);
       }
       return;
     }
