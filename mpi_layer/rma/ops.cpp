@@ -95,12 +95,6 @@ bool in_epoch_locked(const window& w, int t) {
   return false;
 }
 
-std::uint32_t take_tag(window& w) {
-  const std::uint32_t t = w.next_tag;
-  w.next_tag = w.next_tag >= kLastOpTag ? kFirstOpTag : w.next_tag + 1;
-  return t;
-}
-
 // Performs a on memory mapped here (own window, or a direct window).
 int apply_here(window& w, const op_args& a, std::byte* at, const std::vector<wire_block>& blocks,
                const std::byte* data, std::size_t len, std::size_t result_len, const Datatype& rtype, PredefinedOp pop,
@@ -174,11 +168,8 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
     if (a.k == kind::acc && pop == PredefinedOp::NoOp)
       return fail(MPI_ERR_OP, "MPI_NO_OP is for MPI_Get_accumulate and MPI_Fetch_and_op, not MPI_Accumulate");
   }
-  if (a.disp < 0 && a.target != MPI_PROC_NULL) {
-    auto wp2 = lookup_window(win);
-    if (wp2 && wp2->fl != flavor::dynamic)
-      return fail(MPI_ERR_DISP, "negative target displacement " + std::to_string(a.disp));
-  }
+  if (a.disp < 0 && a.target != MPI_PROC_NULL && w.fl != flavor::dynamic)
+    return fail(MPI_ERR_DISP, "negative target displacement " + std::to_string(a.disp));
   if (a.k == kind::cas) {
     // C integer, logical, byte and multi-language types only (MPI 4.1 12.3.4).
     const std::optional<BasicType> b = basic_of(a.ttype);
@@ -265,9 +256,7 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
   const std::size_t result_len = has_result ? tbytes : 0;
 
   // ---- direct path ----
-  if (w.direct && a.target != w.rank && !st().session->peer_alive(w.world_of(a.target)))
-    return fail(MPI_ERR_PROC_FAILED, "window rank " + std::to_string(a.target) + " (world rank " +
-                                         std::to_string(w.world_of(a.target)) + ") has failed");
+  if (w.direct && target_failed(w, a.target, detail)) return fail(MPI_ERR_PROC_FAILED, detail);
   if (w.direct || a.target == w.rank) {
     std::byte* at = nullptr;
     if (w.fl == flavor::dynamic) {
@@ -308,7 +297,7 @@ int issue(const char* fn, MPI_Win win, const op_args& a, std::shared_ptr<op_reco
   if (!inline_all) h.flags = kFlagFollow | (blocks_inline ? 0u : kFlagBlocksFollow);
   nmad::session& s = *st().session;
   std::lock_guard g(w.mu);
-  h.tag = take_tag(w);
+  h.tag = w.take_tag();
   const int world = w.world_of(a.target);
   if (w.lock_all && !w.lock_all_nocheck && !w.lock_sent[ti]) {
     if (int e = send_control_locked(w, a.target, kind::lock, MPI_LOCK_SHARED, detail)) return fail(e, detail);

@@ -10,7 +10,7 @@ namespace nmad::mpi::rma {
 namespace {
 
 // Completes what can complete of one record (mu held).
-void advance_record(window& w, op_record& r) {
+void advance_record(op_record& r) {
   if (!r.sends_done && r.hdr.completed() && (!r.has_follow || r.follow.completed())) {
     r.sends_done = true;
     nmad::errc e = r.hdr.error();
@@ -68,17 +68,20 @@ void advance_record(window& w, op_record& r) {
     }
   }
   r.finished = r.sends_done && (!r.wants_answer || r.answer_done);
-  (void)w;
 }
 
-bool target_dead(const window& w, int t) { return !st().session->peer_alive(w.world_of(t)); }
-
 }  // namespace
+
+bool target_failed(const window& w, int t, std::string& detail) {
+  if (t == w.rank || st().session->peer_alive(w.world_of(t))) return false;
+  detail = "window rank " + std::to_string(t) + " (world rank " + std::to_string(w.world_of(t)) + ") has failed";
+  return true;
+}
 
 void reap_locked(window& w) {
   for (auto it = w.inflight.begin(); it != w.inflight.end();) {
     op_record& r = **it;
-    advance_record(w, r);
+    advance_record(r);
     if (r.finished) {
       if (r.error != MPI_SUCCESS && w.target_error[static_cast<std::size_t>(r.target)] == MPI_SUCCESS) {
         w.target_error[static_cast<std::size_t>(r.target)] = r.error;
@@ -122,7 +125,7 @@ int wait_for(window& w, const std::vector<int>& watch, const std::function<bool(
       }
     }
     for (int t : watch)
-      if (t >= 0 && t != w.rank && target_dead(w, t)) {
+      if (t >= 0 && target_failed(w, t, detail)) {
         dead = t;
         return true;
       }
@@ -131,8 +134,7 @@ int wait_for(window& w, const std::vector<int>& watch, const std::function<bool(
   if (done()) return ok ? MPI_SUCCESS : MPI_ERR_PROC_FAILED;
   s.wait_until(done);
   if (ok) return MPI_SUCCESS;
-  detail = "window rank " + std::to_string(dead) + " (world rank " + std::to_string(w.world_of(dead)) +
-           ") failed before answering";
+  detail += " before answering";
   return MPI_ERR_PROC_FAILED;
 }
 
@@ -165,8 +167,7 @@ int send_control_locked(window& w, int t, kind k, int lock_type, std::string& de
   h.lock_type = lock_type == MPI_LOCK_EXCLUSIVE ? 1 : 0;
   nmad::session& s = *st().session;
   if (k == kind::unlock || k == kind::flush) {
-    h.tag = w.next_tag;
-    w.next_tag = w.next_tag >= kLastOpTag ? kFirstOpTag : w.next_tag + 1;
+    h.tag = w.take_tag();
     r->wants_answer = true;
     r->flush_ack = true;
     r->answer_bytes.resize(sizeof(wire_ack));

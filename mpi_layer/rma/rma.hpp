@@ -200,7 +200,6 @@ struct window {
   std::mutex data_mu;                   // accumulates applied in this process
 
   // ---- origin state (mu) ----
-  enum class epoch { none, fence, pscw, lock, lock_all };
   bool fence_open = false;              // a fence opened an epoch (no NOSUCCEED)
   bool access_pscw = false;
   std::vector<int> access_group;        // window ranks (MPI_Win_start)
@@ -239,6 +238,12 @@ struct window {
   bool background = false;              // counted as background work
 
   int world_of(int r) const { return c->world_of[static_cast<std::size_t>(r)]; }
+  // A fresh operation tag (mu held).
+  std::uint32_t take_tag() {
+    const std::uint32_t t = next_tag;
+    next_tag = next_tag >= kLastOpTag ? kFirstOpTag : next_tag + 1;
+    return t;
+  }
   nmad::tag_t tag(int t) const { return engine_tag(c->p2p_ctx, t); }
 };
 
@@ -278,6 +283,8 @@ void accumulate_blocks(std::byte* at, const wire_block* b, std::size_t n, const 
                        std::size_t len, PredefinedOp op, BasicType basic, std::byte* old);
 
 // ---- origin side (origin.cpp) ----
+// Whether window rank t is another process that has died; detail names it.
+bool target_failed(const window& w, int t, std::string& detail);
 // Progress of this origin's records on w (mu held): reaps finished ones.
 void reap_locked(window& w);
 // Waits (progressing) until pred() holds (checked under mu) or a target in

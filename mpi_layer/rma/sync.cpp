@@ -26,8 +26,6 @@ void poke() {
   if ((calls.fetch_add(1, std::memory_order_relaxed) & 15) == 15) st().session->progress();
 }
 
-std::shared_ptr<window> win_or_raise(const char* fn, MPI_Win win, int& rc) { return need_window(fn, win, rc); }
-
 int check_assert(const char* fn, window& w, int assert_) {
   if (assert_ & ~kAllAsserts)
     return raise_win(fn, &w, MPI_ERR_ASSERT, "unknown assertion bits " + std::to_string(assert_ & ~kAllAsserts));
@@ -113,10 +111,7 @@ int do_unlock(const char* fn, window& w, int t, int type, bool nocheck) {
   if (w.direct) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!nocheck) direct_unlock(w, t, type == MPI_LOCK_EXCLUSIVE);
-    if (t != w.rank && !st().session->peer_alive(w.world_of(t))) {
-      e = MPI_ERR_PROC_FAILED;
-      detail = "window rank " + std::to_string(t) + " (world rank " + std::to_string(w.world_of(t)) + ") has failed";
-    }
+    if (target_failed(w, t, detail)) e = MPI_ERR_PROC_FAILED;
   } else if (t == w.rank) {
     if (!nocheck) {
       std::lock_guard g(w.mu);
@@ -142,10 +137,7 @@ int do_flush(const char* fn, window& w, int t, bool remote) {
   if (w.direct || t == w.rank) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     poke();
-    if (t != w.rank && !st().session->peer_alive(w.world_of(t)))
-      return raise_win(fn, &w, MPI_ERR_PROC_FAILED,
-                       "window rank " + std::to_string(t) + " (world rank " + std::to_string(w.world_of(t)) +
-                           ") has failed");
+    if (target_failed(w, t, detail)) return raise_win(fn, &w, MPI_ERR_PROC_FAILED, detail);
     return MPI_SUCCESS;
   }
   int e = MPI_SUCCESS;
@@ -177,6 +169,31 @@ bool passive_open_locked(const window& w) {
   return false;
 }
 
+// A target rank argument: 0, or the error raised (MPI_PROC_NULL is the
+// caller's to skip first).
+int check_rank(const char* fn, window& w, int rank) {
+  if (rank >= 0 && rank < w.size) return MPI_SUCCESS;
+  return raise_win(fn, &w, MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not in the window's group");
+}
+
+// The flushes need a passive-target epoch: 0, or MPI_ERR_RMA_SYNC raised.
+int check_passive(const char* fn, window& w) {
+  std::lock_guard g(w.mu);
+  if (passive_open_locked(w)) return MPI_SUCCESS;
+  return raise_win(fn, &w, MPI_ERR_RMA_SYNC, "no passive-target epoch is open");
+}
+
+// MPI_Win_flush and MPI_Win_flush_local.
+int flush_one(const char* fn, MPI_Win win, int rank, bool remote) {
+  int rc = MPI_SUCCESS;
+  auto w = need_window(fn, win, rc);
+  if (!w) return rc;
+  if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
+  if (int e = check_rank(fn, *w, rank)) return e;
+  if (int e = check_passive(fn, *w)) return e;
+  return do_flush(fn, *w, rank, remote);
+}
+
 }  // namespace
 
 }  // namespace nmad::mpi::rma
@@ -189,7 +206,7 @@ extern "C" {
 int PMPI_Win_fence(int assert_, MPI_Win win) {
   const char* fn = "MPI_Win_fence";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (int e = check_assert(fn, *w, assert_)) return e;
   {
@@ -252,7 +269,7 @@ int PMPI_Win_fence(int assert_, MPI_Win win) {
 int PMPI_Win_post(MPI_Group group, int assert_, MPI_Win win) {
   const char* fn = "MPI_Win_post";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (int e = check_assert(fn, *w, assert_)) return e;
   std::vector<int> ranks;
@@ -277,7 +294,7 @@ int PMPI_Win_post(MPI_Group group, int assert_, MPI_Win win) {
 int PMPI_Win_start(MPI_Group group, int assert_, MPI_Win win) {
   const char* fn = "MPI_Win_start";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (int e = check_assert(fn, *w, assert_)) return e;
   std::vector<int> ranks;
@@ -319,7 +336,7 @@ int PMPI_Win_start(MPI_Group group, int assert_, MPI_Win win) {
 int PMPI_Win_complete(MPI_Win win) {
   const char* fn = "MPI_Win_complete";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   std::string detail;
   std::vector<int> group;
@@ -357,7 +374,7 @@ int PMPI_Win_complete(MPI_Win win) {
 int PMPI_Win_wait(MPI_Win win) {
   const char* fn = "MPI_Win_wait";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   {
     std::lock_guard g(w->mu);
@@ -378,7 +395,7 @@ int PMPI_Win_wait(MPI_Win win) {
 int PMPI_Win_test(MPI_Win win, int* flag) {
   const char* fn = "MPI_Win_test";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (!flag) return raise_win(fn, w.get(), MPI_ERR_ARG, "null flag");
   {
@@ -402,13 +419,13 @@ int PMPI_Win_test(MPI_Win win, int* flag) {
 int PMPI_Win_lock(int lock_type, int rank, int assert_, MPI_Win win) {
   const char* fn = "MPI_Win_lock";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (int e = check_assert(fn, *w, assert_)) return e;
   if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
     return raise_win(fn, w.get(), MPI_ERR_LOCKTYPE, "lock type " + std::to_string(lock_type) + " is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE");
   if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
-  if (rank < 0 || rank >= w->size) return raise_win(fn, w.get(), MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not in the window's group");
+  if (int e = check_rank(fn, *w, rank)) return e;
   {
     std::lock_guard g(w->mu);
     if (w->lock_type[static_cast<std::size_t>(rank)] || w->lock_all)
@@ -424,10 +441,10 @@ int PMPI_Win_lock(int lock_type, int rank, int assert_, MPI_Win win) {
 int PMPI_Win_unlock(int rank, MPI_Win win) {
   const char* fn = "MPI_Win_unlock";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
-  if (rank < 0 || rank >= w->size) return raise_win(fn, w.get(), MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not in the window's group");
+  if (int e = check_rank(fn, *w, rank)) return e;
   int held = 0;
   {
     std::lock_guard g(w->mu);
@@ -443,7 +460,7 @@ int PMPI_Win_unlock(int rank, MPI_Win win) {
 int PMPI_Win_lock_all(int assert_, MPI_Win win) {
   const char* fn = "MPI_Win_lock_all";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   if (int e = check_assert(fn, *w, assert_)) return e;
   {
@@ -478,7 +495,7 @@ int PMPI_Win_lock_all(int assert_, MPI_Win win) {
 int PMPI_Win_unlock_all(MPI_Win win) {
   const char* fn = "MPI_Win_unlock_all";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   std::string detail;
   int e = MPI_SUCCESS;
@@ -510,51 +527,22 @@ int PMPI_Win_unlock_all(MPI_Win win) {
   return MPI_SUCCESS;
 }
 
-int PMPI_Win_flush(int rank, MPI_Win win) {
-  const char* fn = "MPI_Win_flush";
-  int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
-  if (!w) return rc;
-  if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
-  if (rank < 0 || rank >= w->size) return raise_win(fn, w.get(), MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not in the window's group");
-  {
-    std::lock_guard g(w->mu);
-    if (!passive_open_locked(*w)) return raise_win(fn, w.get(), MPI_ERR_RMA_SYNC, "no passive-target epoch is open");
-  }
-  return do_flush(fn, *w, rank, true);
-}
+int PMPI_Win_flush(int rank, MPI_Win win) { return flush_one("MPI_Win_flush", win, rank, true); }
 
-int PMPI_Win_flush_local(int rank, MPI_Win win) {
-  const char* fn = "MPI_Win_flush_local";
-  int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
-  if (!w) return rc;
-  if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
-  if (rank < 0 || rank >= w->size) return raise_win(fn, w.get(), MPI_ERR_RANK, "rank " + std::to_string(rank) + " is not in the window's group");
-  {
-    std::lock_guard g(w->mu);
-    if (!passive_open_locked(*w)) return raise_win(fn, w.get(), MPI_ERR_RMA_SYNC, "no passive-target epoch is open");
-  }
-  return do_flush(fn, *w, rank, false);
-}
+int PMPI_Win_flush_local(int rank, MPI_Win win) { return flush_one("MPI_Win_flush_local", win, rank, false); }
 
 int PMPI_Win_flush_all(MPI_Win win) {
   const char* fn = "MPI_Win_flush_all";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
-  {
-    std::lock_guard g(w->mu);
-    if (!passive_open_locked(*w)) return raise_win(fn, w.get(), MPI_ERR_RMA_SYNC, "no passive-target epoch is open");
-  }
+  if (int e = check_passive(fn, *w)) return e;
   if (w->direct) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     poke();
+    std::string detail;
     for (int t = 0; t < w->size; ++t)
-      if (t != w->rank && !st().session->peer_alive(w->world_of(t)))
-        return raise_win(fn, w.get(), MPI_ERR_PROC_FAILED,
-                         "window rank " + std::to_string(t) + " (world rank " + std::to_string(w->world_of(t)) +
-                             ") has failed");
+      if (target_failed(*w, t, detail)) return raise_win(fn, w.get(), MPI_ERR_PROC_FAILED, detail);
     return MPI_SUCCESS;
   }
   for (int t = 0; t < w->size; ++t)
@@ -565,12 +553,9 @@ int PMPI_Win_flush_all(MPI_Win win) {
 int PMPI_Win_flush_local_all(MPI_Win win) {
   const char* fn = "MPI_Win_flush_local_all";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
-  {
-    std::lock_guard g(w->mu);
-    if (!passive_open_locked(*w)) return raise_win(fn, w.get(), MPI_ERR_RMA_SYNC, "no passive-target epoch is open");
-  }
+  if (int e = check_passive(fn, *w)) return e;
   std::string detail;
   if (!w->direct)
     if (int e = drain(*w, -1, detail)) return raise_win(fn, w.get(), e, detail);
@@ -581,7 +566,7 @@ int PMPI_Win_flush_local_all(MPI_Win win) {
 int PMPI_Win_sync(MPI_Win win) {
   const char* fn = "MPI_Win_sync";
   int rc = MPI_SUCCESS;
-  auto w = win_or_raise(fn, win, rc);
+  auto w = need_window(fn, win, rc);
   if (!w) return rc;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Serve what arrived, so that operations towards this process that have
